@@ -1,0 +1,94 @@
+# graphmert — build the Lua module (build/graphmert/core.so) and the standalone interpreter
+# (build/bin/graphmert), run the specs under both, install.
+LUA_VERSION ?= 5.4
+LUA_PC      ?= lua$(LUA_VERSION)
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+LUA_CFLAGS  ?= $(shell pkg-config --cflags $(LUA_PC))
+LUA_STATIC  ?= $(shell pkg-config --variable=libdir $(LUA_PC))/liblua$(LUA_VERSION).a
+BLAS_CFLAGS ?= $(shell pkg-config --cflags openblas)
+BLAS_LIBS   ?= $(shell pkg-config --libs openblas)
+LUA         ?= lua$(LUA_VERSION)
+BUSTED      ?= $(LUA) /usr/bin/busted
+LUADIR      ?= $(PREFIX)/share/lua/$(LUA_VERSION)
+LIBDIR      ?= $(PREFIX)/lib/lua/$(LUA_VERSION)
+BINDIR      ?= $(PREFIX)/bin
+CFLAGS      ?= -O2 -g -march=x86-64-v2
+WARN        := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+ALL_CFLAGS  := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fopenmp $(WARN) $(CFLAGS) \
+               $(LUA_CFLAGS) $(BLAS_CFLAGS)
+LDLIBS      := $(BLAS_LIBS) -fopenmp -lm
+
+CORE_SRC := $(wildcard src/gm_*.c)
+BIND_SRC := $(wildcard src/lgm_*.c)
+LUA_SRC  := $(shell find lua -name '*.lua' | sort)
+CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
+BIND_OBJ := $(patsubst src/%.c,build/obj/%.o,$(BIND_SRC))
+HEADERS  := $(wildcard src/*.h)
+
+.PHONY: all setup test test-lua test-embedded check-core bench demo install uninstall clean asan
+
+all: build/graphmert/core.so build/bin/graphmert
+
+build/obj build/graphmert build/bin build/gen:
+	mkdir -p $@
+
+build/obj/%.o: src/%.c $(HEADERS) | build/obj
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# The module is not linked against liblua: the host interpreter provides the Lua API.
+build/graphmert/core.so: $(CORE_OBJ) $(BIND_OBJ) | build/graphmert
+	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+build/gen/embedded_lua.c: scripts/embed_lua.lua $(LUA_SRC) | build/gen
+	$(LUA) scripts/embed_lua.lua $@ $(LUA_SRC)
+
+# -Wl,-E exports the Lua API so that C modules such as lpeg still load in the binary.
+build/bin/graphmert: src/main.c build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) | build/bin
+	$(CC) $(ALL_CFLAGS) -Isrc -o $@ src/main.c build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) \
+	  $(LUA_STATIC) $(LDLIBS) -lreadline -ldl -Wl,-E
+
+build/bin/bench_sgemm: scripts/bench_sgemm.c | build/bin
+	$(CC) -O2 $(BLAS_CFLAGS) -o $@ $< $(BLAS_LIBS) -lm
+
+# The core never sees Lua: only the binding (lgm_*) and main.c include Lua headers.
+check-core:
+	@! grep -l 'lua\.h\|lauxlib\.h\|lualib\.h' $(CORE_SRC) src/gm.h src/gm_internal.h
+
+setup:
+	@sh scripts/setup.sh
+
+test: setup
+	$(MAKE) all
+	$(MAKE) check-core test-lua test-embedded
+
+test-lua:
+	$(BUSTED) -o scripts/summary_output.lua
+
+test-embedded:
+	$(BUSTED) --run=embedded -o scripts/summary_output.lua
+
+demo: setup
+	$(MAKE) all
+	./build/bin/graphmert experiments/toy_regression.lua
+
+bench: all build/bin/bench_sgemm
+	./build/bin/graphmert scripts/bench_core.lua
+
+asan:
+	$(MAKE) clean
+	$(MAKE) all CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
+	ASAN_OPTIONS=detect_leaks=1 $(BUSTED) --run=embedded -o scripts/summary_output.lua
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR)/graphmert $(DESTDIR)$(LUADIR) $(DESTDIR)$(BINDIR)
+	install -m 755 build/graphmert/core.so $(DESTDIR)$(LIBDIR)/graphmert/core.so
+	cd lua && for f in $$(find graphmert -name '*.lua'); do \
+	  install -D -m 644 $$f $(DESTDIR)$(LUADIR)/$$f; done
+	install -m 755 build/bin/graphmert $(DESTDIR)$(BINDIR)/graphmert
+
+uninstall:
+	rm -rf $(DESTDIR)$(LIBDIR)/graphmert $(DESTDIR)$(LUADIR)/graphmert $(DESTDIR)$(BINDIR)/graphmert
+
+clean:
+	rm -rf build

@@ -1,0 +1,36 @@
+-- graphmert — graph-aware transformer attention on a float32 C core with autograd.
+--   local gm = require "graphmert"
+-- Returns a table and sets no globals. Submodules (nn, optim, gradcheck) load on first use.
+local core = require "graphmert.core"
+
+local gm = {}
+for k, v in pairs(core) do gm[k] = v end
+require("graphmert.tensor")(core)
+
+-- functional forms of the Lua-side methods: gm.t(x), gm.sigmoid(x)
+for _, name in ipairs { "t", "sigmoid" } do gm[name] = core.methods[name] end
+
+gm.Tensor = nil -- the metatable stays internal; gm.is_tensor tells tensors apart
+gm.methods = nil
+local tensor_meta = core.Tensor
+function gm.is_tensor(x) return getmetatable(x) == tensor_meta end
+
+-- embedding(weight [V, D], ids [...] with 1-based rows) → [..., D]
+function gm.embedding(weight, ids)
+  if not gm.is_tensor(ids) then ids = gm.tensor(ids) end
+  local shape = ids:shape()
+  local rows = weight:index_select(1, ids:reshape(-1))
+  shape[#shape + 1] = weight:size(2)
+  return rows:reshape(shape)
+end
+
+local submodules = { nn = true, optim = true, gradcheck = true, class = true }
+return setmetatable(gm, {
+  __index = function(t, k)
+    if submodules[k] then
+      local m = require("graphmert." .. k)
+      rawset(t, k, m)
+      return m
+    end
+  end,
+})

@@ -1,0 +1,238 @@
+/*
+ * gm.h — the graphmert C core: float32 tensors with define-by-run autograd.
+ *
+ * This header is the whole public C API. It never includes a Lua header; the Lua binding
+ * (src/lgm_*.c) is a thin layer on top of it.
+ *
+ * A short tour
+ * ------------
+ *     int64_t shape[2] = {2, 3};
+ *     gm_tensor *w = gm_tensor_randn(&rng, 2, shape);     // new reference, or NULL + message
+ *     gm_tensor_set_requires_grad(w, 1);                    // w is a leaf that wants a gradient
+ *     gm_tensor *y = gm_tanh(w);                            // records GM_OP_TANH with src[0] = w
+ *     gm_tensor *l = gm_sum_all(y);                         // a 0-dim tensor
+ *     if (gm_backward(l, NULL, 0) != GM_OK) puts(gm_last_error());
+ *     // w->grad now holds 1 - tanh(w)^2; the graph behind l has been freed
+ *     gm_tensor_release(l); gm_tensor_release(y); gm_tensor_release(w);
+ *
+ * Conventions
+ * -----------
+ * - Every tensor is contiguous and row-major. Views (reshape, narrow along the first dimension,
+ *   detach) share the storage of their base; everything else makes a new storage.
+ * - Objects are reference counted. A function that returns gm_tensor* returns a NEW reference
+ *   that the caller must gm_tensor_release(). Arguments are BORROWED unless a comment says
+ *   otherwise. Autograd nodes retain their sources, so releasing an intermediate never frees
+ *   what backward needs.
+ * - Errors: functions return NULL (constructors, ops) or a gm_status < 0. The message is in
+ *   gm_last_error() (thread-local) and gm_last_error_arg() names the 1-based argument it blames
+ *   (0 when it blames none). Nothing aborts on user input; GM_ASSERT is for broken invariants.
+ * - Dimensions and indices are 0-based here; the Lua binding converts from 1-based.
+ * - Autograd: an op records itself when grad mode is on (gm_grad_enabled(), thread-local) and one
+ *   of its inputs requires grad. gm_backward() walks the recorded graph in reverse topological
+ *   order through one switch over ops (gm_autograd.c), accumulates into leaves' ->grad and then
+ *   frees the graph unless asked to keep it.
+ */
+#ifndef GM_H
+#define GM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GM_VERSION "0.1.0"
+#define GM_MAX_DIMS 8
+#define GM_MAX_SRC 3
+
+/* ---- status and errors ------------------------------------------------------------------ */
+
+typedef enum gm_status {
+  GM_OK = 0,
+  GM_ERR_ARG = -1,    /* a bad value: negative size, dimension out of range, NaN where not allowed */
+  GM_ERR_SHAPE = -2,  /* shapes that do not fit together */
+  GM_ERR_NOMEM = -3,  /* allocation failed or the memory limit was reached */
+  GM_ERR_IO = -4,     /* file or format problems */
+  GM_ERR_STATE = -5   /* misuse of state: backward twice through a freed graph, in-place on a leaf */
+} gm_status;
+
+const char *gm_last_error(void);   /* message of the last failure on this thread */
+int gm_last_error_arg(void);        /* 1-based argument blamed by the last failure, 0 if none */
+gm_status gm_last_status(void);
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+/* Every byte the core allocates goes through gm_malloc and is counted. */
+void *gm_malloc(size_t bytes);  /* 64-byte aligned; NULL + message on failure or over the limit */
+void gm_free(void *p);
+size_t gm_memory_live(void);
+size_t gm_memory_peak(void);
+void gm_memory_reset_peak(void);
+/* Refuse allocations that would take live bytes above `bytes` (0 = no limit). */
+void gm_memory_set_limit(size_t bytes);
+size_t gm_memory_limit(void);
+/* Called once when an allocation fails, before failing for good (the binding runs a full GC). */
+typedef void (*gm_oom_hook)(void *ud);
+void gm_memory_set_oom_hook(gm_oom_hook hook, void *ud);  /* per thread */
+
+/* ---- threads ----------------------------------------------------------------------------- */
+
+/* Sets OpenBLAS's threads and the core's own parallel loops together. n <= 0: all cores. */
+void gm_set_num_threads(int n);
+int gm_get_num_threads(void);
+
+/* ---- random numbers ---------------------------------------------------------------------- */
+
+/* xoshiro256** seeded through splitmix64: the same seed gives the same bits on every machine. */
+typedef struct gm_rng {
+  uint64_t s[4];
+} gm_rng;
+void gm_rng_seed(gm_rng *rng, uint64_t seed);
+uint64_t gm_rng_next(gm_rng *rng);
+double gm_rng_uniform(gm_rng *rng);  /* [0, 1) with 53 random bits */
+double gm_rng_normal(gm_rng *rng);   /* standard normal (Box–Muller, one value per call) */
+
+/* ---- tensors ----------------------------------------------------------------------------- */
+
+typedef enum gm_op {
+  GM_OP_NONE = 0, /* a leaf (or a tensor made without grad) */
+  GM_OP_FREED,    /* its graph was freed by a backward pass */
+  GM_OP_ADD, GM_OP_SUB, GM_OP_MUL, GM_OP_DIV,
+  GM_OP_ADD_SCALAR, GM_OP_MUL_SCALAR, GM_OP_RDIV_SCALAR, GM_OP_POW_SCALAR,
+  GM_OP_NEG, GM_OP_EXP, GM_OP_LOG, GM_OP_SQRT, GM_OP_TANH,
+  GM_OP_GELU, GM_OP_GELU_TANH, GM_OP_RELU, GM_OP_LEAKY_RELU,
+  GM_OP_SUM, GM_OP_MEAN, GM_OP_MAX, /* over one dimension, or all when iarg[0] < 0 */
+  GM_OP_SOFTMAX, GM_OP_LOG_SOFTMAX,
+  GM_OP_MATMUL,
+  GM_OP_RESHAPE, GM_OP_PERMUTE, GM_OP_CONCAT, GM_OP_NARROW,
+  GM_OP_INDEX_SELECT, GM_OP_GATHER,
+  GM_OP_LAYER_NORM, GM_OP_DROPOUT, GM_OP_CROSS_ENTROPY,
+  GM_OP_COUNT
+} gm_op;
+
+const char *gm_op_name(gm_op op);
+
+typedef struct gm_storage {
+  float *data;
+  int64_t numel;
+  int refcount;
+} gm_storage;
+
+typedef struct gm_tensor gm_tensor;
+struct gm_tensor {
+  int refcount;
+  int ndim;                      /* 0 for a scalar */
+  int64_t shape[GM_MAX_DIMS];
+  int64_t numel;
+  gm_storage *storage;           /* owned reference; shared by views */
+  float *data;                   /* storage->data + offset */
+
+  /* autograd */
+  int requires_grad;             /* a leaf marked by the user, or an op result that needs grad */
+  gm_op op;                      /* how it was made (GM_OP_NONE for leaves) */
+  int nsrc;                      /* number of sources of op */
+  gm_tensor **src;               /* retained sources: src_inline, or a heap array for concat */
+  gm_tensor *src_inline[GM_MAX_SRC];
+  gm_tensor *saved;              /* retained op-specific buffer (mask, statistics, indices) */
+  int64_t iarg[GM_MAX_DIMS + 2]; /* op-specific integer arguments */
+  float farg[2];                 /* op-specific float arguments */
+  gm_tensor *grad;               /* accumulated gradient of a leaf (owned), or NULL */
+
+  /* scratch of one backward pass */
+  gm_tensor *grad_pending;
+  int visit_mark;
+};
+
+void gm_tensor_retain(gm_tensor *t);
+void gm_tensor_release(gm_tensor *t);  /* NULL is fine */
+
+/* Constructors: new references. shape may be NULL when ndim == 0. */
+gm_tensor *gm_tensor_empty(int ndim, const int64_t *shape);  /* uninitialised values */
+gm_tensor *gm_tensor_full(int ndim, const int64_t *shape, float value);
+gm_tensor *gm_tensor_from_data(int ndim, const int64_t *shape, const float *data);
+gm_tensor *gm_tensor_arange(double start, double stop, double step);
+gm_tensor *gm_tensor_randn(gm_rng *rng, int ndim, const int64_t *shape);
+gm_tensor *gm_tensor_rand(gm_rng *rng, int ndim, const int64_t *shape);
+gm_tensor *gm_tensor_clone(const gm_tensor *t);   /* a copy with no autograd history */
+gm_tensor *gm_tensor_detach(gm_tensor *t);        /* shares storage, no history */
+/* GM_OK when a tensor of this shape may be made (dimensions, signs, total size). */
+gm_status gm_check_shape(int ndim, const int64_t *shape, int arg);
+int gm_tensor_same_shape(const gm_tensor *a, const gm_tensor *b);
+/* "2x3x4" (or "scalar") into buf; returns buf. */
+char *gm_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
+
+/* ---- autograd ---------------------------------------------------------------------------- */
+
+int gm_grad_enabled(void);
+int gm_set_grad_enabled(int on);  /* returns the previous setting (thread-local) */
+gm_status gm_tensor_set_requires_grad(gm_tensor *t, int on);  /* leaves only */
+void gm_tensor_zero_grad(gm_tensor *t);
+/* Accumulates d(root)/d(leaf) into every leaf's ->grad. root must be a scalar unless
+ * grad_root (same shape as root) is given. retain_graph keeps the graph for another pass. */
+gm_status gm_backward(gm_tensor *root, gm_tensor *grad_root, int retain_graph);
+
+/* ---- ops: each returns a new reference, or NULL with the message set ----------------------- */
+
+/* elementwise with NumPy broadcasting */
+gm_tensor *gm_add(gm_tensor *a, gm_tensor *b);
+gm_tensor *gm_sub(gm_tensor *a, gm_tensor *b);
+gm_tensor *gm_mul(gm_tensor *a, gm_tensor *b);
+gm_tensor *gm_div(gm_tensor *a, gm_tensor *b);
+gm_tensor *gm_add_scalar(gm_tensor *a, float s);   /* a + s */
+gm_tensor *gm_mul_scalar(gm_tensor *a, float s);   /* a * s */
+gm_tensor *gm_rdiv_scalar(gm_tensor *a, float s);  /* s / a */
+gm_tensor *gm_pow_scalar(gm_tensor *a, float p);   /* a ^ p */
+gm_tensor *gm_neg(gm_tensor *a);
+gm_tensor *gm_exp(gm_tensor *a);
+gm_tensor *gm_log(gm_tensor *a);
+gm_tensor *gm_sqrt(gm_tensor *a);
+gm_tensor *gm_tanh(gm_tensor *a);
+gm_tensor *gm_gelu(gm_tensor *a);        /* x Φ(x), exact erf form */
+gm_tensor *gm_gelu_tanh(gm_tensor *a);   /* the tanh approximation */
+gm_tensor *gm_relu(gm_tensor *a);
+gm_tensor *gm_leaky_relu(gm_tensor *a, float slope);
+
+/* reductions; dim < 0 means over all elements (a 0-dim result) */
+gm_tensor *gm_sum(gm_tensor *a, int dim, int keepdim);
+gm_tensor *gm_mean(gm_tensor *a, int dim, int keepdim);
+/* max over dim; *indices (optional, new reference) receives 0-based argmax positions as floats */
+gm_tensor *gm_max(gm_tensor *a, int dim, int keepdim, gm_tensor **indices);
+gm_tensor *gm_softmax(gm_tensor *a, int dim);
+gm_tensor *gm_log_softmax(gm_tensor *a, int dim);
+
+/* a [..., n, k] @ b [..., k, m] with batch dimensions broadcast; 1-D operands are not promoted.
+ * trans_a / trans_b read the last two dimensions transposed, without a copy. */
+gm_tensor *gm_matmul(gm_tensor *a, gm_tensor *b, int trans_a, int trans_b);
+
+/* shape */
+gm_tensor *gm_reshape(gm_tensor *a, int ndim, const int64_t *shape);  /* one -1 allowed; a view */
+gm_tensor *gm_permute(gm_tensor *a, const int *perm);                  /* perm has a->ndim entries */
+gm_tensor *gm_transpose(gm_tensor *a, int d0, int d1);
+gm_tensor *gm_concat(gm_tensor **ts, int n, int dim);
+gm_tensor *gm_narrow(gm_tensor *a, int dim, int64_t start, int64_t length);
+/* index holds integer values (as floats) counted from index_base (1 in Lua, 0 in C) */
+gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_base);
+gm_tensor *gm_gather(gm_tensor *a, int dim, gm_tensor *index, int index_base);
+
+/* neural-network ops */
+/* over the last dimension; weight and bias [D] are optional (NULL) */
+gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float eps);
+/* zeroes each element with probability p and scales the rest by 1/(1-p) */
+gm_tensor *gm_dropout(gm_tensor *x, float p, gm_rng *rng);
+/* mean over non-ignored rows of -log_softmax(logits)[target]; logits [N, C], target [N] */
+gm_tensor *gm_cross_entropy(gm_tensor *logits, gm_tensor *target, int index_base,
+                            int64_t ignore_index);
+
+/* ---- in-place helpers for optimizers (refuse tensors that are part of a recorded graph) ------- */
+
+/* GM_OK when t may be changed in place: no recorded graph needs it, and it is not a leaf that
+ * requires grad while grad mode is on. */
+gm_status gm_tensor_check_writable(const gm_tensor *t);
+gm_status gm_tensor_fill_(gm_tensor *t, float value);
+gm_status gm_tensor_copy_(gm_tensor *dst, const gm_tensor *src);          /* same numel */
+gm_status gm_tensor_add_(gm_tensor *dst, const gm_tensor *src, float alpha); /* dst += alpha*src */
+gm_status gm_tensor_mul_(gm_tensor *t, float s);
+
+/* ---- raw BLAS, for benchmarks against the library ------------------------------------------- */
+
+/* C[m,n] = A[m,k] B[k,n] on raw row-major buffers, straight through cblas_sgemm. */
+void gm_sgemm_raw(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c);
+
+#endif

@@ -1,0 +1,391 @@
+/* gm_autograd.c — reverse-mode autodiff over the recorded graph.
+ *
+ * gm_backward() sorts the nodes reachable from the root topologically, seeds the root with
+ * ones, and visits the nodes in reverse order. Each visit is one case of the switch in
+ * node_backward(): it turns the node's gradient g into contributions for its sources, which
+ * accumulate in their grad_pending until they are visited in turn. Leaves move their pending
+ * gradient into ->grad. Backward itself runs with grad mode off, so it records nothing. */
+#include <math.h>
+#include <string.h>
+
+#include "gm_internal.h"
+
+static const char *const op_names[GM_OP_COUNT] = {
+    "leaf", "freed", "add", "sub", "mul", "div", "add_scalar", "mul_scalar", "rdiv_scalar",
+    "pow_scalar", "neg", "exp", "log", "sqrt", "tanh", "gelu", "gelu_tanh", "relu", "leaky_relu",
+    "sum", "mean", "max", "softmax", "log_softmax", "matmul", "reshape", "permute", "concat",
+    "narrow", "index_select", "gather", "layer_norm", "dropout", "cross_entropy"};
+
+const char *gm_op_name(gm_op op) { return op >= 0 && op < GM_OP_COUNT ? op_names[op] : "?"; }
+
+/* A tensor we may add into in place: nobody else holds it or its storage. */
+static int exclusive(const gm_tensor *t) {
+  return t->refcount == 1 && t->storage->refcount == 1;
+}
+
+/* Adds contribution (stolen) to t's pending gradient. */
+static gm_status accumulate(gm_tensor *t, gm_tensor *contribution) {
+  if (!contribution) return gm_last_status();
+  GM_ASSERT(contribution->numel == t->numel);
+  if (!t->grad_pending) {
+    t->grad_pending = contribution;
+    return GM_OK;
+  }
+  if (exclusive(t->grad_pending)) {
+    gm_tensor_add_(t->grad_pending, contribution, 1.0f);
+    gm_tensor_release(contribution);
+    return GM_OK;
+  }
+  gm_tensor *sum = gm_add(t->grad_pending, contribution);
+  gm_tensor_release(contribution);
+  if (!sum) return gm_last_status();
+  gm_tensor_release(t->grad_pending);
+  t->grad_pending = sum;
+  return GM_OK;
+}
+
+/* g summed down to the shape of t (the backward of broadcasting); steals g. */
+static gm_tensor *reduce_to(gm_tensor *g, const gm_tensor *t) {
+  if (!g || gm_tensor_same_shape(g, t)) return g;
+  gm_tensor *r = gm_sum_to_shape(g, t->ndim, t->shape);
+  gm_tensor_release(g);
+  return r;
+}
+
+/* Elementwise derivative of a unary op times g: dx = g ⊙ f'(x). */
+#define DERIV_LOOP(EXPR)                                                    \
+  _Pragma("omp parallel for if (n > GM_PAR_MIN)") for (int64_t i = 0; i < n; \
+                                                       i++) {               \
+    float x = xs[i], y = ys[i];                                             \
+    (void)x;                                                                \
+    (void)y;                                                                \
+    dx[i] = gs[i] * (EXPR);                                                 \
+  }                                                                         \
+  break;
+
+#define GELU_TANH_C 0.7978845608028654f
+#define INV_SQRT_2PI 0.3989422804014327f
+
+static gm_tensor *unary_backward(const gm_tensor *node, const gm_tensor *g) {
+  const gm_tensor *a = node->src[0];
+  gm_tensor *res = gm_tensor_empty(a->ndim, a->shape);
+  if (!res) return NULL;
+  const float *xs = a->data, *ys = node->data, *gs = g->data;
+  float *dx = res->data, s = node->farg[0];
+  int64_t n = a->numel;
+  switch (node->op) {
+    case GM_OP_ADD_SCALAR: DERIV_LOOP(1.0f)
+    case GM_OP_MUL_SCALAR: DERIV_LOOP(s)
+    case GM_OP_RDIV_SCALAR: DERIV_LOOP(-y / x)          /* d(s/x) = −s/x² = −y/x */
+    case GM_OP_POW_SCALAR: DERIV_LOOP(s * powf(x, s - 1.0f))
+    case GM_OP_NEG: DERIV_LOOP(-1.0f)
+    case GM_OP_EXP: DERIV_LOOP(y)
+    case GM_OP_LOG: DERIV_LOOP(1.0f / x)
+    case GM_OP_SQRT: DERIV_LOOP(0.5f / y)
+    case GM_OP_TANH: DERIV_LOOP(1.0f - y * y)
+    /* d(x Φ(x)) = Φ(x) + x φ(x) */
+    case GM_OP_GELU:
+      DERIV_LOOP(0.5f * (1.0f + erff(x * (float)M_SQRT1_2)) + x * INV_SQRT_2PI * expf(-0.5f * x * x))
+    /* u = c(x + 0.044715x³): d = ½(1 + tanh u) + ½x(1 − tanh²u) c (1 + 3·0.044715x²) */
+    case GM_OP_GELU_TANH:
+      DERIV_LOOP(0.5f * (1.0f + tanhf(GELU_TANH_C * (x + 0.044715f * x * x * x))) +
+                 0.5f * x * (1.0f - tanhf(GELU_TANH_C * (x + 0.044715f * x * x * x)) *
+                                        tanhf(GELU_TANH_C * (x + 0.044715f * x * x * x))) *
+                     GELU_TANH_C * (1.0f + 3.0f * 0.044715f * x * x))
+    case GM_OP_RELU: DERIV_LOOP(x > 0 ? 1.0f : 0.0f)
+    case GM_OP_LEAKY_RELU: DERIV_LOOP(x > 0 ? 1.0f : s)
+    default: GM_ASSERT(!"not a unary op");
+  }
+  return res;
+}
+
+/* The backward of sum/mean/max over dim (or all when dim < 0): spread g back over the input. */
+static gm_tensor *reduction_backward(const gm_tensor *node, const gm_tensor *g) {
+  const gm_tensor *a = node->src[0];
+  int dim = (int)node->iarg[0];
+  int64_t outer = 1, size = a->numel, inner = 1;
+  if (dim >= 0) gm_dim_split(a, dim, &outer, &size, &inner);
+  gm_tensor *dx = gm_tensor_full(a->ndim, a->shape, 0.0f);
+  if (!dx) return NULL;
+  float scale = node->op == GM_OP_MEAN ? 1.0f / (float)size : 1.0f;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t k = 0; k < inner; k++) {
+      float gv = g->data[o * inner + k];
+      float *p = dx->data + o * size * inner + k;
+      if (node->op == GM_OP_MAX) /* only the (first) maximum moves the output */
+        p[(int64_t)node->saved->data[o * inner + k] * inner] = gv;
+      else
+        for (int64_t j = 0; j < size; j++) p[j * inner] = gv * scale;
+    }
+  return dx;
+}
+
+static gm_tensor *zeros_like(const gm_tensor *t) { return gm_tensor_full(t->ndim, t->shape, 0.0f); }
+
+/* Turns the node's gradient g into contributions for its sources. */
+static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
+  gm_tensor *a = node->src[0], *b = node->nsrc > 1 ? node->src[1] : NULL;
+  int need_a = a && a->requires_grad, need_b = b && b->requires_grad;
+  gm_status st = GM_OK;
+  switch (node->op) {
+    /* z = a ± b: dz/da = 1, dz/db = ±1, then undo the broadcast */
+    case GM_OP_ADD:
+    case GM_OP_SUB:
+      if (need_a) gm_tensor_retain(g), st = accumulate(a, reduce_to(g, a));
+      if (need_b && st == GM_OK)
+        st = accumulate(b, reduce_to(node->op == GM_OP_ADD ? (gm_tensor_retain(g), g) : gm_neg(g), b));
+      break;
+    /* z = a b: da = g b, db = g a */
+    case GM_OP_MUL:
+      if (need_a) st = accumulate(a, reduce_to(gm_mul(g, b), a));
+      if (need_b && st == GM_OK) st = accumulate(b, reduce_to(gm_mul(g, a), b));
+      break;
+    /* z = a / b: da = g / b, db = −g a / b² = −g z / b */
+    case GM_OP_DIV:
+      if (need_a) st = accumulate(a, reduce_to(gm_div(g, b), a));
+      if (need_b && st == GM_OK) {
+        gm_tensor *gz = gm_mul(g, node), *q = gz ? gm_div(gz, b) : NULL;
+        gm_tensor *nq = q ? gm_neg(q) : NULL;
+        gm_tensor_release(gz);
+        gm_tensor_release(q);
+        st = accumulate(b, reduce_to(nq, b));
+      }
+      break;
+    case GM_OP_ADD_SCALAR: case GM_OP_MUL_SCALAR: case GM_OP_RDIV_SCALAR: case GM_OP_POW_SCALAR:
+    case GM_OP_NEG: case GM_OP_EXP: case GM_OP_LOG: case GM_OP_SQRT: case GM_OP_TANH:
+    case GM_OP_GELU: case GM_OP_GELU_TANH: case GM_OP_RELU: case GM_OP_LEAKY_RELU:
+      st = accumulate(a, unary_backward(node, g));
+      break;
+    /* sum: every input gets g; mean: g/n; max: the argmax gets g */
+    case GM_OP_SUM: case GM_OP_MEAN: case GM_OP_MAX:
+      st = accumulate(a, reduction_backward(node, g));
+      break;
+    /* y = softmax(x): dx = y (g − Σ g y); log-softmax: dx = g − e^y Σ g */
+    case GM_OP_SOFTMAX: case GM_OP_LOG_SOFTMAX: {
+      gm_tensor *dx = gm_tensor_empty(a->ndim, a->shape);
+      if (dx) gm_softmax_backward_kernel(node, g, dx, (int)node->iarg[0], node->op == GM_OP_LOG_SOFTMAX);
+      st = accumulate(a, dx);
+      break;
+    }
+    /* C = op(A) op(B): d op(A) = G op(B)ᵀ, d op(B) = op(A)ᵀ G (cs231n). A transposed operand
+     * receives the transpose, the same product with its factors swapped. */
+    case GM_OP_MATMUL: {
+      int ta = (int)node->iarg[0], tb = (int)node->iarg[1];
+      if (need_a)
+        st = accumulate(a, reduce_to(ta ? gm_matmul(b, g, tb, 1) : gm_matmul(g, b, 0, !tb), a));
+      if (need_b && st == GM_OK) {
+        if (b->ndim == 2 && a->ndim > 2 && !ta) {
+          /* one weight matrix shared by a batch: fold the batch into the rows, one product */
+          int64_t k = a->shape[a->ndim - 1], m = g->shape[g->ndim - 1];
+          int64_t a2[2] = {a->numel / (k ? k : 1), k}, g2[2] = {g->numel / (m ? m : 1), m};
+          gm_tensor *av = gm_tensor_view(a, a->data - a->storage->data, 2, a2);
+          gm_tensor *gv = gm_tensor_view(g, g->data - g->storage->data, 2, g2);
+          gm_tensor *db = av && gv ? (tb ? gm_matmul(gv, av, 1, 0) : gm_matmul(av, gv, 1, 0)) : NULL;
+          gm_tensor_release(av);
+          gm_tensor_release(gv);
+          st = accumulate(b, db);
+        } else {
+          st = accumulate(b, reduce_to(tb ? gm_matmul(g, a, 1, ta) : gm_matmul(a, g, !ta, 0), b));
+        }
+      }
+      break;
+    }
+    /* a reshape moves no values: the gradient is g read in the source's shape */
+    case GM_OP_RESHAPE:
+      st = accumulate(a, gm_tensor_view(g, g->data - g->storage->data, a->ndim, a->shape));
+      break;
+    /* permute back with the inverse permutation */
+    case GM_OP_PERMUTE: {
+      int inv[GM_MAX_DIMS];
+      for (int d = 0; d < a->ndim; d++) inv[node->iarg[d]] = d;
+      st = accumulate(a, gm_permute(g, inv));
+      break;
+    }
+    /* each source gets its slice of g */
+    case GM_OP_CONCAT: {
+      int dim = (int)node->iarg[0];
+      int64_t start = 0;
+      for (int i = 0; i < node->nsrc && st == GM_OK; i++) {
+        gm_tensor *s = node->src[i];
+        if (s->requires_grad) st = accumulate(s, gm_narrow(g, dim, start, s->shape[dim]));
+        start += s->shape[dim];
+      }
+      break;
+    }
+    /* zeros except the narrowed window, which gets g */
+    case GM_OP_NARROW: {
+      int dim = (int)node->iarg[0];
+      gm_tensor *dx = zeros_like(a);
+      if (dx) {
+        int64_t outer, size, inner, len = node->shape[dim];
+        gm_dim_split(a, dim, &outer, &size, &inner);
+        for (int64_t o = 0; o < outer; o++)
+          memcpy(dx->data + (o * size + node->iarg[1]) * inner, g->data + o * len * inner,
+                 (size_t)(len * inner) * sizeof(float));
+      }
+      st = accumulate(a, dx);
+      break;
+    }
+    /* out[.., j, ..] = a[.., index_j, ..]: scatter-add g's rows back (repeated indices add) */
+    case GM_OP_INDEX_SELECT: {
+      int dim = (int)node->iarg[0], base = (int)node->iarg[1];
+      gm_tensor *dx = zeros_like(a);
+      if (dx) {
+        int64_t outer, size, inner, count = node->saved->numel;
+        gm_dim_split(a, dim, &outer, &size, &inner);
+        for (int64_t o = 0; o < outer; o++)
+          for (int64_t j = 0; j < count; j++) {
+            float *dst = dx->data + (o * size + (int64_t)node->saved->data[j] - base) * inner;
+            const float *src = g->data + (o * count + j) * inner;
+            for (int64_t k = 0; k < inner; k++) dst[k] += src[k];
+          }
+      }
+      st = accumulate(a, dx);
+      break;
+    }
+    case GM_OP_GATHER: {
+      gm_tensor *dx = zeros_like(a);
+      if (dx)
+        gm_gather_kernel(a, node->saved, (int)node->iarg[0], (int)node->iarg[1], dx->data,
+                         g->data, 1);
+      st = accumulate(a, dx);
+      break;
+    }
+    case GM_OP_LAYER_NORM: {
+      gm_tensor *w = node->src[1], *bias = node->src[2];
+      gm_tensor *dx = need_a ? gm_tensor_empty(a->ndim, a->shape) : NULL;
+      gm_tensor *dw = w && w->requires_grad ? zeros_like(w) : NULL;
+      gm_tensor *db = bias && bias->requires_grad ? zeros_like(bias) : NULL;
+      if ((need_a && !dx) || (w && w->requires_grad && !dw) || (bias && bias->requires_grad && !db)) {
+        gm_tensor_release(dx), gm_tensor_release(dw), gm_tensor_release(db);
+        return gm_last_status();
+      }
+      gm_layer_norm_backward(a, w, node->saved, g, dx ? dx->data : NULL, dw ? dw->data : NULL,
+                             db ? db->data : NULL);
+      if (dx) st = accumulate(a, dx);
+      if (dw) st = st == GM_OK ? accumulate(w, dw) : (gm_tensor_release(dw), st);
+      if (db) st = st == GM_OK ? accumulate(bias, db) : (gm_tensor_release(db), st);
+      break;
+    }
+    /* y = x ⊙ mask: dx = g ⊙ mask */
+    case GM_OP_DROPOUT:
+      st = accumulate(a, gm_mul(g, node->saved));
+      break;
+    case GM_OP_CROSS_ENTROPY: {
+      gm_tensor *dx = gm_tensor_empty(a->ndim, a->shape);
+      if (dx)
+        gm_cross_entropy_backward(node->saved, b, (int)node->iarg[0], node->iarg[1],
+                                  node->iarg[2], g->data[0], dx->data);
+      st = accumulate(a, dx);
+      break;
+    }
+    case GM_OP_NONE: case GM_OP_FREED: case GM_OP_COUNT:
+      GM_ASSERT(!"leaves and freed nodes are handled by gm_backward");
+  }
+  return st;
+}
+
+/* ---- the pass ---------------------------------------------------------------------------- */
+
+static _Thread_local int visit_epoch;
+
+typedef struct {
+  gm_tensor **items;
+  int64_t count, capacity;
+} node_list;
+
+static gm_status list_push(node_list *l, gm_tensor *t) {
+  if (l->count == l->capacity) {
+    int64_t cap = l->capacity ? 2 * l->capacity : 64;
+    gm_tensor **items = gm_malloc((size_t)cap * sizeof *items);
+    if (!items) return gm_last_status();
+    if (l->count) memcpy(items, l->items, (size_t)l->count * sizeof *items);
+    gm_free(l->items);
+    l->items = items;
+    l->capacity = cap;
+  }
+  l->items[l->count++] = t;
+  return GM_OK;
+}
+
+/* Post-order DFS without recursion: deep graphs must not overflow the C stack. A node is
+ * pushed on `stack` twice: first to expand (mark > 0), then to emit (entry tagged with ~). */
+static gm_status topo_sort(gm_tensor *root, node_list *order) {
+  node_list stack = {0};
+  int epoch = ++visit_epoch;
+  gm_status st = list_push(&stack, root);
+  while (st == GM_OK && stack.count) {
+    gm_tensor *t = stack.items[--stack.count];
+    uintptr_t tagged = (uintptr_t)t;
+    if (tagged & 1) { /* second visit: all sources are emitted */
+      st = list_push(order, (gm_tensor *)(tagged & ~(uintptr_t)1));
+      continue;
+    }
+    if (t->visit_mark == epoch) continue;
+    t->visit_mark = epoch;
+    if (t->op == GM_OP_FREED) {
+      st = gm_fail(GM_ERR_STATE, 1,
+                   "backward through a graph that an earlier backward freed (pass "
+                   "retain_graph = true to the first one)");
+      break;
+    }
+    st = list_push(&stack, (gm_tensor *)(tagged | 1));
+    for (int i = 0; i < t->nsrc && st == GM_OK; i++) {
+      gm_tensor *s = t->src[i];
+      if (s && s->requires_grad && s->visit_mark != epoch) st = list_push(&stack, s);
+    }
+  }
+  gm_free(stack.items);
+  return st;
+}
+
+gm_status gm_backward(gm_tensor *root, gm_tensor *grad_root, int retain_graph) {
+  char x[GM_SHAPE_BUF], y[GM_SHAPE_BUF];
+  if (!root->requires_grad)
+    return gm_fail(GM_ERR_STATE, 1, "backward on a tensor that does not require grad");
+  if (grad_root && !gm_tensor_same_shape(grad_root, root))
+    return gm_fail(GM_ERR_SHAPE, 2, "gradient of size %s for a tensor of size %s",
+                   GM_SHAPE(grad_root, x), GM_SHAPE(root, y));
+  if (!grad_root && root->numel != 1)
+    return gm_fail(GM_ERR_SHAPE, 1,
+                   "backward needs a scalar (got size %s); pass a gradient for other shapes",
+                   GM_SHAPE(root, x));
+  node_list order = {0};
+  gm_status st = topo_sort(root, &order);
+  int was_enabled = gm_set_grad_enabled(0);
+  if (st == GM_OK) {
+    root->grad_pending = grad_root ? gm_tensor_clone(grad_root)
+                                   : gm_tensor_full(root->ndim, root->shape, 1.0f);
+    if (!root->grad_pending) st = gm_last_status();
+  }
+  for (int64_t i = order.count - 1; i >= 0 && st == GM_OK; i--) {
+    gm_tensor *t = order.items[i];
+    gm_tensor *g = t->grad_pending;
+    if (!g) continue;
+    t->grad_pending = NULL;
+    if (t->op == GM_OP_NONE) { /* a leaf: keep the gradient */
+      if (!t->grad) {
+        t->grad = exclusive(g) ? g : gm_tensor_clone(g);
+        if (t->grad == g) continue;
+        if (!t->grad) st = gm_last_status();
+      } else {
+        gm_tensor_add_(t->grad, g, 1.0f);
+      }
+    } else {
+      st = node_backward(t, g);
+    }
+    gm_tensor_release(g);
+  }
+  gm_set_grad_enabled(was_enabled);
+  for (int64_t i = 0; i < order.count; i++) {
+    gm_tensor *t = order.items[i];
+    gm_tensor_release(t->grad_pending); /* only left over after a failure */
+    t->grad_pending = NULL;
+    if (!retain_graph && t->op != GM_OP_NONE) {
+      gm_node_clear(t);
+      t->op = GM_OP_FREED;
+    }
+  }
+  gm_free(order.items);
+  return st;
+}

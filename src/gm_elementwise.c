@@ -1,0 +1,191 @@
+/* gm_elementwise.c — unary and broadcasting binary ops, and the sum-to-shape that undoes a
+ * broadcast in backward. */
+#include <math.h>
+#include <string.h>
+
+#include "gm_internal.h"
+
+/* ---- broadcasting ------------------------------------------------------------------------ */
+
+gm_status gm_broadcast_shape(const gm_tensor *a, const gm_tensor *b, int *ndim, int64_t *shape) {
+  int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+  for (int i = 0; i < n; i++) {
+    int ia = a->ndim - n + i, ib = b->ndim - n + i;
+    int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
+    if (sa != sb && sa != 1 && sb != 1) {
+      char x[GM_SHAPE_BUF], y[GM_SHAPE_BUF];
+      return gm_fail(GM_ERR_SHAPE, 2, "size mismatch: %s and %s do not broadcast (dimension %d)",
+                     GM_SHAPE(a, x), GM_SHAPE(b, y), i + 1);
+    }
+    shape[i] = sa == 1 ? sb : sa;
+  }
+  *ndim = n;
+  return GM_OK;
+}
+
+/* Element strides of t seen through an ndim-dimensional broadcast: 0 where t is repeated. */
+static void broadcast_strides(int ndim, const int64_t *t_shape, int t_ndim, int64_t *strides) {
+  int64_t stride = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    int it = t_ndim - ndim + i;
+    int64_t size = it >= 0 ? t_shape[it] : 1;
+    strides[i] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+}
+
+typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV } binary_kind;
+
+/* One loop nest per kind, so the compiler vectorises each inner loop. */
+#define BINARY_KERNEL(NAME, EXPR)                                                            \
+  static void NAME(const float *pa, const float *pb, float *po, int ndim,                  \
+                   const int64_t *shape, const int64_t *sa, const int64_t *sb, int64_t n) {  \
+    int64_t inner = ndim ? shape[ndim - 1] : 1, rows = inner ? n / inner : 0;               \
+    int64_t ia_step = ndim ? sa[ndim - 1] : 0, ib_step = ndim ? sb[ndim - 1] : 0;           \
+    _Pragma("omp parallel for if (n > GM_PAR_MIN)") for (int64_t r = 0; r < rows; r++) {     \
+      int64_t oa = 0, ob = 0, rest = r;                                                      \
+      for (int d = ndim - 2; d >= 0; d--) {                                                  \
+        int64_t i = rest % shape[d];                                                         \
+        rest /= shape[d];                                                                    \
+        oa += i * sa[d];                                                                     \
+        ob += i * sb[d];                                                                     \
+      }                                                                                      \
+      const float *x = pa + oa, *y = pb + ob;                                                \
+      float *o = po + r * inner;                                                             \
+      if (ia_step == 1 && ib_step == 1)                                                      \
+        for (int64_t j = 0; j < inner; j++) {                                                \
+          float A = x[j], B = y[j];                                                          \
+          o[j] = (EXPR);                                                                     \
+        }                                                                                    \
+      else                                                                                   \
+        for (int64_t j = 0; j < inner; j++) {                                                \
+          float A = x[j * ia_step], B = y[j * ib_step];                                      \
+          o[j] = (EXPR);                                                                     \
+        }                                                                                    \
+    }                                                                                        \
+  }
+
+BINARY_KERNEL(kernel_add, A + B)
+BINARY_KERNEL(kernel_sub, A - B)
+BINARY_KERNEL(kernel_mul, A *B)
+BINARY_KERNEL(kernel_div, A / B)
+
+static gm_tensor *binary(gm_tensor *a, gm_tensor *b, binary_kind kind) {
+  int ndim;
+  int64_t shape[GM_MAX_DIMS], sa[GM_MAX_DIMS], sb[GM_MAX_DIMS];
+  if (gm_broadcast_shape(a, b, &ndim, shape) != GM_OK) return NULL;
+  gm_tensor *out = gm_tensor_empty(ndim, shape);
+  if (!out) return NULL;
+  broadcast_strides(ndim, a->shape, a->ndim, sa);
+  broadcast_strides(ndim, b->shape, b->ndim, sb);
+  /* Collapse to one dimension when neither side broadcasts: the common case runs flat. */
+  if (gm_tensor_same_shape(a, b) && ndim > 0) {
+    int64_t n = out->numel;
+    int64_t one = 1;
+    switch (kind) {
+      case BIN_ADD: kernel_add(a->data, b->data, out->data, 1, &n, &one, &one, n); break;
+      case BIN_SUB: kernel_sub(a->data, b->data, out->data, 1, &n, &one, &one, n); break;
+      case BIN_MUL: kernel_mul(a->data, b->data, out->data, 1, &n, &one, &one, n); break;
+      case BIN_DIV: kernel_div(a->data, b->data, out->data, 1, &n, &one, &one, n); break;
+    }
+  } else {
+    switch (kind) {
+      case BIN_ADD: kernel_add(a->data, b->data, out->data, ndim, shape, sa, sb, out->numel); break;
+      case BIN_SUB: kernel_sub(a->data, b->data, out->data, ndim, shape, sa, sb, out->numel); break;
+      case BIN_MUL: kernel_mul(a->data, b->data, out->data, ndim, shape, sa, sb, out->numel); break;
+      case BIN_DIV: kernel_div(a->data, b->data, out->data, ndim, shape, sa, sb, out->numel); break;
+    }
+  }
+  static const gm_op ops[] = {GM_OP_ADD, GM_OP_SUB, GM_OP_MUL, GM_OP_DIV};
+  gm_tensor *srcs[2] = {a, b};
+  return gm_record(out, ops[kind], srcs, 2);
+}
+
+gm_tensor *gm_add(gm_tensor *a, gm_tensor *b) { return binary(a, b, BIN_ADD); }
+gm_tensor *gm_sub(gm_tensor *a, gm_tensor *b) { return binary(a, b, BIN_SUB); }
+gm_tensor *gm_mul(gm_tensor *a, gm_tensor *b) { return binary(a, b, BIN_MUL); }
+gm_tensor *gm_div(gm_tensor *a, gm_tensor *b) { return binary(a, b, BIN_DIV); }
+
+gm_tensor *gm_sum_to_shape(gm_tensor *g, int ndim, const int64_t *shape) {
+  gm_tensor *out = gm_tensor_full(ndim, shape, 0.0f);
+  if (!out) return NULL;
+  if (out->numel == g->numel) { /* no dimension was broadcast */
+    memcpy(out->data, g->data, (size_t)g->numel * sizeof(float));
+    return out;
+  }
+  int64_t so[GM_MAX_DIMS];
+  broadcast_strides(g->ndim, shape, ndim, so);
+  int64_t idx[GM_MAX_DIMS] = {0}, off = 0;
+  for (int64_t i = 0; i < g->numel; i++) {
+    out->data[off] += g->data[i];
+    for (int d = g->ndim - 1; d >= 0; d--) { /* odometer step, keeping the output offset */
+      off += so[d];
+      if (++idx[d] < g->shape[d]) break;
+      off -= so[d] * g->shape[d];
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+/* ---- ops with a scalar and unary ops ------------------------------------------------------ */
+
+typedef enum {
+  UN_ADD_SCALAR, UN_MUL_SCALAR, UN_RDIV_SCALAR, UN_POW_SCALAR, UN_NEG, UN_EXP, UN_LOG, UN_SQRT,
+  UN_TANH, UN_GELU, UN_GELU_TANH, UN_RELU, UN_LEAKY_RELU
+} unary_kind;
+
+#define GELU_TANH_C 0.7978845608028654f /* sqrt(2/pi) */
+
+#define UNARY_LOOP(EXPR)                                              \
+  _Pragma("omp parallel for if (n > GM_PAR_MIN)") for (int64_t i = 0; \
+                                                       i < n; i++) {  \
+    float x = in[i];                                                  \
+    out[i] = (EXPR);                                                  \
+  }                                                                   \
+  break;
+
+static gm_tensor *unary(gm_tensor *a, unary_kind kind, float s) {
+  gm_tensor *res = gm_tensor_empty(a->ndim, a->shape);
+  if (!res) return NULL;
+  const float *in = a->data;
+  float *out = res->data;
+  int64_t n = a->numel;
+  switch (kind) {
+    case UN_ADD_SCALAR: UNARY_LOOP(x + s)
+    case UN_MUL_SCALAR: UNARY_LOOP(x * s)
+    case UN_RDIV_SCALAR: UNARY_LOOP(s / x)
+    case UN_POW_SCALAR: UNARY_LOOP(s == 2.0f ? x * x : powf(x, s))
+    case UN_NEG: UNARY_LOOP(-x)
+    case UN_EXP: UNARY_LOOP(expf(x))
+    case UN_LOG: UNARY_LOOP(logf(x))
+    case UN_SQRT: UNARY_LOOP(sqrtf(x))
+    case UN_TANH: UNARY_LOOP(tanhf(x))
+    case UN_GELU: UNARY_LOOP(0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2)))
+    case UN_GELU_TANH:
+      UNARY_LOOP(0.5f * x * (1.0f + tanhf(GELU_TANH_C * (x + 0.044715f * x * x * x))))
+    case UN_RELU: UNARY_LOOP(x > 0 ? x : 0.0f)
+    case UN_LEAKY_RELU: UNARY_LOOP(x > 0 ? x : x * s)
+  }
+  static const gm_op ops[] = {GM_OP_ADD_SCALAR, GM_OP_MUL_SCALAR, GM_OP_RDIV_SCALAR,
+                              GM_OP_POW_SCALAR, GM_OP_NEG, GM_OP_EXP, GM_OP_LOG, GM_OP_SQRT,
+                              GM_OP_TANH, GM_OP_GELU, GM_OP_GELU_TANH, GM_OP_RELU,
+                              GM_OP_LEAKY_RELU};
+  res = gm_record(res, ops[kind], &a, 1);
+  if (res) res->farg[0] = s;
+  return res;
+}
+
+gm_tensor *gm_add_scalar(gm_tensor *a, float s) { return unary(a, UN_ADD_SCALAR, s); }
+gm_tensor *gm_mul_scalar(gm_tensor *a, float s) { return unary(a, UN_MUL_SCALAR, s); }
+gm_tensor *gm_rdiv_scalar(gm_tensor *a, float s) { return unary(a, UN_RDIV_SCALAR, s); }
+gm_tensor *gm_pow_scalar(gm_tensor *a, float p) { return unary(a, UN_POW_SCALAR, p); }
+gm_tensor *gm_neg(gm_tensor *a) { return unary(a, UN_NEG, 0); }
+gm_tensor *gm_exp(gm_tensor *a) { return unary(a, UN_EXP, 0); }
+gm_tensor *gm_log(gm_tensor *a) { return unary(a, UN_LOG, 0); }
+gm_tensor *gm_sqrt(gm_tensor *a) { return unary(a, UN_SQRT, 0); }
+gm_tensor *gm_tanh(gm_tensor *a) { return unary(a, UN_TANH, 0); }
+gm_tensor *gm_gelu(gm_tensor *a) { return unary(a, UN_GELU, 0); }
+gm_tensor *gm_gelu_tanh(gm_tensor *a) { return unary(a, UN_GELU_TANH, 0); }
+gm_tensor *gm_relu(gm_tensor *a) { return unary(a, UN_RELU, 0); }
+gm_tensor *gm_leaky_relu(gm_tensor *a, float slope) { return unary(a, UN_LEAKY_RELU, slope); }

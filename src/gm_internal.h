@@ -1,0 +1,68 @@
+/* gm_internal.h — helpers shared by the core's .c files; not part of the public API. */
+#ifndef GM_INTERNAL_H
+#define GM_INTERNAL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gm.h"
+
+/* For states that cannot happen whatever the user does: a bug, so stop loudly. */
+#define GM_ASSERT(cond)                                                               \
+  do {                                                                                \
+    if (!(cond)) {                                                                    \
+      fprintf(stderr, "graphmert: %s:%d: assertion failed: %s\n", __FILE__, __LINE__, \
+              #cond);                                                                 \
+      abort();                                                                        \
+    }                                                                                 \
+  } while (0)
+
+/* Records status, the blamed argument (1-based, 0 for none) and a printf-style message. */
+gm_status gm_fail(gm_status status, int arg, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define GM_SHAPE_BUF 96
+/* The shape of t as "2x3", in a caller's buffer of GM_SHAPE_BUF bytes. */
+#define GM_SHAPE(t, buf) gm_shape_str((t)->ndim, (t)->shape, (buf), sizeof(buf))
+
+int64_t gm_numel_of(int ndim, const int64_t *shape); /* -1 on overflow */
+
+/* A tensor sharing base's storage at element offset `offset`. */
+gm_tensor *gm_tensor_view(gm_tensor *base, int64_t offset, int ndim, const int64_t *shape);
+
+/* Autograd recording: when grad mode is on and a source requires grad, out becomes a node that
+ * retains its sources. Returns out (so ops can `return gm_record(...)`). */
+int gm_needs_grad(gm_tensor *const *srcs, int n);
+gm_tensor *gm_record(gm_tensor *out, gm_op op, gm_tensor *const *srcs, int n);
+/* Drops the node's sources and saved buffer (keeps requires_grad and op). */
+void gm_node_clear(gm_tensor *t);
+
+/* Rows/columns of a softmax-like reduction over dim: outer x size x inner. */
+void gm_dim_split(const gm_tensor *t, int dim, int64_t *outer, int64_t *size, int64_t *inner);
+gm_status gm_check_dim(const gm_tensor *t, int dim, int arg);
+
+/* broadcast machinery (gm_elementwise.c) */
+gm_status gm_broadcast_shape(const gm_tensor *a, const gm_tensor *b, int *ndim, int64_t *shape);
+/* Sums g down to the given shape (the backward of broadcasting). New reference. */
+gm_tensor *gm_sum_to_shape(gm_tensor *g, int ndim, const int64_t *shape);
+
+/* kernels used by backward (no recording, plain buffers) */
+void gm_softmax_backward_kernel(const gm_tensor *y, const gm_tensor *g, gm_tensor *dx, int dim,
+                                int log_softmax);
+gm_status gm_matmul_into(gm_tensor *c, const gm_tensor *a, const gm_tensor *b, int trans_a,
+                         int trans_b, float beta);
+
+void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const gm_tensor *stats,
+                            const gm_tensor *g, float *dx, float *dw, float *db);
+void gm_cross_entropy_backward(const gm_tensor *probs, const gm_tensor *target, int index_base,
+                               int64_t ignore_index, int64_t count, float g, float *dlogits);
+
+/* gather (scatter = 0: out[i] = a[at(i)]) or its backward (scatter = 1: a[at(i)] += out[i]);
+ * a gives the shape, a_data the buffer of that shape. */
+void gm_gather_kernel(const gm_tensor *a, const gm_tensor *index, int dim, int index_base,
+                      float *a_data, float *out_data, int scatter);
+
+/* A parallel loop threshold: below it, threads cost more than they save. */
+#define GM_PAR_MIN 32768
+
+#endif

@@ -1,0 +1,201 @@
+/* gm_nn.c — layer norm, dropout and cross-entropy: forward kernels and the backward kernels
+ * that gm_autograd.c calls. */
+#include <math.h>
+#include <string.h>
+
+#include "gm_internal.h"
+
+/* ---- layer norm over the last dimension --------------------------------------------------- */
+
+gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float eps) {
+  char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
+  if (x->ndim < 1) {
+    gm_fail(GM_ERR_SHAPE, 1, "layer_norm needs at least one dimension");
+    return NULL;
+  }
+  int64_t d = x->shape[x->ndim - 1], rows = d ? x->numel / d : 0;
+  gm_tensor *params[2] = {weight, bias};
+  for (int i = 0; i < 2; i++)
+    if (params[i] && !(params[i]->ndim == 1 && params[i]->shape[0] == d)) {
+      gm_fail(GM_ERR_SHAPE, 2 + i, "layer_norm %s of size %s does not match input %s",
+              i ? "bias" : "weight", GM_SHAPE(params[i], a), GM_SHAPE(x, b));
+      return NULL;
+    }
+  if (!(eps >= 0)) {
+    gm_fail(GM_ERR_ARG, 4, "layer_norm eps must be >= 0");
+    return NULL;
+  }
+  int64_t stats_shape[2] = {rows, 2};
+  gm_tensor *out = gm_tensor_empty(x->ndim, x->shape);
+  gm_tensor *stats = gm_tensor_empty(2, stats_shape); /* mean, 1/sqrt(var + eps) per row */
+  if (!out || !stats) {
+    gm_tensor_release(out);
+    gm_tensor_release(stats);
+    return NULL;
+  }
+#pragma omp parallel for if (x->numel > GM_PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float *p = x->data + r * d;
+    float *q = out->data + r * d;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < d; j++) mean += p[j];
+    mean /= (double)d;
+    for (int64_t j = 0; j < d; j++) var += (p[j] - mean) * (p[j] - mean);
+    var /= (double)d; /* biased, as torch.nn.LayerNorm */
+    float mu = (float)mean, rstd = (float)(1.0 / sqrt(var + eps));
+    stats->data[2 * r] = mu;
+    stats->data[2 * r + 1] = rstd;
+    for (int64_t j = 0; j < d; j++) {
+      float v = (p[j] - mu) * rstd;
+      if (weight) v *= weight->data[j];
+      if (bias) v += bias->data[j];
+      q[j] = v;
+    }
+  }
+  gm_tensor *srcs[3] = {x, weight, bias};
+  out = gm_record(out, GM_OP_LAYER_NORM, srcs, 3);
+  if (out && out->op == GM_OP_LAYER_NORM) out->saved = stats;
+  else gm_tensor_release(stats);
+  return out;
+}
+
+/* With x̂ = (x − μ) r and ĝ = g ⊙ w:
+ *   dx = r (ĝ − mean(ĝ) − x̂ mean(ĝ ⊙ x̂)),  dw = Σ_rows g ⊙ x̂,  db = Σ_rows g.
+ * dx, dw, db may be NULL when not needed; dw and db are accumulated into (zeroed by caller). */
+void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const gm_tensor *stats,
+                            const gm_tensor *g, float *dx, float *dw, float *db) {
+  int64_t d = x->shape[x->ndim - 1], rows = d ? x->numel / d : 0;
+  if (dx) {
+#pragma omp parallel for if (x->numel > GM_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+      const float *p = x->data + r * d, *gp = g->data + r * d;
+      float mu = stats->data[2 * r], rstd = stats->data[2 * r + 1];
+      double mg = 0, mgx = 0;
+      for (int64_t j = 0; j < d; j++) {
+        float gh = gp[j] * (weight ? weight->data[j] : 1.0f);
+        mg += gh;
+        mgx += gh * (p[j] - mu) * rstd;
+      }
+      mg /= (double)d;
+      mgx /= (double)d;
+      for (int64_t j = 0; j < d; j++) {
+        float gh = gp[j] * (weight ? weight->data[j] : 1.0f);
+        float xh = (p[j] - mu) * rstd;
+        dx[r * d + j] = rstd * (gh - (float)mg - xh * (float)mgx);
+      }
+    }
+  }
+  for (int64_t r = 0; r < rows && (dw || db); r++) {
+    const float *p = x->data + r * d, *gp = g->data + r * d;
+    float mu = stats->data[2 * r], rstd = stats->data[2 * r + 1];
+    for (int64_t j = 0; j < d; j++) {
+      if (dw) dw[j] += gp[j] * (p[j] - mu) * rstd;
+      if (db) db[j] += gp[j];
+    }
+  }
+}
+
+/* ---- dropout ----------------------------------------------------------------------------- */
+
+gm_tensor *gm_dropout(gm_tensor *x, float p, gm_rng *rng) {
+  if (!(p >= 0 && p <= 1)) {
+    gm_fail(GM_ERR_ARG, 2, "dropout probability must be in [0, 1] (got %g)", (double)p);
+    return NULL;
+  }
+  gm_tensor *mask = gm_tensor_empty(x->ndim, x->shape);
+  gm_tensor *out = gm_tensor_empty(x->ndim, x->shape);
+  if (!mask || !out) {
+    gm_tensor_release(mask);
+    gm_tensor_release(out);
+    return NULL;
+  }
+  float scale = p < 1 ? 1.0f / (1.0f - p) : 0.0f;
+  /* the mask is drawn sequentially: the same seed gives the same mask at any thread count */
+  for (int64_t i = 0; i < x->numel; i++) mask->data[i] = gm_rng_uniform(rng) < p ? 0.0f : scale;
+  for (int64_t i = 0; i < x->numel; i++) out->data[i] = x->data[i] * mask->data[i];
+  out = gm_record(out, GM_OP_DROPOUT, &x, 1);
+  if (out && out->op == GM_OP_DROPOUT) out->saved = mask;
+  else gm_tensor_release(mask);
+  return out;
+}
+
+/* ---- cross-entropy ----------------------------------------------------------------------- */
+
+gm_tensor *gm_cross_entropy(gm_tensor *logits, gm_tensor *target, int index_base,
+                            int64_t ignore_index) {
+  char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
+  if (logits->ndim != 2 || target->ndim != 1 || target->shape[0] != logits->shape[0]) {
+    gm_fail(GM_ERR_SHAPE, 2, "cross_entropy needs logits NxC and target N (got %s and %s)",
+            GM_SHAPE(logits, a), GM_SHAPE(target, b));
+    return NULL;
+  }
+  int64_t n = logits->shape[0], c = logits->shape[1];
+  for (int64_t i = 0; i < n; i++) {
+    float t = target->data[i];
+    if (t == (float)ignore_index) continue;
+    if (!(t == floorf(t)) || t < (float)index_base || t >= (float)(index_base + c)) {
+      gm_fail(GM_ERR_ARG, 2, "target %g at position %lld is not a class in [%d, %lld]",
+              (double)t, (long long)i + 1, index_base, (long long)(index_base + c - 1));
+      return NULL;
+    }
+  }
+  gm_tensor *probs = gm_tensor_empty(2, logits->shape);
+  gm_tensor *loss = gm_tensor_empty(0, NULL);
+  if (!probs || !loss) {
+    gm_tensor_release(probs);
+    gm_tensor_release(loss);
+    return NULL;
+  }
+  double total = 0;
+  int64_t count = 0;
+#pragma omp parallel for reduction(+ : total, count) if (logits->numel > GM_PAR_MIN)
+  for (int64_t i = 0; i < n; i++) {
+    const float *row = logits->data + i * c;
+    float *pr = probs->data + i * c;
+    float m = -INFINITY;
+    for (int64_t j = 0; j < c; j++) m = fmaxf(m, row[j]);
+    double z = 0;
+    for (int64_t j = 0; j < c; j++) z += expf(row[j] - m);
+    float lz = (float)log(z) + m;
+    for (int64_t j = 0; j < c; j++) pr[j] = expf(row[j] - lz);
+    float t = target->data[i];
+    if (t != (float)ignore_index) {
+      total += lz - row[(int64_t)t - index_base];
+      count++;
+    }
+  }
+  loss->data[0] = (float)(total / (double)count); /* 0/0 = NaN when all are ignored, as PyTorch */
+  gm_tensor *srcs[2] = {logits, target};
+  loss = gm_record(loss, GM_OP_CROSS_ENTROPY, srcs, 1);
+  if (loss && loss->op == GM_OP_CROSS_ENTROPY) {
+    loss->saved = probs;
+    loss->iarg[0] = index_base;
+    loss->iarg[1] = ignore_index;
+    loss->iarg[2] = count;
+    /* the target is needed by backward too: keep it as the second source (no gradient) */
+    loss->src[1] = target;
+    loss->nsrc = 2;
+    gm_tensor_retain(target);
+  } else {
+    gm_tensor_release(probs);
+  }
+  return loss;
+}
+
+/* d loss / d logits[i, j] = g (softmax_ij − [j = target_i]) / count, 0 on ignored rows. */
+void gm_cross_entropy_backward(const gm_tensor *probs, const gm_tensor *target, int index_base,
+                               int64_t ignore_index, int64_t count, float g, float *dlogits) {
+  int64_t n = probs->shape[0], c = probs->shape[1];
+  float scale = g / (float)count;
+  for (int64_t i = 0; i < n; i++) {
+    float t = target->data[i];
+    float *d = dlogits + i * c;
+    if (t == (float)ignore_index) {
+      memset(d, 0, (size_t)c * sizeof(float));
+      continue;
+    }
+    const float *p = probs->data + i * c;
+    for (int64_t j = 0; j < c; j++) d[j] = p[j] * scale;
+    d[(int64_t)t - index_base] -= scale;
+  }
+}

@@ -1,0 +1,152 @@
+/* gm_reduce.c — sum, mean and max over a dimension or over everything; softmax and
+ * log-softmax over a dimension (max-shifted, so large logits stay finite). */
+#include <float.h>
+#include <math.h>
+
+#include "gm_internal.h"
+
+/* Result shape of reducing dim of t: dropped, or kept as 1. */
+static int reduced_shape(const gm_tensor *t, int dim, int keepdim, int64_t *shape) {
+  int n = 0;
+  for (int i = 0; i < t->ndim; i++) {
+    if (i != dim) shape[n++] = t->shape[i];
+    else if (keepdim) shape[n++] = 1;
+  }
+  return n;
+}
+
+typedef enum { RED_SUM, RED_MEAN, RED_MAX } reduce_kind;
+
+static gm_tensor *reduce(gm_tensor *a, int dim, int keepdim, reduce_kind kind,
+                         gm_tensor **indices) {
+  int64_t outer, size, inner, shape[GM_MAX_DIMS];
+  int ndim;
+  if (dim < 0) { /* everything: view as one row */
+    outer = 1;
+    size = a->numel;
+    inner = 1;
+    ndim = 0;
+  } else {
+    if (gm_check_dim(a, dim, 2) != GM_OK) return NULL;
+    gm_dim_split(a, dim, &outer, &size, &inner);
+    ndim = reduced_shape(a, dim, keepdim, shape);
+  }
+  if (kind == RED_MAX && size == 0) {
+    gm_fail(GM_ERR_SHAPE, 1, "max of an empty dimension");
+    return NULL;
+  }
+  gm_tensor *out = gm_tensor_empty(ndim, shape);
+  gm_tensor *idx = kind == RED_MAX ? gm_tensor_empty(ndim, shape) : NULL;
+  if (!out || (kind == RED_MAX && !idx)) {
+    gm_tensor_release(out);
+    gm_tensor_release(idx);
+    return NULL;
+  }
+  const float *x = a->data;
+  float *o = out->data;
+#pragma omp parallel for collapse(2) if (a->numel > GM_PAR_MIN)
+  for (int64_t i = 0; i < outer; i++)
+    for (int64_t k = 0; k < inner; k++) {
+      const float *p = x + i * size * inner + k;
+      if (kind == RED_MAX) {
+        float best = p[0];
+        int64_t at = 0;
+        for (int64_t j = 1; j < size; j++)
+          if (p[j * inner] > best || isnan(p[j * inner])) {
+            best = p[j * inner];
+            at = j;
+            if (isnan(best)) break;
+          }
+        o[i * inner + k] = best;
+        idx->data[i * inner + k] = (float)at;
+      } else {
+        double acc = 0; /* double accumulation keeps long sums accurate */
+        for (int64_t j = 0; j < size; j++) acc += p[j * inner];
+        o[i * inner + k] = (float)(kind == RED_MEAN ? acc / (double)size : acc);
+      }
+    }
+  static const gm_op ops[] = {GM_OP_SUM, GM_OP_MEAN, GM_OP_MAX};
+  out = gm_record(out, ops[kind], &a, 1);
+  if (!out) {
+    gm_tensor_release(idx);
+    return NULL;
+  }
+  out->iarg[0] = dim;
+  out->iarg[1] = keepdim;
+  if (idx) {
+    if (out->op == GM_OP_MAX) {
+      out->saved = idx;
+      gm_tensor_retain(idx);
+    }
+    if (indices) *indices = idx;
+    else gm_tensor_release(idx);
+  }
+  return out;
+}
+
+gm_tensor *gm_sum(gm_tensor *a, int dim, int keepdim) { return reduce(a, dim, keepdim, RED_SUM, NULL); }
+gm_tensor *gm_mean(gm_tensor *a, int dim, int keepdim) { return reduce(a, dim, keepdim, RED_MEAN, NULL); }
+gm_tensor *gm_max(gm_tensor *a, int dim, int keepdim, gm_tensor **indices) {
+  return reduce(a, dim, keepdim, RED_MAX, indices);
+}
+
+/* ---- softmax ----------------------------------------------------------------------------- */
+
+static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
+  if (gm_check_dim(a, dim, 2) != GM_OK) return NULL;
+  int64_t outer, size, inner;
+  gm_dim_split(a, dim, &outer, &size, &inner);
+  gm_tensor *out = gm_tensor_empty(a->ndim, a->shape);
+  if (!out) return NULL;
+  const float *x = a->data;
+  float *y = out->data;
+#pragma omp parallel for collapse(2) if (a->numel > GM_PAR_MIN)
+  for (int64_t i = 0; i < outer; i++)
+    for (int64_t k = 0; k < inner; k++) {
+      const float *p = x + i * size * inner + k;
+      float *q = y + i * size * inner + k;
+      float m = -INFINITY;
+      for (int64_t j = 0; j < size; j++) m = fmaxf(m, p[j * inner]);
+      if (m == -INFINITY) m = 0; /* an all -inf row gives NaN as in PyTorch, not a shifted one */
+      double z = 0;
+      for (int64_t j = 0; j < size; j++) z += expf(p[j * inner] - m);
+      if (log_softmax) {
+        float lz = (float)log(z) + m;
+        for (int64_t j = 0; j < size; j++) q[j * inner] = p[j * inner] - lz;
+      } else {
+        float inv = (float)(1.0 / z);
+        for (int64_t j = 0; j < size; j++) q[j * inner] = expf(p[j * inner] - m) * inv;
+      }
+    }
+  out = gm_record(out, log_softmax ? GM_OP_LOG_SOFTMAX : GM_OP_SOFTMAX, &a, 1);
+  if (out) out->iarg[0] = dim;
+  return out;
+}
+
+gm_tensor *gm_softmax(gm_tensor *a, int dim) { return softmax_any(a, dim, 0); }
+gm_tensor *gm_log_softmax(gm_tensor *a, int dim) { return softmax_any(a, dim, 1); }
+
+/* softmax:     dx = y ⊙ (g − Σ_j g_j y_j)
+ * log-softmax: dx = g − softmax(x) Σ_j g_j  with softmax(x) = exp(y) */
+void gm_softmax_backward_kernel(const gm_tensor *y, const gm_tensor *g, gm_tensor *dx, int dim,
+                                int log_softmax) {
+  int64_t outer, size, inner;
+  gm_dim_split(y, dim, &outer, &size, &inner);
+#pragma omp parallel for collapse(2) if (y->numel > GM_PAR_MIN)
+  for (int64_t i = 0; i < outer; i++)
+    for (int64_t k = 0; k < inner; k++) {
+      int64_t base = i * size * inner + k;
+      const float *yp = y->data + base, *gp = g->data + base;
+      float *dp = dx->data + base;
+      double dot = 0;
+      if (log_softmax) {
+        for (int64_t j = 0; j < size; j++) dot += gp[j * inner];
+        for (int64_t j = 0; j < size; j++)
+          dp[j * inner] = gp[j * inner] - expf(yp[j * inner]) * (float)dot;
+      } else {
+        for (int64_t j = 0; j < size; j++) dot += (double)gp[j * inner] * yp[j * inner];
+        for (int64_t j = 0; j < size; j++)
+          dp[j * inner] = yp[j * inner] * (gp[j * inner] - (float)dot);
+      }
+    }
+}

@@ -1,0 +1,253 @@
+/* gm_shape.c — reshape (a view), permute/transpose, concat, narrow, index_select and gather. */
+#include <math.h>
+#include <string.h>
+
+#include "gm_internal.h"
+
+gm_tensor *gm_reshape(gm_tensor *a, int ndim, const int64_t *shape) {
+  int64_t resolved[GM_MAX_DIMS], known = 1;
+  int infer = -1;
+  char x[GM_SHAPE_BUF], y[GM_SHAPE_BUF];
+  if (ndim < 0 || ndim > GM_MAX_DIMS) {
+    gm_fail(GM_ERR_ARG, 2, "tensors have at most %d dimensions (got %d)", GM_MAX_DIMS, ndim);
+    return NULL;
+  }
+  for (int i = 0; i < ndim; i++) {
+    resolved[i] = shape[i];
+    if (shape[i] == -1 && infer < 0) {
+      infer = i;
+    } else if (shape[i] < 0) {
+      gm_fail(GM_ERR_ARG, 2, "invalid size %lld in dimension %d", (long long)shape[i], i + 1);
+      return NULL;
+    } else {
+      known = gm_numel_of(1, &shape[i]) < 0 ? -1 : known * shape[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || a->numel % known != 0) {
+      gm_fail(GM_ERR_SHAPE, 2, "cannot reshape a tensor of size %s into %s", GM_SHAPE(a, x),
+              gm_shape_str(ndim, shape, y, sizeof y));
+      return NULL;
+    }
+    resolved[infer] = a->numel / known;
+  }
+  if (gm_numel_of(ndim, resolved) != a->numel) {
+    gm_fail(GM_ERR_SHAPE, 2, "cannot reshape a tensor of size %s into %s", GM_SHAPE(a, x),
+            gm_shape_str(ndim, shape, y, sizeof y));
+    return NULL;
+  }
+  gm_tensor *out = gm_tensor_view(a, a->data - a->storage->data, ndim, resolved);
+  return gm_record(out, GM_OP_RESHAPE, &a, 1);
+}
+
+/* out[j0..jn] = a[i] where out dimension d is a's dimension perm[d]. */
+static void permute_copy(const gm_tensor *a, float *out, const int *perm) {
+  int n = a->ndim;
+  int64_t in_strides[GM_MAX_DIMS], strides[GM_MAX_DIMS], shape[GM_MAX_DIMS];
+  int64_t s = 1;
+  for (int d = n - 1; d >= 0; d--) {
+    in_strides[d] = s;
+    s *= a->shape[d];
+  }
+  for (int d = 0; d < n; d++) {
+    shape[d] = a->shape[perm[d]];
+    strides[d] = in_strides[perm[d]];
+  }
+  int64_t inner = n ? shape[n - 1] : 1, rows = inner ? a->numel / inner : 0;
+  int64_t step = n ? strides[n - 1] : 0;
+#pragma omp parallel for if (a->numel > GM_PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t off = 0, rest = r;
+    for (int d = n - 2; d >= 0; d--) {
+      off += (rest % shape[d]) * strides[d];
+      rest /= shape[d];
+    }
+    const float *src = a->data + off;
+    float *dst = out + r * inner;
+    for (int64_t j = 0; j < inner; j++) dst[j] = src[j * step];
+  }
+}
+
+gm_tensor *gm_permute(gm_tensor *a, const int *perm) {
+  int seen[GM_MAX_DIMS] = {0};
+  int64_t shape[GM_MAX_DIMS];
+  for (int d = 0; d < a->ndim; d++) {
+    if (perm[d] < 0 || perm[d] >= a->ndim || seen[perm[d]]++) {
+      gm_fail(GM_ERR_ARG, 2, "permutation is not a reordering of the %d dimensions", a->ndim);
+      return NULL;
+    }
+    shape[d] = a->shape[perm[d]];
+  }
+  gm_tensor *out = gm_tensor_empty(a->ndim, shape);
+  if (!out) return NULL;
+  permute_copy(a, out->data, perm);
+  out = gm_record(out, GM_OP_PERMUTE, &a, 1);
+  if (out)
+    for (int d = 0; d < a->ndim; d++) out->iarg[d] = perm[d];
+  return out;
+}
+
+gm_tensor *gm_transpose(gm_tensor *a, int d0, int d1) {
+  if (gm_check_dim(a, d0, 2) != GM_OK || gm_check_dim(a, d1, 3) != GM_OK) return NULL;
+  int perm[GM_MAX_DIMS];
+  for (int d = 0; d < a->ndim; d++) perm[d] = d;
+  perm[d0] = d1;
+  perm[d1] = d0;
+  return gm_permute(a, perm);
+}
+
+gm_tensor *gm_concat(gm_tensor **ts, int n, int dim) {
+  char x[GM_SHAPE_BUF], y[GM_SHAPE_BUF];
+  if (n < 1) {
+    gm_fail(GM_ERR_ARG, 1, "concat needs at least one tensor");
+    return NULL;
+  }
+  if (gm_check_dim(ts[0], dim, 2) != GM_OK) return NULL;
+  int64_t shape[GM_MAX_DIMS];
+  memcpy(shape, ts[0]->shape, sizeof shape);
+  shape[dim] = 0;
+  for (int i = 0; i < n; i++) {
+    int fits = ts[i]->ndim == ts[0]->ndim;
+    for (int d = 0; fits && d < ts[0]->ndim; d++)
+      fits = d == dim || ts[i]->shape[d] == ts[0]->shape[d];
+    if (!fits) {
+      gm_fail(GM_ERR_SHAPE, 1, "size mismatch in concat along dimension %d: tensor 1 is %s, "
+              "tensor %d is %s", dim + 1, GM_SHAPE(ts[0], x), i + 1, GM_SHAPE(ts[i], y));
+      return NULL;
+    }
+    shape[dim] += ts[i]->shape[dim];
+  }
+  gm_tensor *out = gm_tensor_empty(ts[0]->ndim, shape);
+  if (!out) return NULL;
+  int64_t outer, size, inner;
+  gm_dim_split(out, dim, &outer, &size, &inner);
+  int64_t at = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t chunk = ts[i]->shape[dim] * inner;
+    for (int64_t o = 0; o < outer; o++)
+      memcpy(out->data + o * size * inner + at, ts[i]->data + o * chunk,
+             (size_t)chunk * sizeof(float));
+    at += chunk;
+  }
+  out = gm_record(out, GM_OP_CONCAT, ts, n);
+  if (out) out->iarg[0] = dim;
+  return out;
+}
+
+gm_tensor *gm_narrow(gm_tensor *a, int dim, int64_t start, int64_t length) {
+  char x[GM_SHAPE_BUF];
+  if (gm_check_dim(a, dim, 2) != GM_OK) return NULL;
+  if (start < 0 || length < 0 || start > a->shape[dim] || length > a->shape[dim] - start) {
+    gm_fail(GM_ERR_ARG, 3, "narrow [%lld, %lld) out of range for dimension %d of size %s",
+            (long long)start + 1, (long long)(start + length) + 1, dim + 1, GM_SHAPE(a, x));
+    return NULL;
+  }
+  int64_t shape[GM_MAX_DIMS], outer, size, inner;
+  memcpy(shape, a->shape, sizeof shape);
+  shape[dim] = length;
+  gm_dim_split(a, dim, &outer, &size, &inner);
+  gm_tensor *out;
+  if (outer == 1) { /* a contiguous block: a view */
+    out = gm_tensor_view(a, a->data - a->storage->data + start * inner, a->ndim, shape);
+  } else {
+    out = gm_tensor_empty(a->ndim, shape);
+    if (!out) return NULL;
+    for (int64_t o = 0; o < outer; o++)
+      memcpy(out->data + o * length * inner, a->data + (o * size + start) * inner,
+             (size_t)(length * inner) * sizeof(float));
+  }
+  out = gm_record(out, GM_OP_NARROW, &a, 1);
+  if (out) {
+    out->iarg[0] = dim;
+    out->iarg[1] = start;
+  }
+  return out;
+}
+
+/* Index values must be whole numbers in [base, base + size). */
+static gm_status check_index(const gm_tensor *index, int64_t size, int base, int arg) {
+  for (int64_t i = 0; i < index->numel; i++) {
+    float v = index->data[i];
+    if (!(v == floorf(v)) || v < (float)base || v >= (float)(base + size))
+      return gm_fail(GM_ERR_ARG, arg, "index %g at position %lld is out of range [%d, %lld]",
+                     (double)v, (long long)i + 1, base, (long long)(base + size - 1));
+  }
+  return GM_OK;
+}
+
+gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_base) {
+  char x[GM_SHAPE_BUF];
+  if (gm_check_dim(a, dim, 2) != GM_OK) return NULL;
+  if (index->ndim != 1) {
+    gm_fail(GM_ERR_SHAPE, 3, "index_select needs a 1-D index (got %s)", GM_SHAPE(index, x));
+    return NULL;
+  }
+  if (check_index(index, a->shape[dim], index_base, 3) != GM_OK) return NULL;
+  int64_t shape[GM_MAX_DIMS], outer, size, inner;
+  memcpy(shape, a->shape, sizeof shape);
+  shape[dim] = index->numel;
+  gm_dim_split(a, dim, &outer, &size, &inner);
+  gm_tensor *out = gm_tensor_empty(a->ndim, shape);
+  if (!out) return NULL;
+  int64_t count = index->numel;
+#pragma omp parallel for collapse(2) if (out->numel > GM_PAR_MIN)
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t j = 0; j < count; j++) {
+      int64_t row = (int64_t)index->data[j] - index_base;
+      memcpy(out->data + (o * count + j) * inner, a->data + (o * size + row) * inner,
+             (size_t)inner * sizeof(float));
+    }
+  gm_tensor *srcs[2] = {a, index};
+  out = gm_record(out, GM_OP_INDEX_SELECT, srcs, 1);
+  if (out && out->op == GM_OP_INDEX_SELECT) {
+    out->iarg[0] = dim;
+    out->iarg[1] = index_base;
+    out->saved = index;
+    gm_tensor_retain(index);
+  }
+  return out;
+}
+
+void gm_gather_kernel(const gm_tensor *a, const gm_tensor *index, int dim, int index_base,
+                      float *a_data, float *out_data, int scatter) {
+  int64_t a_strides[GM_MAX_DIMS], s = 1;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    a_strides[d] = s;
+    s *= a->shape[d];
+  }
+  for (int64_t i = 0; i < index->numel; i++) {
+    int64_t rest = i, off = 0;
+    for (int d = index->ndim - 1; d >= 0; d--) {
+      int64_t at = rest % index->shape[d];
+      rest /= index->shape[d];
+      if (d == dim) at = (int64_t)index->data[i] - index_base;
+      off += at * a_strides[d];
+    }
+    if (scatter) a_data[off] += out_data[i];
+    else out_data[i] = a_data[off];
+  }
+}
+
+gm_tensor *gm_gather(gm_tensor *a, int dim, gm_tensor *index, int index_base) {
+  char x[GM_SHAPE_BUF], y[GM_SHAPE_BUF];
+  if (gm_check_dim(a, dim, 2) != GM_OK) return NULL;
+  int fits = index->ndim == a->ndim;
+  for (int d = 0; fits && d < a->ndim; d++) fits = d == dim || index->shape[d] <= a->shape[d];
+  if (!fits) {
+    gm_fail(GM_ERR_SHAPE, 3, "gather index of size %s does not fit a tensor of size %s",
+            GM_SHAPE(index, x), GM_SHAPE(a, y));
+    return NULL;
+  }
+  if (check_index(index, a->shape[dim], index_base, 3) != GM_OK) return NULL;
+  gm_tensor *out = gm_tensor_empty(index->ndim, index->shape);
+  if (!out) return NULL;
+  gm_gather_kernel(a, index, dim, index_base, a->data, out->data, 0);
+  out = gm_record(out, GM_OP_GATHER, &a, 1);
+  if (out && out->op == GM_OP_GATHER) {
+    out->iarg[0] = dim;
+    out->iarg[1] = index_base;
+    out->saved = index;
+    gm_tensor_retain(index);
+  }
+  return out;
+}

@@ -1,0 +1,61 @@
+/* lgm.h — the Lua binding's internal header (the only place besides lgm_*.c and main.c that
+ * sees both Lua and the core).
+ *
+ * Ownership: a tensor box owns exactly one reference to its gm_tensor. lgm_box_set() and
+ * lgm_push_tensor() STEAL the reference they are given; lgm_push_tensor_borrowed() retains
+ * first. A released box holds NULL and every use of it raises "attempt to use a released tensor".
+ *
+ * Every binding function checks all its arguments, then makes the empty box, then calls the
+ * core, then fills the box: an error raised at any point leaks nothing. */
+#ifndef LGM_H
+#define LGM_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "gm.h"
+
+#define LGM_TENSOR "graphmert.Tensor"
+#define LGM_STATE_KEY "graphmert.state"
+
+#if defined(__GNUC__)
+#define LGM_EXPORT __attribute__((visibility("default")))
+#else
+#define LGM_EXPORT
+#endif
+
+typedef struct lgm_box {
+  gm_tensor *t;
+} lgm_box;
+
+/* Per-Lua-state settings, a userdata passed as upvalue 1 to every binding function. */
+typedef struct lgm_state {
+  size_t pending_bytes; /* bytes handed to Lua since the last GC step */
+  gm_rng rng;           /* the default generator (gm.manual_seed) */
+} lgm_state;
+
+#define lgm_state_of(L) ((lgm_state *)lua_touserdata((L), lua_upvalueindex(1)))
+
+gm_tensor *lgm_check_tensor(lua_State *L, int arg);
+gm_tensor *lgm_opt_tensor(lua_State *L, int arg); /* nil or none gives NULL */
+int lgm_is_tensor(lua_State *L, int arg);
+lgm_box *lgm_new_box(lua_State *L);                    /* pushes an empty box */
+void lgm_box_set(lua_State *L, lgm_box *b, gm_tensor *t); /* steals t; tells the GC its bytes */
+void lgm_push_tensor(lua_State *L, gm_tensor *t);         /* steals t */
+void lgm_push_tensor_borrowed(lua_State *L, gm_tensor *t); /* retains t */
+/* Raises the core's last error as a Lua error naming the function and argument. */
+int lgm_raise(lua_State *L);
+/* A 1-based (or negative, from the end) Lua dimension as a 0-based one. */
+int lgm_check_dim(lua_State *L, int arg, int ndim);
+/* A shape given as numbers from `first` on, or as one table at `first`. */
+int lgm_check_shape(lua_State *L, int first, int64_t *shape);
+/* A tensor argument, or a Lua table of numbers converted to one (pushed box kept on stack). */
+gm_tensor *lgm_check_tensorish(lua_State *L, int arg);
+
+/* Registers reg into the table on top of the stack, with the state as upvalue 1. */
+void lgm_set_functions(lua_State *L, const luaL_Reg *reg);
+/* Registration: functions of the module table and tensor methods, all with the state upvalue. */
+void lgm_open_tensor(lua_State *L, int module_index);
+void lgm_open_ops(lua_State *L, int module_index);
+
+#endif

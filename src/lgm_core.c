@@ -1,0 +1,130 @@
+/* lgm_core.c — luaopen_graphmert_core: the per-state settings, memory, threads, the random
+ * generator, grad mode, and registration of the tensor type and ops. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lgm.h"
+
+/* The core's out-of-memory hook: a full collection may free enough for a retry. */
+static void collect_garbage(void *ud) { lua_gc((lua_State *)ud, LUA_GCCOLLECT); }
+
+static int l_memory(lua_State *L) {
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, (lua_Integer)gm_memory_live());
+  lua_setfield(L, -2, "live");
+  lua_pushinteger(L, (lua_Integer)gm_memory_peak());
+  lua_setfield(L, -2, "peak");
+  lua_pushinteger(L, (lua_Integer)gm_memory_limit());
+  lua_setfield(L, -2, "limit");
+  return 1;
+}
+
+static int l_reset_peak_memory(lua_State *L) {
+  (void)L;
+  gm_memory_reset_peak();
+  return 0;
+}
+
+static int l_set_memory_limit(lua_State *L) {
+  lua_Integer bytes = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, bytes >= 0, 1, "limit must be >= 0 bytes (0 = none)");
+  gm_memory_set_limit((size_t)bytes);
+  return 0;
+}
+
+static int l_set_num_threads(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, n >= 1 && n <= 1024, 1, "thread count must be in [1, 1024]");
+  gm_set_num_threads((int)n);
+  return 0;
+}
+
+static int l_get_num_threads(lua_State *L) {
+  lua_pushinteger(L, gm_get_num_threads());
+  return 1;
+}
+
+static int l_manual_seed(lua_State *L) {
+  lua_Integer seed = luaL_checkinteger(L, 1);
+  gm_rng_seed(&lgm_state_of(L)->rng, (uint64_t)seed);
+  return 0;
+}
+
+static int l_get_rng_state(lua_State *L) {
+  lua_pushlstring(L, (const char *)&lgm_state_of(L)->rng, sizeof(gm_rng));
+  return 1;
+}
+
+static int l_set_rng_state(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  luaL_argcheck(L, len == sizeof(gm_rng), 1, "not a state from get_rng_state");
+  memcpy(&lgm_state_of(L)->rng, s, sizeof(gm_rng));
+  return 0;
+}
+
+static int l_is_grad_enabled(lua_State *L) {
+  lua_pushboolean(L, gm_grad_enabled());
+  return 1;
+}
+
+static int l_set_grad_enabled(lua_State *L) {
+  luaL_checkany(L, 1);
+  lua_pushboolean(L, gm_set_grad_enabled(lua_toboolean(L, 1)));
+  return 1;
+}
+
+/* no_grad(fn, ...): runs fn with grad mode off, restores it even when fn raises. */
+static int l_no_grad(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  int base = 1, nargs = lua_gettop(L) - 1;
+  int previous = gm_set_grad_enabled(0);
+  int status = lua_pcall(L, nargs, LUA_MULTRET, 0);
+  gm_set_grad_enabled(previous);
+  if (status != LUA_OK) return lua_error(L);
+  return lua_gettop(L) - base + 1;
+}
+
+static const luaL_Reg core_functions[] = {
+    {"memory", l_memory},
+    {"reset_peak_memory", l_reset_peak_memory},
+    {"set_memory_limit", l_set_memory_limit},
+    {"set_num_threads", l_set_num_threads},
+    {"get_num_threads", l_get_num_threads},
+    {"manual_seed", l_manual_seed},
+    {"get_rng_state", l_get_rng_state},
+    {"set_rng_state", l_set_rng_state},
+    {"is_grad_enabled", l_is_grad_enabled},
+    {"set_grad_enabled", l_set_grad_enabled},
+    {"no_grad", l_no_grad},
+    {NULL, NULL}};
+
+LGM_EXPORT int luaopen_graphmert_core(lua_State *L);
+
+LGM_EXPORT int luaopen_graphmert_core(lua_State *L) {
+  luaL_checkversion(L);
+  lua_newtable(L);
+  int module = lua_gettop(L);
+  /* one settings block per Lua state, kept alive by the registry */
+  lgm_state *state = lua_newuserdatauv(L, sizeof *state, 0);
+  memset(state, 0, sizeof *state);
+  gm_rng_seed(&state->rng, 0x6772617068ULL);
+  lua_setfield(L, LUA_REGISTRYINDEX, LGM_STATE_KEY);
+
+  lgm_set_functions(L, core_functions);
+  lgm_open_tensor(L, module);
+  lgm_open_ops(L, module);
+
+  lua_pushstring(L, GM_VERSION);
+  lua_setfield(L, module, "version");
+
+  const char *threads = getenv("GRAPHMERT_NUM_THREADS");
+  if (threads && atoi(threads) > 0) gm_set_num_threads(atoi(threads));
+  lua_State *main_thread;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  main_thread = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  gm_memory_set_oom_hook(collect_garbage, main_thread);
+  lua_settop(L, module);
+  return 1;
+}
