@@ -60,12 +60,13 @@ setup:
 
 test: setup
 	$(MAKE) all
-	$(MAKE) check-core test-lua test-embedded
+	$(MAKE) check-core
+	sh scripts/run_tests.sh
 
-test-lua:
+test-lua: all
 	$(BUSTED) -o scripts/summary_output.lua
 
-test-embedded:
+test-embedded: all
 	$(BUSTED) --run=embedded -o scripts/summary_output.lua
 
 demo: setup
@@ -79,6 +80,7 @@ asan:
 	$(MAKE) clean
 	$(MAKE) all CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
 	ASAN_OPTIONS=detect_leaks=1 $(BUSTED) --run=embedded -o scripts/summary_output.lua
+	$(MAKE) clean
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR)/graphmert $(DESTDIR)$(LUADIR) $(DESTDIR)$(BINDIR)

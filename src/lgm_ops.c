@@ -144,8 +144,11 @@ static int o_max(lua_State *L) {
   gm_tensor *r = gm_max(a, dim, keep, &idx);
   if (!r) return lgm_raise(L);
   lgm_box_set(L, values, r);
-  for (int64_t i = 0; i < idx->numel; i++) idx->data[i] += 1; /* to 1-based */
-  lgm_box_set(L, indices, idx);
+  /* a new tensor: the 0-based one may be saved for backward */
+  gm_tensor *one_based = gm_add_scalar(idx, 1.0f);
+  gm_tensor_release(idx);
+  if (!one_based) return lgm_raise(L);
+  lgm_box_set(L, indices, one_based);
   return dim < 0 ? (lua_pop(L, 1), 1) : 2;
 }
 

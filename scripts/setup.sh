@@ -1,0 +1,17 @@
+#!/bin/sh
+# setup.sh — installs the Debian packages graphmert needs, only those missing. Idempotent:
+# a second run installs nothing. Used by `make test`, `make demo` and .ci/run.
+set -e
+PACKAGES="build-essential pkg-config lua5.4 liblua5.4-dev libopenblas-dev lua-lpeg lua-busted \
+lua-cjson libreadline-dev wordnet-base"
+missing=""
+for p in $PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "setup: installing$missing"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,330 @@
+/* main.c — the graphmert interpreter: Lua 5.4 with the C core and every module under lua/
+ * preloaded. Command line as lua(1): graphmert [options] [script [args]], with -e stat,
+ * -l mod, -i, -v, -E, -- and -. With a terminal on stdin and no script it opens a REPL
+ * (readline, history in $GRAPHMERT_HISTORY or ~/.graphmert_history, bare expressions print). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include "lgm.h"
+#include "lualib.h"
+
+int luaopen_graphmert_core(lua_State *L);
+void lgm_preload_lua(lua_State *L); /* build/gen/embedded_lua.c */
+
+static const char *progname = "graphmert";
+static lua_State *global_L = NULL;
+
+/* Ctrl-C while Lua runs: stop at the next hook with an error, as lua.c does. */
+static void stop_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  luaL_error(L, "interrupted!");
+}
+
+static void on_interrupt(int sig) {
+  signal(sig, SIG_DFL);
+  lua_sethook(global_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+static void report(lua_State *L, int status) {
+  if (status != LUA_OK) {
+    const char *msg = lua_tostring(L, -1);
+    fprintf(stderr, "%s: %s\n", progname, msg ? msg : "(error object is not a string)");
+    fflush(stderr);
+    lua_pop(L, 1);
+  }
+}
+
+static int traceback_handler(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+static int docall(lua_State *L, int nargs, int nres) {
+  int base = lua_gettop(L) - nargs;
+  lua_pushcfunction(L, traceback_handler);
+  lua_insert(L, base);
+  global_L = L;
+  signal(SIGINT, on_interrupt);
+  int status = lua_pcall(L, nargs, nres, base);
+  signal(SIGINT, SIG_DFL);
+  lua_remove(L, base);
+  return status;
+}
+
+static void preload(lua_State *L) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, luaopen_graphmert_core);
+  lua_setfield(L, -2, "graphmert.core");
+  lua_pop(L, 1);
+  /* GRAPHMERT_DEV=1 loads lua/ from LUA_PATH instead, to edit without rebuilding */
+  const char *dev = getenv("GRAPHMERT_DEV");
+  if (!dev || strcmp(dev, "1") != 0) lgm_preload_lua(L);
+}
+
+/* arg table as lua(1) builds it: arg[0] = script, negative indices before it */
+static void create_arg_table(lua_State *L, char **argv, int argc, int script) {
+  if (script == argc) script = 0; /* no script: arg[0] is the program */
+  lua_createtable(L, argc - script - 1, script + 1);
+  for (int i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i - script);
+  }
+  lua_setglobal(L, "arg");
+}
+
+static int dochunk(lua_State *L, int status) {
+  if (status == LUA_OK) status = docall(L, 0, 0);
+  report(L, status);
+  return status;
+}
+
+static int run_script(lua_State *L, char **argv, int script, int argc) {
+  const char *fname = argv[script];
+  if (strcmp(fname, "-") == 0 && strcmp(argv[script - 1], "--") != 0) fname = NULL;
+  int status = luaL_loadfile(L, fname);
+  if (status == LUA_OK) {
+    int n = 0;
+    lua_getglobal(L, "arg");
+    for (int i = script + 1; i < argc; i++, n++) {
+      lua_rawgeti(L, -1 - n, i - script);
+    }
+    lua_remove(L, -1 - n);
+    status = docall(L, n, LUA_MULTRET);
+  }
+  report(L, status);
+  return status;
+}
+
+static int require_global(lua_State *L, const char *spec) {
+  /* -l name or -l g=name, as in Lua 5.4.6 */
+  char buf[256];
+  const char *eq = strchr(spec, '=');
+  const char *modname = eq ? eq + 1 : spec;
+  size_t glen = eq ? (size_t)(eq - spec) : strlen(spec);
+  if (glen >= sizeof buf) glen = sizeof buf - 1;
+  memcpy(buf, spec, glen);
+  buf[glen] = 0;
+  lua_getglobal(L, "require");
+  lua_pushstring(L, modname);
+  int status = docall(L, 1, 1);
+  if (status == LUA_OK) lua_setglobal(L, buf);
+  report(L, status);
+  return status;
+}
+
+/* ---- the REPL ---------------------------------------------------------------------------- */
+
+static char history_path[1024];
+
+static void history_open(void) {
+  const char *env = getenv("GRAPHMERT_HISTORY");
+  const char *home = getenv("HOME");
+  if (env) snprintf(history_path, sizeof history_path, "%s", env);
+  else if (home) snprintf(history_path, sizeof history_path, "%s/.graphmert_history", home);
+  else return;
+  FILE *f = fopen(history_path, "a"); /* append_history needs the file to exist */
+  if (f) fclose(f);
+  read_history(history_path);
+}
+
+static int read_line(lua_State *L, int first) {
+  const char *prompt = first ? "> " : ">> ";
+  char *line = readline(prompt);
+  if (!line) return 0;
+  size_t len = strlen(line);
+  if (len > 0) {
+    add_history(line);
+    if (history_path[0]) append_history(1, history_path);
+  }
+  lua_pushstring(L, line);
+  free(line);
+  return 1;
+}
+
+/* A line ending in ';' is run without printing its value (trepl). */
+static int ends_with_semicolon(const char *s) {
+  size_t n = strlen(s);
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+  return n > 0 && s[n - 1] == ';';
+}
+
+/* Tries "return <line>" first, so bare expressions print. Leaves the chunk on the stack. */
+static int load_line(lua_State *L, int *print_results) {
+  if (!read_line(L, 1)) return -1;
+  const char *line = lua_tostring(L, -1);
+  if (line[0] == '=') { /* =expr, as in Lua 5.1 */
+    lua_pushfstring(L, "return %s", line + 1);
+    lua_remove(L, -2);
+    line = lua_tostring(L, -1);
+  }
+  *print_results = !ends_with_semicolon(line);
+  const char *retline = lua_pushfstring(L, "return %s;", line);
+  int status = luaL_loadbuffer(L, retline, strlen(retline), "=stdin");
+  if (status == LUA_OK) {
+    lua_remove(L, -2); /* the return line */
+    lua_remove(L, -2); /* the line */
+    return LUA_OK;
+  }
+  lua_pop(L, 2);
+  for (;;) { /* as a statement, reading more lines while the chunk is incomplete */
+    size_t len;
+    const char *code = lua_tolstring(L, -1, &len);
+    status = luaL_loadbuffer(L, code, len, "=stdin");
+    if (status != LUA_ERRSYNTAX) break;
+    size_t mlen;
+    const char *msg = lua_tolstring(L, -1, &mlen);
+    if (!(mlen >= 5 && strcmp(msg + mlen - 5, "<eof>") == 0)) break;
+    lua_pop(L, 1);
+    if (!read_line(L, 0)) break;
+    lua_pushliteral(L, "\n");
+    lua_insert(L, -2);
+    lua_concat(L, 3);
+  }
+  lua_remove(L, -2);
+  return status;
+}
+
+static void print_results(lua_State *L) {
+  int n = lua_gettop(L);
+  if (n > 0) {
+    luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+    lua_getglobal(L, "print");
+    lua_insert(L, 1);
+    if (lua_pcall(L, n, 0, 0) != LUA_OK)
+      fprintf(stderr, "%s: error calling 'print' (%s)\n", progname, lua_tostring(L, -1));
+  }
+}
+
+static void repl(lua_State *L) {
+  history_open();
+  /* the REPL alone gets a global gm, as th gives torch */
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "graphmert");
+  if (docall(L, 1, 1) == LUA_OK) lua_setglobal(L, "gm");
+  else report(L, LUA_ERRRUN);
+  int status, show;
+  while ((status = load_line(L, &show)) != -1) {
+    if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
+    if (status == LUA_OK) {
+      if (show) print_results(L);
+    } else {
+      report(L, status);
+    }
+    lua_settop(L, 0);
+  }
+  lua_settop(L, 0);
+  fputc('\n', stdout);
+}
+
+static void print_version(void) {
+  printf("graphmert %s -- %s\n", GM_VERSION, LUA_RELEASE);
+  fflush(stdout);
+}
+
+static void usage(const char *badopt) {
+  fprintf(stderr, "%s: unrecognized option '%s'\n", progname, badopt);
+  fprintf(stderr,
+          "usage: %s [options] [script [args]]\n"
+          "  -e stat   execute string 'stat'\n"
+          "  -i        enter interactive mode after running script\n"
+          "  -l mod    require library 'mod' into global 'mod' (or -l g=mod)\n"
+          "  -v        show version information\n"
+          "  -E        ignore environment variables (LUA_INIT)\n"
+          "  --        stop handling options\n"
+          "  -         stop handling options and execute stdin\n",
+          progname);
+}
+
+typedef struct {
+  int argc;
+  char **argv;
+  int status;
+} main_args;
+
+static int pmain(lua_State *L) {
+  main_args *ma = lua_touserdata(L, 1);
+  int argc = ma->argc;
+  char **argv = ma->argv;
+  int interactive = 0, version = 0, no_env = 0, script = argc, has_exec = 0;
+  for (int i = 1; i < argc; i++) { /* first pass: find the script and the flags */
+    const char *a = argv[i];
+    if (a[0] != '-') { script = i; break; }
+    if (strcmp(a, "--") == 0) { script = i + 1 < argc ? i + 1 : argc; break; }
+    if (strcmp(a, "-") == 0) { script = i; break; }
+    if (strcmp(a, "-i") == 0) interactive = version = 1;
+    else if (strcmp(a, "-v") == 0) version = 1;
+    else if (strcmp(a, "-E") == 0) no_env = 1;
+    else if (strcmp(a, "-e") == 0 || strcmp(a, "-l") == 0) {
+      has_exec = 1;
+      if (++i >= argc) { usage(a); return 0; }
+    } else if ((a[1] == 'e' || a[1] == 'l') && a[2]) {
+      has_exec = 1;
+    } else { usage(a); return 0; }
+  }
+  luaL_checkversion(L);
+  if (no_env) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+  }
+  luaL_openlibs(L);
+  preload(L);
+  create_arg_table(L, argv, argc, script);
+  lua_gc(L, LUA_GCGEN, 0, 0);
+  if (version) print_version();
+  if (!no_env) {
+    const char *init = getenv("LUA_INIT_5_4");
+    if (!init) init = getenv("LUA_INIT");
+    if (init) {
+      int st = init[0] == '@' ? luaL_loadfile(L, init + 1) : luaL_loadstring(L, init);
+      if (dochunk(L, st) != LUA_OK) return 0;
+    }
+  }
+  for (int i = 1; i < script; i++) { /* second pass: -e and -l in order */
+    const char *a = argv[i];
+    if (a[1] != 'e' && a[1] != 'l') continue;
+    const char *value = a[2] ? a + 2 : argv[++i];
+    int st = a[1] == 'e' ? dochunk(L, luaL_loadstring(L, value)) : require_global(L, value);
+    if (st != LUA_OK) return 0;
+  }
+  if (script < argc && run_script(L, argv, script, argc) != LUA_OK) return 0;
+  if (interactive) {
+    repl(L);
+  } else if (script == argc && !has_exec && !version) {
+    if (isatty(0)) {
+      print_version();
+      repl(L);
+    } else {
+      dochunk(L, luaL_loadfile(L, NULL));
+    }
+  }
+  ma->status = 1;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argv[0] && argv[0][0]) progname = argv[0];
+  lua_State *L = luaL_newstate();
+  if (!L) {
+    fprintf(stderr, "%s: cannot create state: not enough memory\n", progname);
+    return EXIT_FAILURE;
+  }
+  main_args ma = {argc, argv, 0};
+  lua_pushcfunction(L, pmain);
+  lua_pushlightuserdata(L, &ma);
+  int status = lua_pcall(L, 1, 1, 0);
+  report(L, status);
+  lua_close(L);
+  return status == LUA_OK && ma.status ? EXIT_SUCCESS : EXIT_FAILURE;
+}
