@@ -1,0 +1,176 @@
+-- Autograd: every differentiable op against finite differences (one row per op), and the
+-- behaviour of the tape (accumulation, no_grad, freed graphs, non-scalar roots).
+local gm = require "graphmert"
+
+local function randn(...) return gm.randn(...):requires_grad(true) end
+-- values in [0.5, 2]: safe for log, sqrt, division
+local function positive(...) return (gm.rand(...) * 1.5 + 0.5):detach():requires_grad(true) end
+-- values at least 0.1 away from 0: kinks of relu stay out of the finite-difference window
+local function off_zero(...)
+  local r = gm.randn(...)
+  local t = gm.no_grad(function() return r + (r / (r * r):sqrt()) * 0.1 end)
+  return t:detach():requires_grad(true)
+end
+
+-- Each row: a name, a function building inputs, the computation, optional tolerances.
+local rows = {
+  { "add", function() return { randn(3, 4), randn(4) } end, function(a, b) return a + b end },
+  { "sub", function() return { randn(2, 3, 4), randn(3, 1) } end, function(a, b) return a - b end },
+  { "mul", function() return { randn(3, 1), randn(1, 4) } end, function(a, b) return a * b end },
+  { "div", function() return { randn(3, 4), positive(3, 4) } end, function(a, b) return a / b end },
+  { "scalar ops", function() return { positive(5) } end,
+    function(a) return (2 - a) * 3 + 1 / a - a / 4 end },
+  { "pow", function() return { positive(2, 3) } end, function(a) return a ^ 1.7 end },
+  { "neg", function() return { randn(4) } end, function(a) return -a end },
+  { "exp", function() return { randn(3, 3) } end, function(a) return a:exp() end },
+  { "log", function() return { positive(3, 3) } end, function(a) return a:log() end },
+  { "sqrt", function() return { positive(3, 3) } end, function(a) return a:sqrt() end },
+  { "tanh", function() return { randn(3, 3) } end, function(a) return a:tanh() end },
+  { "gelu", function() return { randn(4, 5) } end, function(a) return a:gelu() end },
+  { "gelu tanh", function() return { randn(4, 5) } end, function(a) return a:gelu("tanh") end },
+  { "relu", function() return { off_zero(4, 5) } end, function(a) return a:relu() end },
+  { "leaky_relu", function() return { off_zero(4, 5) } end, function(a) return a:leaky_relu(0.2) end },
+  { "sum dim", function() return { randn(2, 3, 4) } end, function(a) return a:sum(2) end },
+  { "sum all", function() return { randn(3, 4) } end, function(a) return a:sum() end },
+  { "mean keepdim", function() return { randn(3, 4) } end, function(a) return a:mean(-1, true) end },
+  { "max dim", function() return { randn(3, 5) } end, function(a) return (a:max(2)) end },
+  { "max all", function() return { randn(3, 5) } end, function(a) return a:max() end },
+  { "softmax", function() return { randn(3, 5) } end, function(a) return a:softmax(2) end },
+  { "softmax dim 1", function() return { randn(4, 3) } end, function(a) return a:softmax(1) end },
+  { "log_softmax", function() return { randn(3, 5) } end, function(a) return a:log_softmax(2) end },
+  { "matmul", function() return { randn(3, 4), randn(4, 5) } end, function(a, b) return a:matmul(b) end },
+  { "matmul batched broadcast", function() return { randn(2, 3, 4), randn(4, 5) } end,
+    function(a, b) return a:matmul(b) end },
+  { "matmul broadcast batch of b", function() return { randn(3, 4), randn(2, 4, 5) } end,
+    function(a, b) return a:matmul(b) end },
+  { "matmul transposed", function() return { randn(2, 4, 3), randn(5, 4) } end,
+    function(a, b) return a:matmul(b, true, true) end },
+  { "reshape", function() return { randn(2, 6) } end, function(a) return a:reshape(4, -1) end },
+  { "transpose", function() return { randn(2, 3, 4) } end, function(a) return a:transpose(1, 3) end },
+  { "permute", function() return { randn(2, 3, 4) } end, function(a) return a:permute(3, 1, 2) end },
+  { "cat", function() return { randn(2, 3), randn(2, 2), randn(2, 1) } end,
+    function(a, b, c) return gm.cat({ a, b, c }, 2) end },
+  { "narrow", function() return { randn(3, 5) } end, function(a) return a:narrow(2, 2, 3) end },
+  { "narrow dim 1 (a view)", function() return { randn(5, 3) } end, function(a) return a:narrow(1, 2, 2) end },
+  { "index_select", function() return { randn(5, 3) } end,
+    function(a) return a:index_select(1, { 5, 1, 3, 1 }) end },
+  { "gather", function() return { randn(3, 4) } end,
+    function(a) return a:gather(2, { { 1, 4 }, { 2, 2 }, { 3, 1 } }) end },
+  { "embedding", function() return { randn(6, 4) } end,
+    function(w) return gm.embedding(w, { { 1, 6 }, { 6, 2 } }) end },
+  { "layer_norm", function() return { randn(2, 3, 6), randn(6), randn(6) } end,
+    function(x, w, b) return x:layer_norm(w, b) end },
+  { "cross_entropy", function() return { randn(5, 4) } end,
+    function(l) return l:cross_entropy({ 4, 1, -100, 2, 3 }) end },
+  { "dropout (fixed mask)", function() return { randn(4, 4) } end,
+    function(a) gm.manual_seed(7); return a:dropout(0.3) end },
+  { "composite", function() return { randn(3, 4), randn(4, 4), randn(4) } end,
+    function(x, w, b) return (x:matmul(w) + b):gelu():layer_norm():softmax(2) * x end },
+}
+
+describe("gradients by finite differences", function()
+  for _, row in ipairs(rows) do
+    local name, make, fn, opts = row[1], row[2], row[3], row[4]
+    it(name, function()
+      gm.manual_seed(42)
+      local ok, report = gm.gradcheck(fn, make(), opts)
+      assert.is_true(ok, table.concat(report.failures, "\n"))
+    end)
+  end
+end)
+
+describe("the tape", function()
+  it("accumulates gradients across backward calls until zeroed", function()
+    local x = gm.tensor({ 1, 2, 3 }):requires_grad(true)
+    ;(x * x):sum():backward()
+    ;(x * x):sum():backward()
+    assert.tensor_near({ 4, 8, 12 }, x:grad())
+    x:zero_grad()
+    assert.is_nil(x:grad())
+    ;(x * 3):sum():backward()
+    assert.tensor_near({ 3, 3, 3 }, x:grad())
+  end)
+
+  it("sums the gradient of a tensor used twice", function()
+    local x = gm.tensor({ 2 }):requires_grad(true)
+    local y = x * x + x
+    y:sum():backward()
+    assert.tensor_near({ 5 }, x:grad())
+  end)
+
+  it("records nothing inside no_grad and restores the mode after errors", function()
+    local x = gm.ones(2):requires_grad(true)
+    local y = gm.no_grad(function() return x * 2 end)
+    assert.is_false(y:requires_grad())
+    assert.is_true(gm.is_grad_enabled())
+    assert.has_error(function() gm.no_grad(function() error("inside") end) end)
+    assert.is_true(gm.is_grad_enabled())
+    local a, b = gm.no_grad(function(p, q) return p + q, p * q end, 2, 3)
+    assert.equal(5, a)
+    assert.equal(6, b)
+  end)
+
+  it("frees the graph after backward unless asked to keep it", function()
+    local x = gm.ones(2):requires_grad(true)
+    local y = (x * 2):sum()
+    y:backward()
+    assert.error_matches(function() y:backward() end, "earlier backward freed")
+    local z = (x * 2):sum()
+    z:backward(nil, true)
+    z:backward()
+    assert.tensor_near({ 6, 6 }, x:grad())
+  end)
+
+  it("needs a scalar root or an explicit gradient", function()
+    local x = gm.ones(2, 2):requires_grad(true)
+    local y = x * 3
+    assert.error_matches(function() y:backward() end, "backward needs a scalar")
+    y:backward(gm.ones(2, 2))
+    assert.tensor_near({ { 3, 3 }, { 3, 3 } }, x:grad())
+    assert.error_matches(function() (x * 1):backward(gm.ones(3)) end, "gradient of size 3 for a tensor of size 2x2")
+  end)
+
+  it("refuses backward on a tensor that does not require grad", function()
+    assert.error_matches(function() gm.ones(1):backward() end, "does not require grad")
+  end)
+
+  it("detach cuts the history and shares the values", function()
+    local x = gm.ones(2):requires_grad(true)
+    local y = (x * 2):detach()
+    assert.is_false(y:requires_grad())
+    assert.is_true(y:is_leaf())
+    assert.tensor_near({ 2, 2 }, y)
+  end)
+
+  it("names the op that made a tensor", function()
+    local x = gm.ones(2):requires_grad(true)
+    assert.is_nil(x:grad_fn())
+    assert.equal("matmul", x:reshape(1, 2):matmul(gm.ones(2, 1)):grad_fn())
+  end)
+
+  it("refuses in-place changes that would corrupt the graph", function()
+    local x = gm.ones(2):requires_grad(true)
+    assert.error_matches(function() x:fill_(3) end, "leaf that requires grad")
+    gm.no_grad(function() x:fill_(3) end)
+    assert.tensor_near({ 3, 3 }, x)
+    local y = x * 2
+    assert.error_matches(function() gm.no_grad(function() y:add_(1) end) end, "recorded graph")
+  end)
+
+  it("handles a deep chain without recursion limits", function()
+    local x = gm.ones(1):requires_grad(true)
+    local y = x
+    for _ = 1, 20000 do y = y + 0 end
+    y:sum():backward()
+    assert.tensor_near({ 1 }, x:grad())
+  end)
+end)
+
+describe("gradcheck", function()
+  it("reports a gradient that is wrong", function()
+    -- detach hides half of the derivative of a²: analytic a, numeric 2a
+    local ok, report = gm.gradcheck(function(a) return a * a:detach() end, { (gm.rand(3) + 1):requires_grad(true) })
+    assert.is_false(ok)
+    assert.is_true(#report.failures > 0)
+  end)
+end)
