@@ -37,8 +37,9 @@ build/obj/%.o: src/%.c $(HEADERS) | build/obj
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # The module is not linked against liblua: the host interpreter provides the Lua API.
+# -z nodelete: lua_close must not unload it (and libgomp) under live OpenMP worker threads.
 build/graphmert/core.so: $(CORE_OBJ) $(BIND_OBJ) | build/graphmert
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-z,nodelete -o $@ $^ $(LDLIBS)
 
 build/gen/embedded_lua.c: scripts/embed_lua.lua $(LUA_SRC) | build/gen
 	$(LUA) scripts/embed_lua.lua $@ $(LUA_SRC)

@@ -29,8 +29,17 @@ typedef struct lgm_box {
 } lgm_box;
 
 /* Per-Lua-state settings, a userdata passed as upvalue 1 to every binding function. */
+/* Lua's GC sees only 16-byte boxes, so the binding tells it about the memory behind them
+ * (torch7's heap tracking): an incremental step per MiB handed out, and a full collection
+ * whenever live core bytes pass a soft maximum, which grows by 40% when a collection leaves it
+ * more than 80% full. The full collection is what works in generational mode, where steps
+ * alone leave dead boxes uncollected. */
+#define LGM_GC_STEP_BYTES (1u << 20)
+#define LGM_GC_SOFT_MAX_START ((size_t)64 << 20)
+
 typedef struct lgm_state {
   size_t pending_bytes; /* bytes handed to Lua since the last GC step */
+  size_t gc_soft_max;   /* live core bytes that trigger a full collection */
   gm_rng rng;           /* the default generator (gm.manual_seed) */
 } lgm_state;
 

@@ -108,6 +108,7 @@ LGM_EXPORT int luaopen_graphmert_core(lua_State *L) {
   /* one settings block per Lua state, kept alive by the registry */
   lgm_state *state = lua_newuserdatauv(L, sizeof *state, 0);
   memset(state, 0, sizeof *state);
+  state->gc_soft_max = LGM_GC_SOFT_MAX_START;
   gm_rng_seed(&state->rng, 0x6772617068ULL);
   lua_setfield(L, LUA_REGISTRYINDEX, LGM_STATE_KEY);
 

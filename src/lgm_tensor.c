@@ -5,9 +5,6 @@
 
 #include "lgm.h"
 
-/* Report this many bytes before asking the GC for a step: batched like torch7's heap tracking. */
-#define LGM_GC_BATCH (1u << 20)
-
 /* ---- boxes ------------------------------------------------------------------------------- */
 
 lgm_box *lgm_new_box(lua_State *L) {
@@ -21,10 +18,14 @@ void lgm_box_set(lua_State *L, lgm_box *b, gm_tensor *t) {
   b->t = t;
   lgm_state *st = lgm_state_of(L);
   st->pending_bytes += (size_t)t->numel * sizeof(float) + sizeof(gm_tensor);
-  if (st->pending_bytes >= LGM_GC_BATCH) {
+  if (st->pending_bytes >= LGM_GC_STEP_BYTES) {
     int kb = (int)(st->pending_bytes >> 10);
     st->pending_bytes = 0;
     lua_gc(L, LUA_GCSTEP, kb);
+    if (gm_memory_live() > st->gc_soft_max) {
+      lua_gc(L, LUA_GCCOLLECT);
+      if (gm_memory_live() > st->gc_soft_max / 10 * 8) st->gc_soft_max = st->gc_soft_max / 10 * 14;
+    }
   }
 }
 

@@ -1,0 +1,92 @@
+-- Memory: C allocations are counted, reported to Lua's GC, and released deterministically.
+local gm = require "graphmert"
+
+local function settle()
+  collectgarbage()
+  collectgarbage()
+  return gm.memory().live
+end
+
+describe("memory", function()
+  it("returns to its baseline after 10,000 tensors", function()
+    local base = settle()
+    for i = 1, 10000 do
+      local t = gm.randn(16, 16) * i
+      local _ = t:sum()
+    end
+    assert.equal(base, settle())
+  end)
+
+  it("stays flat in a loop of large tensors without explicit collection", function()
+    settle()
+    gm.reset_peak_memory()
+    local base = gm.memory().live
+    for _ = 1, 300 do
+      local t = gm.zeros(1024, 1024) -- 4 MiB each, 1.2 GiB in all
+      local _ = t + 1
+    end
+    local peak = gm.memory().peak - base
+    assert.is_true(peak < 256 * 1024 * 1024, "peak grew by " .. peak .. " bytes")
+  end)
+
+  it("stays flat through training-style loops with backward", function()
+    local w = gm.randn(64, 64):requires_grad(true)
+    local base = settle()
+    for _ = 1, 500 do
+      local x = gm.randn(32, 64)
+      local loss = x:matmul(w):tanh():sum()
+      loss:backward()
+      w:zero_grad()
+    end
+    assert.equal(base, settle())
+  end)
+
+  it("releases at once, twice harmlessly, and on <close>", function()
+    local base = settle()
+    local t = gm.zeros(1000)
+    assert.is_true(gm.memory().live > base)
+    t:release()
+    assert.equal(base, gm.memory().live)
+    t:release()
+    assert.is_true(t:is_released())
+    do
+      local c <close> = gm.zeros(1000)
+      assert.is_true(gm.memory().live > base)
+    end
+    assert.equal(base, gm.memory().live)
+  end)
+
+  it("raises on a released tensor", function()
+    local t = gm.zeros(3)
+    t:release()
+    assert.error_matches(function() return t + 1 end, "attempt to use a released tensor")
+    assert.error_matches(function() return t:sum() end, "attempt to use a released tensor")
+    assert.matches("released", tostring(t))
+  end)
+
+  it("keeps sources alive for backward after their boxes are released", function()
+    local x = gm.ones(3):requires_grad(true)
+    local h = x * 2
+    local y = (h * h):sum()
+    h:release()
+    collectgarbage()
+    y:backward()
+    assert.tensor_near({ 8, 8, 8 }, x:grad())
+  end)
+
+  it("refuses allocations above the memory limit", function()
+    local base = settle()
+    gm.set_memory_limit(base + 1024 * 1024)
+    local ok, err = pcall(gm.zeros, 1024, 1024)
+    gm.set_memory_limit(0)
+    assert.is_false(ok)
+    assert.matches("memory limit reached", err)
+    assert.equal(base, settle())
+  end)
+
+  it("reports live and peak bytes", function()
+    local m = gm.memory()
+    assert.is_number(m.live)
+    assert.is_true(m.peak >= m.live)
+  end)
+end)
