@@ -170,7 +170,12 @@ static int load_line(lua_State *L, int *print_results) {
     line = lua_tostring(L, -1);
   }
   *print_results = !ends_with_semicolon(line);
-  const char *retline = lua_pushfstring(L, "return %s;", line);
+  /* "x;" evaluates x without printing it */
+  size_t len = strlen(line);
+  while (!*print_results && len > 0 && line[len - 1] != ';') len--;
+  const char *retline =
+      lua_pushfstring(L, "return %s;", lua_pushlstring(L, line, *print_results ? len : len - 1));
+  lua_remove(L, -2);
   int status = luaL_loadbuffer(L, retline, strlen(retline), "=stdin");
   if (status == LUA_OK) {
     lua_remove(L, -2); /* the return line */
@@ -179,9 +184,9 @@ static int load_line(lua_State *L, int *print_results) {
   }
   lua_pop(L, 2);
   for (;;) { /* as a statement, reading more lines while the chunk is incomplete */
-    size_t len;
-    const char *code = lua_tolstring(L, -1, &len);
-    status = luaL_loadbuffer(L, code, len, "=stdin");
+    size_t code_len;
+    const char *code = lua_tolstring(L, -1, &code_len);
+    status = luaL_loadbuffer(L, code, code_len, "=stdin");
     if (status != LUA_ERRSYNTAX) break;
     size_t mlen;
     const char *msg = lua_tolstring(L, -1, &mlen);
@@ -208,6 +213,7 @@ static void print_results(lua_State *L) {
 }
 
 static void repl(lua_State *L) {
+  lua_settop(L, 0); /* results are printed from the bottom of the stack */
   history_open();
   /* the REPL alone gets a global gm, as th gives torch */
   lua_getglobal(L, "require");
