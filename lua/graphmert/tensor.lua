@@ -148,7 +148,12 @@ return function(core)
   meta.__tostring = tensor_tostring
 
   -- t:t(): the transpose of a matrix
-  function methods.t(self) return self:transpose(1, 2) end
+  function methods.t(self)
+    if self:dim() ~= 2 then
+      error("bad argument #1 to 't' (t() needs a matrix, got size " .. shape_string(self) .. ")", 2)
+    end
+    return self:transpose(1, 2)
+  end
   -- t:type(): the type name, as torch7 users expect
   function methods.type() return "graphmert.Tensor" end
   function methods.sigmoid(self) return 1 / (1 + (-self):exp()) end

@@ -1,0 +1,138 @@
+-- Bad input: every public function, called wrongly, raises a Lua error that names the function,
+-- the argument and the shapes; nothing crashes. A final check makes sure no public function
+-- is missing from the table.
+local gm = require "graphmert"
+
+local a23, a45 = gm.ones(2, 3), gm.ones(4, 5)
+local released = gm.ones(2)
+released:release()
+local nonleaf = gm.ones(2):requires_grad(true) * 2
+
+-- { function name, call, pattern the error message must match }
+local rows = {
+  { "tensor", function() gm.tensor { { 1, 2 }, { 3 } } end, "bad argument #1 to 'tensor' %(nested table is not rectangular%)" },
+  { "tensor", function() gm.tensor { "a" } end, "not a number" },
+  { "tensor", function() gm.tensor("x") end, "bad argument #1 to 'tensor' %(table expected" },
+  { "zeros", function() gm.zeros(-1, 2) end, "bad argument #1 to 'zeros' %(negative size %-1%)" },
+  { "zeros", function() gm.zeros(2, "x") end, "bad argument #2 to 'zeros' %(sizes must be integers%)" },
+  { "zeros", function() gm.zeros(1e6, 1e6, 1e6) end, "too large" },
+  { "zeros", function() gm.zeros(1, 1, 1, 1, 1, 1, 1, 1, 1) end, "too many dimensions" },
+  { "ones", function() gm.ones({ 2, -3 }) end, "negative size" },
+  { "full", function() gm.full("x", 2) end, "bad argument #1 to 'full' %(number expected" },
+  { "randn", function() gm.randn(2, 2.5) end, "sizes must be integers" },
+  { "rand", function() gm.rand(-2) end, "negative size" },
+  { "arange", function() gm.arange(0, 1, 0) end, "non%-zero step" },
+  { "arange", function() gm.arange(1e15) end, "too large" },
+  { "manual_seed", function() gm.manual_seed("x") end, "bad argument #1 to 'manual_seed'" },
+  { "set_rng_state", function() gm.set_rng_state("short") end, "not a state from get_rng_state" },
+  { "set_memory_limit", function() gm.set_memory_limit(-1) end, "limit must be >= 0" },
+  { "set_num_threads", function() gm.set_num_threads(0) end, "thread count must be in" },
+  { "set_grad_enabled", function() gm.set_grad_enabled() end, "bad argument #1 to 'set_grad_enabled'" },
+  { "no_grad", function() gm.no_grad(42) end, "bad argument #1 to 'no_grad' %(function expected" },
+  { "add", function() return a23 + a45 end, "size mismatch: 2x3 and 4x5 do not broadcast" },
+  { "add", function() return a23 + "x" end, "bad argument #2 to 'add'" },
+  { "sub", function() return gm.sub(a23, a45) end, "bad argument #2 to 'sub' %(size mismatch: 2x3 and 4x5" },
+  { "mul", function() return a23 * {} end, "graphmert.Tensor expected" },
+  { "div", function() return a23 / a45 end, "size mismatch" },
+  { "pow", function() return a23 ^ a23 end, "bad argument #2 to 'pow' %(number expected" },
+  { "neg", function() return gm.neg(42) end, "bad argument #1 to 'neg'" },
+  { "exp", function() return gm.exp() end, "bad argument #1 to 'exp'" },
+  { "log", function() return gm.log("x") end, "bad argument #1 to 'log'" },
+  { "sqrt", function() return released:sqrt() end, "attempt to use a released tensor" },
+  { "tanh", function() return gm.tanh(nil) end, "bad argument #1 to 'tanh'" },
+  { "gelu", function() return a23:gelu("cubic") end, "invalid option 'cubic'" },
+  { "relu", function() return gm.relu({}) end, "bad argument #1 to 'relu'" },
+  { "leaky_relu", function() return a23:leaky_relu("x") end, "bad argument #1 to 'leaky_relu'" },
+  { "sum", function() return a23:sum(3) end, "bad argument #1 to 'sum' %(dimension 3 out of range" },
+  { "mean", function() return a23:mean(0) end, "dimension 0 out of range" },
+  { "max", function() return gm.zeros(0):max() end, "max of an empty dimension" },
+  { "softmax", function() return a23:softmax(-3) end, "dimension %-3 out of range" },
+  { "log_softmax", function() return gm.tensor(1):log_softmax() end, "needs at least one dimension" },
+  { "matmul", function() return a23:matmul(a45) end, "bad argument #1 to 'matmul' %(size mismatch: 2x3 @ 4x5%)" },
+  { "matmul", function() return gm.matmul(a23, a45) end, "bad argument #2 to 'matmul' %(size mismatch: 2x3 @ 4x5%)" },
+  { "matmul", function() return gm.matmul(gm.ones(3), gm.ones(3)) end, "matmul needs matrices" },
+  { "matmul", function() return gm.matmul(gm.ones(2, 2, 3), gm.ones(3, 3, 4)) end, "size mismatch: 2x2x3 @ 3x3x4" },
+  { "reshape", function() return a23:reshape(4, 2) end, "cannot reshape a tensor of size 2x3 into 4x2" },
+  { "reshape", function() return a23:reshape(-1, -1) end, "invalid size %-1" },
+  { "view", function() return a23:view("a") end, "sizes must be integers" },
+  { "transpose", function() return a23:transpose(1, 5) end, "dimension 5 out of range" },
+  { "permute", function() return a23:permute(1, 1) end, "permutation is not a reordering" },
+  { "permute", function() return a23:permute(1) end, "permutation of 1 dimensions for a 2%-dimensional tensor" },
+  { "cat", function() return gm.cat({ a23, a45 }, 2) end, "size mismatch in concat along dimension 2: tensor 1 is 2x3, tensor 2 is 4x5" },
+  { "cat", function() return gm.cat({}) end, "non%-empty list" },
+  { "concat", function() return gm.concat({ a23, 3 }) end, "element 2 is not a live tensor" },
+  { "narrow", function() return a23:narrow(2, 3, 2) end, "out of range for dimension 2 of size 2x3" },
+  { "index_select", function() return a23:index_select(1, { 3 }) end, "index 3 at position 1 is out of range %[1, 2%]" },
+  { "index_select", function() return a23:index_select(1, { 1.5 }) end, "out of range" },
+  { "index_select", function() return a23:index_select(1, gm.ones(1, 1)) end, "needs a 1%-D index" },
+  { "gather", function() return a23:gather(2, gm.ones(5, 1)) end, "gather index of size 5x1 does not fit a tensor of size 2x3" },
+  { "layer_norm", function() return a23:layer_norm(gm.ones(4)) end, "layer_norm weight of size 4 does not match input 2x3" },
+  { "layer_norm", function() return a23:layer_norm(nil, gm.ones(2)) end, "bias of size 2" },
+  { "dropout", function() return a23:dropout(1.5) end, "dropout probability must be in %[0, 1%]" },
+  { "cross_entropy", function() return a23:cross_entropy({ 1, 4 }) end, "target 4 at position 2 is not a class in %[1, 3%]" },
+  { "cross_entropy", function() return a23:cross_entropy({ 1 }) end, "logits NxC and target N %(got 2x3 and 1%)" },
+  { "cross_entropy", function() return a23:cross_entropy({ 1, 2 }, { ignore_index = "x" }) end, "ignore_index must be an integer" },
+  { "embedding", function() return gm.embedding(a23, { 7 }) end, "out of range" },
+  { "gradcheck", function() return gm.gradcheck(42, {}) end, "bad argument #1 to 'gradcheck'" },
+  { "t", function() return gm.ones(2, 2, 2):t() end, "bad argument #1 to 't' %(t%(%) needs a matrix, got size 2x2x2%)" },
+  { "sigmoid", function() return gm.sigmoid(released) end, "released tensor" },
+  -- methods
+  { "release", function() return a23.release(42) end, "graphmert.Tensor expected" },
+  { "is_released", function() return a23.is_released("x") end, "graphmert.Tensor expected" },
+  { "shape", function() return released:shape() end, "released tensor" },
+  { "size", function() return a23:size(3) end, "dimension 3 out of range" },
+  { "dim", function() return a23.dim(nil) end, "graphmert.Tensor expected" },
+  { "numel", function() return released:numel() end, "released tensor" },
+  { "item", function() return a23:item() end, "item needs exactly one element %(size 2x3%)" },
+  { "totable", function() return released:totable() end, "released tensor" },
+  { "get", function() return a23:get(3, 1) end, "index 3 out of range %[1, 2%]" },
+  { "get", function() return a23:get(1) end, "1 indices for a 2%-dimensional tensor" },
+  { "set", function() return a23:set("x", 1, 1) end, "number expected" },
+  { "get_flat", function() return a23:get_flat(7) end, "flat index 7 out of range %[1, 6%]" },
+  { "set_flat", function() return a23:set_flat(0, 1) end, "flat index 0 out of range" },
+  { "requires_grad", function() return nonleaf:requires_grad(false) end, "only be changed on a leaf" },
+  { "is_leaf", function() return released:is_leaf() end, "released tensor" },
+  { "grad_fn", function() return released:grad_fn() end, "released tensor" },
+  { "backward", function() return a23:backward() end, "does not require grad" },
+  { "backward", function() return nonleaf:backward() end, "backward needs a scalar %(got size 2%)" },
+  { "grad", function() return released:grad() end, "released tensor" },
+  { "zero_grad", function() return released:zero_grad() end, "released tensor" },
+  { "detach", function() return released:detach() end, "released tensor" },
+  { "clone", function() return released:clone() end, "released tensor" },
+  { "fill_", function() return a23:fill_("x") end, "number expected" },
+  { "zero_", function() return nonleaf:zero_() end, "recorded graph" },
+  { "copy_", function() return a23:copy_(a45) end, "size mismatch: 2x3 and 4x5" },
+  { "add_", function() return a23:add_(a45) end, "size mismatch" },
+  { "mul_", function() return a23:mul_(a23) end, "number expected" },
+  { "shape_string", function() return released:shape_string() end, "released tensor" },
+}
+
+describe("bad input", function()
+  for _, row in ipairs(rows) do
+    it(row[1] .. " raises: " .. row[3], function()
+      local ok, err = pcall(row[2])
+      assert.is_false(ok)
+      assert.matches(row[3], tostring(err))
+    end)
+  end
+
+  it("covers every public function and method", function()
+    local covered = {}
+    for _, row in ipairs(rows) do covered[row[1]] = true end
+    -- functions that take no arguments, or accept any value
+    local no_input = { memory = true, reset_peak_memory = true, get_num_threads = true,
+      is_grad_enabled = true, get_rng_state = true, is_tensor = true, version = true, type = true,
+      nn = true, optim = true, class = true }
+    local missing = {}
+    for name, v in pairs(gm) do
+      if type(v) == "function" and not covered[name] and not no_input[name] then
+        missing[#missing + 1] = name
+      end
+    end
+    for name in pairs(getmetatable(a23).__index) do
+      if not covered[name] and not no_input[name] then missing[#missing + 1] = "method " .. name end
+    end
+    table.sort(missing)
+    assert.same({}, missing)
+  end)
+end)
