@@ -1,0 +1,8 @@
+-- graphmert.nn — layers with forward, parameters() and PyTorch-named state_dict().
+local nn = {
+  Module = require "graphmert.nn.Module",
+  Linear = require "graphmert.nn.Linear",
+  Sequential = require "graphmert.nn.Sequential",
+}
+for name, cls in pairs(require "graphmert.nn.activations") do nn[name] = cls end
+return nn

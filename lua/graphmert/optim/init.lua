@@ -1,0 +1,2 @@
+-- graphmert.optim — optimizers over lists of parameters.
+return { sgd = require "graphmert.optim.sgd" }

@@ -1,0 +1,70 @@
+-- The graphmert binary: scripts with arg, -e, -v, -i, the REPL, C modules, stdin.
+local bin = "./build/bin/graphmert"
+
+local function run(cmd)
+  local p = io.popen(cmd .. " 2>&1")
+  local out = p:read("a")
+  local ok, _, code = p:close()
+  return out, ok and 0 or code
+end
+
+describe("graphmert binary", function()
+  it("runs a script with arg set as lua5.4 does", function()
+    local path = os.tmpname()
+    local f = io.open(path, "w")
+    f:write('print(arg[0] == ..., arg[1], select("#", ...), arg[-1] ~= nil)')
+    f:close()
+    local out, code = run(bin .. " " .. path .. " a b")
+    os.remove(path)
+    assert.equal(0, code)
+    assert.equal("false\ta\t2\ttrue\n", out)
+  end)
+
+  it("executes -e and prints the version with -v", function()
+    local out = run(bin .. " -v -e \"print(require('graphmert').ones(2):sum():item())\"")
+    assert.matches("^graphmert %d+%.%d+%.%d+ %-%- Lua 5%.4", out)
+    assert.matches("\n2%.0\n$", out)
+  end)
+
+  it("has every module built in and still loads C modules such as lpeg", function()
+    local out, code = run("cd /tmp && " .. os.getenv("PWD") .. "/" .. bin
+      .. " -e \"assert(require('graphmert.nn').Linear); print(type(require('lpeg').match))\"")
+    assert.equal(0, code)
+    assert.equal("function\n", out)
+  end)
+
+  it("exits with a traceback and status 1 on an error", function()
+    local out, code = run(bin .. " -e \"error('boom')\"")
+    assert.equal(1, code)
+    assert.matches("boom", out)
+    assert.matches("stack traceback", out)
+  end)
+
+  it("runs a REPL that prints bare expressions and =expr and survives errors", function()
+    local out, code = run("printf 'x = 20\\nx + 1\\n=gm.ones(2)\\nerror(\"e\")\\nx;\\nprint(\"after\")\\n' | HOME=/tmp "
+      .. bin .. " -i")
+    assert.equal(0, code)
+    assert.matches("\n21\n", out)
+    assert.matches("%[graphmert.Tensor of size 2%]", out)
+    assert.matches("after", out)
+    assert.is_nil(out:match("\n20\n"))
+  end)
+
+  it("reads a script from stdin", function()
+    local out = run("echo 'print(6 * 7)' | " .. bin .. " -")
+    assert.equal("42\n", out)
+  end)
+
+  it("rejects unknown options", function()
+    local out, code = run(bin .. " --bogus")
+    assert.equal(1, code)
+    assert.matches("unrecognized option '%-%-bogus'", out)
+  end)
+
+  it("requires graphmert from a stock lua5.4 with the README's paths", function()
+    local out, code = run("LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' LUA_CPATH='./build/?.so;;' "
+      .. "lua5.4 -e \"local gm = require 'graphmert'; print(gm.ones(3):sum():item(), rawget(_G, 'gm'))\"")
+    assert.equal(0, code)
+    assert.equal("3.0\tnil\n", out)
+  end)
+end)
