@@ -120,7 +120,7 @@ describe("bad input", function()
     local covered = {}
     for _, row in ipairs(rows) do covered[row[1]] = true end
     -- functions that take no arguments, or accept any value
-    local no_input = { memory = true, reset_peak_memory = true, get_num_threads = true,
+    local no_input = { clock = true, memory = true, reset_peak_memory = true, get_num_threads = true,
       is_grad_enabled = true, get_rng_state = true, is_tensor = true, version = true, type = true,
       nn = true, optim = true, class = true }
     local missing = {}

@@ -53,14 +53,13 @@ static gm_tensor *reduce_to(gm_tensor *g, const gm_tensor *t) {
 }
 
 /* Elementwise derivative of a unary op times g: dx = g ⊙ f'(x). */
-#define DERIV_LOOP(EXPR)                                                    \
-  _Pragma("omp parallel for if (n > GM_PAR_MIN)") for (int64_t i = 0; i < n; \
-                                                       i++) {               \
-    float x = xs[i], y = ys[i];                                             \
-    (void)x;                                                                \
-    (void)y;                                                                \
-    dx[i] = gs[i] * (EXPR);                                                 \
-  }                                                                         \
+#define DERIV_LOOP(EXPR)     \
+  GM_FOR(i, n, n, {          \
+    float x = xs[i], y = ys[i]; \
+    (void)x;                 \
+    (void)y;                 \
+    dx[i] = gs[i] * (EXPR);  \
+  });                        \
   break;
 
 #define GELU_TANH_C 0.7978845608028654f

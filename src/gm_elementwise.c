@@ -36,13 +36,22 @@ static void broadcast_strides(int ndim, const int64_t *t_shape, int t_ndim, int6
 
 typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV } binary_kind;
 
-/* One loop nest per kind, so the compiler vectorises each inner loop. */
-#define BINARY_KERNEL(NAME, EXPR)                                                            \
-  static void NAME(const float *pa, const float *pb, float *po, int ndim,                  \
-                   const int64_t *shape, const int64_t *sa, const int64_t *sb, int64_t n) {  \
-    int64_t inner = ndim ? shape[ndim - 1] : 1, rows = inner ? n / inner : 0;               \
-    int64_t ia_step = ndim ? sa[ndim - 1] : 0, ib_step = ndim ? sb[ndim - 1] : 0;           \
-    _Pragma("omp parallel for if (n > GM_PAR_MIN)") for (int64_t r = 0; r < rows; r++) {     \
+/* One loop nest per kind, so the compiler vectorises each inner loop. ndim == 0 means both
+ * operands have the output's shape: one flat loop. Otherwise rows of the last dimension, each
+ * with its own broadcast offsets. */
+#define BINARY_KERNEL(NAME, EXPR)                                                             \
+  static void NAME(const float *pa, const float *pb, float *po, int ndim,                   \
+                   const int64_t *shape, const int64_t *sa, const int64_t *sb, int64_t n) {   \
+    if (ndim == 0) {                                                                         \
+      GM_FOR(i, n, n, {                                                                      \
+        float A = pa[i], B = pb[i];                                                          \
+        po[i] = (EXPR);                                                                      \
+      });                                                                                    \
+      return;                                                                                \
+    }                                                                                        \
+    int64_t inner = shape[ndim - 1], rows = inner ? n / inner : 0;                           \
+    int64_t ia_step = sa[ndim - 1], ib_step = sb[ndim - 1];                                  \
+    GM_FOR(r, rows, n, {                                                                     \
       int64_t oa = 0, ob = 0, rest = r;                                                      \
       for (int d = ndim - 2; d >= 0; d--) {                                                  \
         int64_t i = rest % shape[d];                                                         \
@@ -52,17 +61,11 @@ typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV } binary_kind;
       }                                                                                      \
       const float *x = pa + oa, *y = pb + ob;                                                \
       float *o = po + r * inner;                                                             \
-      if (ia_step == 1 && ib_step == 1)                                                      \
-        for (int64_t j = 0; j < inner; j++) {                                                \
-          float A = x[j], B = y[j];                                                          \
-          o[j] = (EXPR);                                                                     \
-        }                                                                                    \
-      else                                                                                   \
-        for (int64_t j = 0; j < inner; j++) {                                                \
-          float A = x[j * ia_step], B = y[j * ib_step];                                      \
-          o[j] = (EXPR);                                                                     \
-        }                                                                                    \
-    }                                                                                        \
+      for (int64_t j = 0; j < inner; j++) {                                                  \
+        float A = x[j * ia_step], B = y[j * ib_step];                                        \
+        o[j] = (EXPR);                                                                       \
+      }                                                                                      \
+    });                                                                                      \
   }
 
 BINARY_KERNEL(kernel_add, A + B)
@@ -78,23 +81,13 @@ static gm_tensor *binary(gm_tensor *a, gm_tensor *b, binary_kind kind) {
   if (!out) return NULL;
   broadcast_strides(ndim, a->shape, a->ndim, sa);
   broadcast_strides(ndim, b->shape, b->ndim, sb);
-  /* Collapse to one dimension when neither side broadcasts: the common case runs flat. */
-  if (gm_tensor_same_shape(a, b) && ndim > 0) {
-    int64_t n = out->numel;
-    int64_t one = 1;
-    switch (kind) {
-      case BIN_ADD: kernel_add(a->data, b->data, out->data, 1, &n, &one, &one, n); break;
-      case BIN_SUB: kernel_sub(a->data, b->data, out->data, 1, &n, &one, &one, n); break;
-      case BIN_MUL: kernel_mul(a->data, b->data, out->data, 1, &n, &one, &one, n); break;
-      case BIN_DIV: kernel_div(a->data, b->data, out->data, 1, &n, &one, &one, n); break;
-    }
-  } else {
-    switch (kind) {
-      case BIN_ADD: kernel_add(a->data, b->data, out->data, ndim, shape, sa, sb, out->numel); break;
-      case BIN_SUB: kernel_sub(a->data, b->data, out->data, ndim, shape, sa, sb, out->numel); break;
-      case BIN_MUL: kernel_mul(a->data, b->data, out->data, ndim, shape, sa, sb, out->numel); break;
-      case BIN_DIV: kernel_div(a->data, b->data, out->data, ndim, shape, sa, sb, out->numel); break;
-    }
+  /* neither side broadcasts: one flat loop (ndim 0 tells the kernel) */
+  int kernel_ndim = gm_tensor_same_shape(a, b) ? 0 : ndim;
+  switch (kind) {
+    case BIN_ADD: kernel_add(a->data, b->data, out->data, kernel_ndim, shape, sa, sb, out->numel); break;
+    case BIN_SUB: kernel_sub(a->data, b->data, out->data, kernel_ndim, shape, sa, sb, out->numel); break;
+    case BIN_MUL: kernel_mul(a->data, b->data, out->data, kernel_ndim, shape, sa, sb, out->numel); break;
+    case BIN_DIV: kernel_div(a->data, b->data, out->data, kernel_ndim, shape, sa, sb, out->numel); break;
   }
   static const gm_op ops[] = {GM_OP_ADD, GM_OP_SUB, GM_OP_MUL, GM_OP_DIV};
   gm_tensor *srcs[2] = {a, b};
@@ -137,12 +130,11 @@ typedef enum {
 
 #define GELU_TANH_C 0.7978845608028654f /* sqrt(2/pi) */
 
-#define UNARY_LOOP(EXPR)                                              \
-  _Pragma("omp parallel for if (n > GM_PAR_MIN)") for (int64_t i = 0; \
-                                                       i < n; i++) {  \
-    float x = in[i];                                                  \
-    out[i] = (EXPR);                                                  \
-  }                                                                   \
+#define UNARY_LOOP(EXPR)   \
+  GM_FOR(i, n, n, {        \
+    float x = in[i];       \
+    out[i] = (EXPR);       \
+  });                      \
   break;
 
 static gm_tensor *unary(gm_tensor *a, unary_kind kind, float s) {

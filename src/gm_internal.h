@@ -65,4 +65,17 @@ void gm_gather_kernel(const gm_tensor *a, const gm_tensor *index, int dim, int i
 /* A parallel loop threshold: below it, threads cost more than they save. */
 #define GM_PAR_MIN 32768
 
+/* for (int64_t i = 0; i < n; i++) BODY, on the OpenMP team when `work` (elements touched)
+ * passes GM_PAR_MIN and as a plain loop otherwise: even a parallel region disabled by an `if`
+ * clause costs a trip through libgomp, which dominates tiny ops. */
+#define GM_FOR(i, n, work, ...)                                                         \
+  do {                                                                                \
+    int64_t gm_for_n_ = (n);                                                          \
+    if ((work) > GM_PAR_MIN) {                                                        \
+      _Pragma("omp parallel for") for (int64_t i = 0; i < gm_for_n_; i++) __VA_ARGS__ \
+    } else {                                                                          \
+      for (int64_t i = 0; i < gm_for_n_; i++) __VA_ARGS__                             \
+    }                                                                                 \
+  } while (0)
+
 #endif

@@ -33,8 +33,7 @@ gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float
     gm_tensor_release(stats);
     return NULL;
   }
-#pragma omp parallel for if (x->numel > GM_PAR_MIN)
-  for (int64_t r = 0; r < rows; r++) {
+  GM_FOR(r, rows, x->numel, {
     const float *p = x->data + r * d;
     float *q = out->data + r * d;
     double mean = 0, var = 0;
@@ -51,7 +50,7 @@ gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float
       if (bias) v += bias->data[j];
       q[j] = v;
     }
-  }
+  });
   gm_tensor *srcs[3] = {x, weight, bias};
   out = gm_record(out, GM_OP_LAYER_NORM, srcs, 3);
   if (out && out->op == GM_OP_LAYER_NORM) out->saved = stats;
@@ -66,8 +65,7 @@ void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const g
                             const gm_tensor *g, float *dx, float *dw, float *db) {
   int64_t d = x->shape[x->ndim - 1], rows = d ? x->numel / d : 0;
   if (dx) {
-#pragma omp parallel for if (x->numel > GM_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
+    GM_FOR(r, rows, x->numel, {
       const float *p = x->data + r * d, *gp = g->data + r * d;
       float mu = stats->data[2 * r], rstd = stats->data[2 * r + 1];
       double mg = 0, mgx = 0;
@@ -83,7 +81,7 @@ void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const g
         float xh = (p[j] - mu) * rstd;
         dx[r * d + j] = rstd * (gh - (float)mg - xh * (float)mgx);
       }
-    }
+    });
   }
   for (int64_t r = 0; r < rows && (dw || db); r++) {
     const float *p = x->data + r * d, *gp = g->data + r * d;

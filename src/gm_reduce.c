@@ -44,9 +44,8 @@ static gm_tensor *reduce(gm_tensor *a, int dim, int keepdim, reduce_kind kind,
   }
   const float *x = a->data;
   float *o = out->data;
-#pragma omp parallel for collapse(2) if (a->numel > GM_PAR_MIN)
-  for (int64_t i = 0; i < outer; i++)
-    for (int64_t k = 0; k < inner; k++) {
+  GM_FOR(row, outer * inner, a->numel, {
+      int64_t i = row / inner, k = row % inner;
       const float *p = x + i * size * inner + k;
       if (kind == RED_MAX) {
         float best = p[0];
@@ -64,7 +63,7 @@ static gm_tensor *reduce(gm_tensor *a, int dim, int keepdim, reduce_kind kind,
         for (int64_t j = 0; j < size; j++) acc += p[j * inner];
         o[i * inner + k] = (float)(kind == RED_MEAN ? acc / (double)size : acc);
       }
-    }
+  });
   static const gm_op ops[] = {GM_OP_SUM, GM_OP_MEAN, GM_OP_MAX};
   out = gm_record(out, ops[kind], &a, 1);
   if (!out) {
@@ -100,9 +99,8 @@ static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
   if (!out) return NULL;
   const float *x = a->data;
   float *y = out->data;
-#pragma omp parallel for collapse(2) if (a->numel > GM_PAR_MIN)
-  for (int64_t i = 0; i < outer; i++)
-    for (int64_t k = 0; k < inner; k++) {
+  GM_FOR(row, outer * inner, a->numel, {
+      int64_t i = row / inner, k = row % inner;
       const float *p = x + i * size * inner + k;
       float *q = y + i * size * inner + k;
       float m = -INFINITY;
@@ -117,7 +115,7 @@ static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
         float inv = (float)(1.0 / z);
         for (int64_t j = 0; j < size; j++) q[j * inner] = expf(p[j * inner] - m) * inv;
       }
-    }
+  });
   out = gm_record(out, log_softmax ? GM_OP_LOG_SOFTMAX : GM_OP_SOFTMAX, &a, 1);
   if (out) out->iarg[0] = dim;
   return out;
@@ -132,10 +130,8 @@ void gm_softmax_backward_kernel(const gm_tensor *y, const gm_tensor *g, gm_tenso
                                 int log_softmax) {
   int64_t outer, size, inner;
   gm_dim_split(y, dim, &outer, &size, &inner);
-#pragma omp parallel for collapse(2) if (y->numel > GM_PAR_MIN)
-  for (int64_t i = 0; i < outer; i++)
-    for (int64_t k = 0; k < inner; k++) {
-      int64_t base = i * size * inner + k;
+  GM_FOR(row, outer * inner, y->numel, {
+      int64_t base = (row / inner) * size * inner + row % inner;
       const float *yp = y->data + base, *gp = g->data + base;
       float *dp = dx->data + base;
       double dot = 0;
@@ -148,5 +144,5 @@ void gm_softmax_backward_kernel(const gm_tensor *y, const gm_tensor *g, gm_tenso
         for (int64_t j = 0; j < size; j++)
           dp[j * inner] = yp[j * inner] * (gp[j * inner] - (float)dot);
       }
-    }
+  });
 }

@@ -55,8 +55,7 @@ static void permute_copy(const gm_tensor *a, float *out, const int *perm) {
   }
   int64_t inner = n ? shape[n - 1] : 1, rows = inner ? a->numel / inner : 0;
   int64_t step = n ? strides[n - 1] : 0;
-#pragma omp parallel for if (a->numel > GM_PAR_MIN)
-  for (int64_t r = 0; r < rows; r++) {
+  GM_FOR(r, rows, a->numel, {
     int64_t off = 0, rest = r;
     for (int d = n - 2; d >= 0; d--) {
       off += (rest % shape[d]) * strides[d];
@@ -65,7 +64,7 @@ static void permute_copy(const gm_tensor *a, float *out, const int *perm) {
     const float *src = a->data + off;
     float *dst = out + r * inner;
     for (int64_t j = 0; j < inner; j++) dst[j] = src[j * step];
-  }
+  });
 }
 
 gm_tensor *gm_permute(gm_tensor *a, const int *perm) {
@@ -190,13 +189,11 @@ gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_ba
   gm_tensor *out = gm_tensor_empty(a->ndim, shape);
   if (!out) return NULL;
   int64_t count = index->numel;
-#pragma omp parallel for collapse(2) if (out->numel > GM_PAR_MIN)
-  for (int64_t o = 0; o < outer; o++)
-    for (int64_t j = 0; j < count; j++) {
-      int64_t row = (int64_t)index->data[j] - index_base;
-      memcpy(out->data + (o * count + j) * inner, a->data + (o * size + row) * inner,
-             (size_t)inner * sizeof(float));
-    }
+  GM_FOR(r, outer * count, out->numel, {
+    int64_t o = r / count, j = r % count;
+    int64_t row = (int64_t)index->data[j] - index_base;
+    memcpy(out->data + r * inner, a->data + (o * size + row) * inner, (size_t)inner * sizeof(float));
+  });
   gm_tensor *srcs[2] = {a, index};
   out = gm_record(out, GM_OP_INDEX_SELECT, srcs, 1);
   if (out && out->op == GM_OP_INDEX_SELECT) {

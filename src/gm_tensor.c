@@ -133,8 +133,7 @@ gm_tensor *gm_tensor_full(int ndim, const int64_t *shape, float value) {
   if (value == 0.0f) {
     memset(d, 0, (size_t)n * sizeof(float));
   } else {
-#pragma omp parallel for if (n > GM_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) d[i] = value;
+    GM_FOR(i, n, n, { d[i] = value; });
   }
   return t;
 }
@@ -305,8 +304,7 @@ gm_status gm_tensor_add_(gm_tensor *dst, const gm_tensor *src, float alpha) {
   float *d = dst->data;
   const float *s = src->data;
   int64_t n = dst->numel;
-#pragma omp parallel for if (n > GM_PAR_MIN)
-  for (int64_t i = 0; i < n; i++) d[i] += alpha * s[i];
+  GM_FOR(i, n, n, { d[i] += alpha * s[i]; });
   return GM_OK;
 }
 
@@ -315,7 +313,6 @@ gm_status gm_tensor_mul_(gm_tensor *t, float s) {
   if (st != GM_OK) return st;
   float *d = t->data;
   int64_t n = t->numel;
-#pragma omp parallel for if (n > GM_PAR_MIN)
-  for (int64_t i = 0; i < n; i++) d[i] *= s;
+  GM_FOR(i, n, n, { d[i] *= s; });
   return GM_OK;
 }

@@ -2,6 +2,7 @@
  * generator, grad mode, and registration of the tensor type and ops. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lgm.h"
 
@@ -85,7 +86,16 @@ static int l_no_grad(lua_State *L) {
   return lua_gettop(L) - base + 1;
 }
 
+/* gm.clock(): monotonic wall-clock seconds, for timing (os.clock counts CPU time of all threads) */
+static int l_clock(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
 static const luaL_Reg core_functions[] = {
+    {"clock", l_clock},
     {"memory", l_memory},
     {"reset_peak_memory", l_reset_peak_memory},
     {"set_memory_limit", l_set_memory_limit},
