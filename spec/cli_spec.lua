@@ -1,5 +1,8 @@
 -- The graphmert binary: scripts with arg, -e, -v, -i, the REPL, C modules, stdin.
 local bin = "./build/bin/graphmert"
+-- under `make asan` a stock lua5.4 needs the sanitizer runtime preloaded to open core.so
+local asan = os.getenv("GRAPHMERT_ASAN_PRELOAD")
+local lua = (asan and ("ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD=" .. asan .. " ") or "") .. "lua5.4"
 
 local function run(cmd)
   local p = io.popen(cmd .. " 2>&1")
@@ -63,8 +66,25 @@ describe("graphmert binary", function()
 
   it("requires graphmert from a stock lua5.4 with the README's paths", function()
     local out, code = run("LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' LUA_CPATH='./build/?.so;;' "
-      .. "lua5.4 -e \"local gm = require 'graphmert'; print(gm.ones(3):sum():item(), rawget(_G, 'gm'))\"")
+      .. lua .. " -e \"local gm = require 'graphmert'; print(gm.ones(3):sum():item(), rawget(_G, 'gm'))\"")
     assert.equal(0, code)
     assert.equal("3.0\tnil\n", out)
+  end)
+end)
+
+describe("make install", function()
+  it("installs a module that a stock lua5.4 finds, and the binary", function()
+    local prefix = os.tmpname()
+    os.remove(prefix)
+    local out, code = run("make -s install PREFIX=" .. prefix)
+    assert.equal(0, code, out)
+    local paths = string.format("LUA_PATH='%s/share/lua/5.4/?.lua;%s/share/lua/5.4/?/init.lua;;' "
+      .. "LUA_CPATH='%s/lib/lua/5.4/?.so;;'", prefix, prefix, prefix)
+    out, code = run("cd / && " .. paths .. " " .. lua .. " -e \"print(require('graphmert').nn.Linear(2, 3)(require('graphmert').ones(1, 2)):numel())\"")
+    assert.equal(0, code, out)
+    assert.equal("3\n", out)
+    out = run(prefix .. "/bin/graphmert -v")
+    assert.matches("^graphmert", out)
+    run("rm -rf " .. prefix)
   end)
 end)
