@@ -62,9 +62,6 @@ static gm_tensor *reduce_to(gm_tensor *g, const gm_tensor *t) {
   });                        \
   break;
 
-#define GELU_TANH_C 0.7978845608028654f
-#define INV_SQRT_2PI 0.3989422804014327f
-
 static gm_tensor *unary_backward(const gm_tensor *node, const gm_tensor *g) {
   const gm_tensor *a = node->src[0];
   gm_tensor *res = gm_tensor_empty(a->ndim, a->shape);
@@ -82,15 +79,8 @@ static gm_tensor *unary_backward(const gm_tensor *node, const gm_tensor *g) {
     case GM_OP_LOG: DERIV_LOOP(1.0f / x)
     case GM_OP_SQRT: DERIV_LOOP(0.5f / y)
     case GM_OP_TANH: DERIV_LOOP(1.0f - y * y)
-    /* d(x Φ(x)) = Φ(x) + x φ(x) */
-    case GM_OP_GELU:
-      DERIV_LOOP(0.5f * (1.0f + erff(x * (float)M_SQRT1_2)) + x * INV_SQRT_2PI * expf(-0.5f * x * x))
-    /* u = c(x + 0.044715x³): d = ½(1 + tanh u) + ½x(1 − tanh²u) c (1 + 3·0.044715x²) */
-    case GM_OP_GELU_TANH:
-      DERIV_LOOP(0.5f * (1.0f + tanhf(GELU_TANH_C * (x + 0.044715f * x * x * x))) +
-                 0.5f * x * (1.0f - tanhf(GELU_TANH_C * (x + 0.044715f * x * x * x)) *
-                                        tanhf(GELU_TANH_C * (x + 0.044715f * x * x * x))) *
-                     GELU_TANH_C * (1.0f + 3.0f * 0.044715f * x * x))
+    case GM_OP_GELU: DERIV_LOOP(gm_gelu_erf_grad(x))
+    case GM_OP_GELU_TANH: DERIV_LOOP(gm_gelu_tanh_grad(x))
     case GM_OP_RELU: DERIV_LOOP(x > 0 ? 1.0f : 0.0f)
     case GM_OP_LEAKY_RELU: DERIV_LOOP(x > 0 ? 1.0f : s)
     default: GM_ASSERT(!"not a unary op");

@@ -128,8 +128,6 @@ typedef enum {
   UN_TANH, UN_GELU, UN_GELU_TANH, UN_RELU, UN_LEAKY_RELU
 } unary_kind;
 
-#define GELU_TANH_C 0.7978845608028654f /* sqrt(2/pi) */
-
 #define UNARY_LOOP(EXPR)   \
   GM_FOR(i, n, n, {        \
     float x = in[i];       \
@@ -153,9 +151,8 @@ static gm_tensor *unary(gm_tensor *a, unary_kind kind, float s) {
     case UN_LOG: UNARY_LOOP(logf(x))
     case UN_SQRT: UNARY_LOOP(sqrtf(x))
     case UN_TANH: UNARY_LOOP(tanhf(x))
-    case UN_GELU: UNARY_LOOP(0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2)))
-    case UN_GELU_TANH:
-      UNARY_LOOP(0.5f * x * (1.0f + tanhf(GELU_TANH_C * (x + 0.044715f * x * x * x))))
+    case UN_GELU: UNARY_LOOP(gm_gelu_erf_value(x))
+    case UN_GELU_TANH: UNARY_LOOP(gm_gelu_tanh_value(x))
     case UN_RELU: UNARY_LOOP(x > 0 ? x : 0.0f)
     case UN_LEAKY_RELU: UNARY_LOOP(x > 0 ? x : x * s)
   }

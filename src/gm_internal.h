@@ -3,6 +3,7 @@
 #define GM_INTERNAL_H
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "gm.h"
@@ -61,6 +62,23 @@ void gm_cross_entropy_backward(const gm_tensor *probs, const gm_tensor *target, 
  * a gives the shape, a_data the buffer of that shape. */
 void gm_gather_kernel(const gm_tensor *a, const gm_tensor *index, int dim, int index_base,
                       float *a_data, float *out_data, int scatter);
+
+/* GELU and its derivative, exact (erf) and tanh forms, shared by the elementwise ops, their
+ * backward and the decay mask. */
+#define GM_SQRT_2_OVER_PI 0.7978845608028654f
+#define GM_INV_SQRT_2PI 0.3989422804014327f
+static inline float gm_gelu_erf_value(float x) { return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2)); }
+static inline float gm_gelu_erf_grad(float x) { /* Φ(x) + x φ(x) */
+  return 0.5f * (1.0f + erff(x * (float)M_SQRT1_2)) + x * GM_INV_SQRT_2PI * expf(-0.5f * x * x);
+}
+static inline float gm_gelu_tanh_value(float x) {
+  return 0.5f * x * (1.0f + tanhf(GM_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
+}
+static inline float gm_gelu_tanh_grad(float x) {
+  /* u = c(x + 0.044715x³): ½(1 + tanh u) + ½x(1 − tanh²u) c (1 + 3·0.044715x²) */
+  float t = tanhf(GM_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GM_SQRT_2_OVER_PI * (1.0f + 3.0f * 0.044715f * x * x);
+}
 
 /* A parallel loop threshold: below it, threads cost more than they save. */
 #define GM_PAR_MIN 32768
