@@ -80,7 +80,7 @@ bench: all build/bin/bench_sgemm
 asan:
 	$(MAKE) clean
 	$(MAKE) all CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
-	ASAN_OPTIONS=detect_leaks=1 GRAPHMERT_ASAN_PRELOAD=$$($(CC) -print-file-name=libasan.so) \
+	ASAN_OPTIONS=detect_leaks=1 GRAPHMERT_ASAN_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 	  $(BUSTED) --run=embedded -o scripts/summary_output.lua
 	$(MAKE) clean
 

@@ -7,6 +7,12 @@ local a23, a45 = gm.ones(2, 3), gm.ones(4, 5)
 local released = gm.ones(2)
 released:release()
 local nonleaf = gm.ones(2):requires_grad(true) * 2
+local graph = gm.graph(4, { { 1, 2 } })
+local released_graph = gm.graph(2, {})
+released_graph:release()
+local distances = gm.graph(4, { { 2, 3 } }, { directed = true }):distances { cache = false }
+local released_distances = gm.graph(3, {}):distances { cache = false }
+released_distances:release()
 
 -- { function name, call, pattern the error message must match }
 local rows = {
@@ -76,6 +82,37 @@ local rows = {
   { "gradcheck", function() return gm.gradcheck(42, {}) end, "bad argument #1 to 'gradcheck'" },
   { "t", function() return gm.ones(2, 2, 2):t() end, "bad argument #1 to 't' %(t%(%) needs a matrix, got size 2x2x2%)" },
   { "sigmoid", function() return gm.sigmoid(released) end, "released tensor" },
+  -- graphs, distances and the decay mask
+  { "graph", function() return gm.graph(3, { { 1, 4 } }) end, "bad argument #2 to 'graph' %(edge 1 joins node 4, outside %[1, 3%]%)" },
+  { "graph", function() return gm.graph(0, {}) end, "number of nodes must be in %[1," },
+  { "graph", function() return gm.graph(3, { 1, 2 }) end, "edge 1 is not a {u, v} pair" },
+  { "graph", function() return gm.graph(3, { { 1, "x" } }) end, "edge 1 is not a pair of integers" },
+  { "graph", function() return gm.graph(3) end, "bad argument #2 to 'graph' %(table expected" },
+  { "leafy_chain", function() return gm.leafy_chain { roots = 0, leaves = 7 } end, "roots >= 1, leaves >= 0 .*0 roots" },
+  { "leafy_chain", function() return gm.leafy_chain { roots = 4, leaves = -1 } end, "leaves >= 0" },
+  { "leafy_chain", function() return gm.leafy_chain { roots = 1e9, leaves = 1e9 } end, "at most %d+ nodes" },
+  { "leafy_chain", function() return gm.leafy_chain { roots = 4, leaves = 1, leaf_edges = "star" } end, "leaf_edges must be" },
+  { "leafy_chain", function() return gm.leafy_chain { leaves = 1 } end, "roots must be an integer" },
+  { "decay_mask", function() return gm.decay_mask(gm.zeros(2, 3), { lambda = 0.6 }) end, "bad argument #1 to 'decay_mask' %(distances must be a square matrix %(got 2x3%)%)" },
+  { "decay_mask", function() return gm.decay_mask(gm.zeros(2, 2), { lambda = 2 }) end, "bad argument #2 to 'decay_mask' %(lambda must be in %(0, 1%]" },
+  { "decay_mask", function() return gm.decay_mask(gm.zeros(2, 2)) end, "bad argument #2 to 'decay_mask' %(table expected" },
+  { "decay_mask", function() return gm.decay_mask(gm.zeros(2, 2), { p = "x" }) end, "p must be a number or a tensor" },
+  { "graph:num_nodes", function() return released_graph:num_nodes() end, "attempt to use a released graph" },
+  { "graph:num_edges", function() return released_graph:num_edges() end, "released graph" },
+  { "graph:neighbors", function() return graph:neighbors(5) end, "bad argument #1 to 'neighbors' %(node 5 out of range %[1, 4%]%)" },
+  { "graph:adjacency", function() return released_graph:adjacency() end, "released graph" },
+  { "graph:shortest_paths", function() return graph:shortest_paths { method = "dijkstra" } end, "method must be" },
+  { "graph:distances", function() return graph:distances { method = "closed_form" } end, "only for leafy chains" },
+  { "graph:edges", function() return released_graph:edges() end, "released graph" },
+  { "graph:is_directed", function() return released_graph:is_directed() end, "released graph" },
+  { "graph:config", function() return released_graph:config() end, "released graph" },
+  { "graph:release", function() return graph.release(42) end, "graphmert.Graph expected" },
+  { "distances:get", function() return distances:get(0, 1) end, "bad argument #1 to 'get' %(node out of range%)" },
+  { "distances:tensor", function() return released_distances:tensor() end, "attempt to use released distances" },
+  { "distances:num_nodes", function() return released_distances:num_nodes() end, "released distances" },
+  { "distances:max_hops", function() return released_distances:max_hops() end, "released distances" },
+  { "distances:bytes", function() return released_distances:bytes() end, "released distances" },
+  { "distances:release", function() return distances.release("x") end, "graphmert.Distances expected" },
   -- methods
   { "release", function() return a23.release(42) end, "graphmert.Tensor expected" },
   { "is_released", function() return a23.is_released("x") end, "graphmert.Tensor expected" },
@@ -122,6 +159,7 @@ describe("bad input", function()
     -- functions that take no arguments, or accept any value
     local no_input = { clock = true, memory = true, reset_peak_memory = true, get_num_threads = true,
       is_grad_enabled = true, get_rng_state = true, is_tensor = true, version = true, type = true,
+      graph_cache_clear = true, graph_cache_stats = true,
       nn = true, optim = true, class = true }
     local missing = {}
     for name, v in pairs(gm) do
@@ -131,6 +169,11 @@ describe("bad input", function()
     end
     for name in pairs(getmetatable(a23).__index) do
       if not covered[name] and not no_input[name] then missing[#missing + 1] = "method " .. name end
+    end
+    for kind, object in pairs { graph = graph, distances = distances } do
+      for name in pairs(getmetatable(object).__index) do
+        if not covered[kind .. ":" .. name] then missing[#missing + 1] = kind .. ":" .. name end
+      end
     end
     table.sort(missing)
     assert.same({}, missing)

@@ -2,7 +2,7 @@
 local bin = "./build/bin/graphmert"
 -- under `make asan` a stock lua5.4 needs the sanitizer runtime preloaded to open core.so
 local asan = os.getenv("GRAPHMERT_ASAN_PRELOAD")
-local lua = (asan and ("ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD=" .. asan .. " ") or "") .. "lua5.4"
+local lua = (asan and ("ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD='" .. asan .. "' ") or "") .. "lua5.4"
 
 local function run(cmd)
   local p = io.popen(cmd .. " 2>&1")

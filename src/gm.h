@@ -104,6 +104,7 @@ typedef enum gm_op {
   GM_OP_RESHAPE, GM_OP_PERMUTE, GM_OP_CONCAT, GM_OP_NARROW,
   GM_OP_INDEX_SELECT, GM_OP_GATHER,
   GM_OP_LAYER_NORM, GM_OP_DROPOUT, GM_OP_CROSS_ENTROPY,
+  GM_OP_DECAY_MASK,
   GM_OP_COUNT
 } gm_op;
 
@@ -229,6 +230,66 @@ gm_status gm_tensor_fill_(gm_tensor *t, float value);
 gm_status gm_tensor_copy_(gm_tensor *dst, const gm_tensor *src);          /* same numel */
 gm_status gm_tensor_add_(gm_tensor *dst, const gm_tensor *src, float alpha); /* dst += alpha*src */
 gm_status gm_tensor_mul_(gm_tensor *t, float s);
+
+/* ---- graphs and shortest paths (gm_graph.c, gm_graph_cache.c) ----------------------------- */
+
+/* A graph on nodes 0..n-1, stored as its edge list and CSR adjacency. Made either from an
+ * edge list, or as GraphMERT's leafy chain: R roots 0..R-1 in a chain, and L leaf slots per
+ * root, leaf a of root r being node R + L*r + a, each joined to its root, the leaves of one
+ * root joined along a path (the official code), as a clique, or not at all. */
+typedef struct gm_graph gm_graph;
+typedef enum { GM_LEAF_EDGES_PATH, GM_LEAF_EDGES_CLIQUE, GM_LEAF_EDGES_NONE } gm_leaf_edges;
+
+/* edges holds m pairs (u0, v0, u1, v1, ...) of 0-based nodes; undirected edges go both ways */
+gm_graph *gm_graph_from_edges(int64_t n, const int64_t *edges, int64_t m, int directed);
+gm_graph *gm_graph_leafy_chain(int64_t roots, int64_t leaves, gm_leaf_edges leaf_edges);
+void gm_graph_retain(gm_graph *g);
+void gm_graph_release(gm_graph *g);
+int64_t gm_graph_num_nodes(const gm_graph *g);
+int gm_graph_is_directed(const gm_graph *g);
+/* the edges as given (m pairs); borrowed, valid while g lives */
+const int64_t *gm_graph_edges(const gm_graph *g, int64_t *m);
+/* out-neighbours of node i in increasing order; borrowed */
+const int64_t *gm_graph_neighbors(const gm_graph *g, int64_t i, int64_t *count);
+/* 1 and fills roots/leaves/leaf_edges for a leafy chain, 0 for other graphs */
+int gm_graph_leafy_config(const gm_graph *g, int64_t *roots, int64_t *leaves, gm_leaf_edges *e);
+/* dense 0/1 adjacency [n, n] (row = source), with the diagonal set when self_loops */
+gm_tensor *gm_graph_adjacency(const gm_graph *g, int self_loops);
+
+/* All-pairs hop counts, 2 bytes a pair, shared: made once per configuration and process by
+ * the cache and handed out by reference. hops[i*n + j] is the length of the shortest path
+ * from i to j, GM_HOPS_UNREACHABLE when there is none. */
+#define GM_HOPS_UNREACHABLE 0xFFFFu
+typedef struct gm_paths {
+  int refcount;
+  int64_t n;
+  uint16_t *hops;
+  uint16_t max_hops; /* the largest reachable distance */
+} gm_paths;
+typedef enum { GM_PATHS_AUTO, GM_PATHS_BFS, GM_PATHS_CLOSED_FORM } gm_paths_method;
+
+/* AUTO: the closed form for leafy chains, one BFS per source (over the threads) otherwise.
+ * use_cache = 0 computes afresh without touching the cache (benchmarks, tests). */
+gm_paths *gm_graph_paths(gm_graph *g, gm_paths_method method, int use_cache);
+void gm_paths_retain(gm_paths *p);
+void gm_paths_release(gm_paths *p);
+/* the hop counts as a float [n, n] tensor, INFINITY where unreachable */
+gm_tensor *gm_paths_tensor(const gm_paths *p);
+
+typedef struct gm_graph_cache_stats {
+  int64_t hits, misses, entries;
+  size_t bytes; /* hop-count bytes held by the cache */
+} gm_graph_cache_stats;
+void gm_graph_cache_get_stats(gm_graph_cache_stats *stats);
+void gm_graph_cache_clear(void); /* drops the cache's references; users keep theirs */
+
+/* ---- the spatial decay mask (gm_decay.c) --------------------------------------------------- */
+
+/* f = λ^GELU(√(sp + offset) − p), elementwise over the distances sp [N, N] (finite values
+ * >= 0, or INFINITY for unreachable pairs, which give f = 0). p is a 0-dim tensor (one shared
+ * value: f is [N, N]) or holds one value per head as [H] or [H, 1, 1] (f is [H, N, N]).
+ * Differentiable with respect to p. λ in (0, 1]; λ = 1 gives ones. */
+gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset, int gelu_tanh);
 
 /* ---- raw BLAS, for benchmarks against the library ------------------------------------------- */
 

@@ -14,7 +14,7 @@ static const char *const op_names[GM_OP_COUNT] = {
     "leaf", "freed", "add", "sub", "mul", "div", "add_scalar", "mul_scalar", "rdiv_scalar",
     "pow_scalar", "neg", "exp", "log", "sqrt", "tanh", "gelu", "gelu_tanh", "relu", "leaky_relu",
     "sum", "mean", "max", "softmax", "log_softmax", "matmul", "reshape", "permute", "concat",
-    "narrow", "index_select", "gather", "layer_norm", "dropout", "cross_entropy"};
+    "narrow", "index_select", "gather", "layer_norm", "dropout", "cross_entropy", "decay_mask"};
 
 const char *gm_op_name(gm_op op) { return op >= 0 && op < GM_OP_COUNT ? op_names[op] : "?"; }
 
@@ -268,6 +268,10 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
       st = accumulate(a, dx);
       break;
     }
+    /* f = λ^GELU(√(sp + offset) − p): dp_h = Σ_ij g_hij f_hij ln λ (−GELU'(x_hij)) */
+    case GM_OP_DECAY_MASK:
+      st = accumulate(a, gm_decay_mask_backward(node, g));
+      break;
     case GM_OP_NONE: case GM_OP_FREED: case GM_OP_COUNT:
       GM_ASSERT(!"leaves and freed nodes are handled by gm_backward");
   }

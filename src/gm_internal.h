@@ -58,10 +58,18 @@ void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const g
 void gm_cross_entropy_backward(const gm_tensor *probs, const gm_tensor *target, int index_base,
                                int64_t ignore_index, int64_t count, float g, float *dlogits);
 
+gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g);
+
 /* gather (scatter = 0: out[i] = a[at(i)]) or its backward (scatter = 1: a[at(i)] += out[i]);
  * a gives the shape, a_data the buffer of that shape. */
 void gm_gather_kernel(const gm_tensor *a, const gm_tensor *index, int dim, int index_base,
                       float *a_data, float *out_data, int scatter);
+
+/* graph internals shared by gm_graph.c and gm_graph_cache.c */
+gm_paths *gm_graph_paths_compute(const gm_graph *g, gm_paths_method method);
+size_t gm_graph_key(const gm_graph *g, char *buf, size_t size);
+const int64_t *gm_graph_csr(const gm_graph *g, const int64_t **offsets);
+gm_paths *gm_paths_alloc(int64_t n);
 
 /* GELU and its derivative, exact (erf) and tanh forms, shared by the elementwise ops, their
  * backward and the decay mask. */

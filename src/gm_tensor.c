@@ -101,7 +101,7 @@ gm_tensor *gm_tensor_view(gm_tensor *base, int64_t offset, int ndim, const int64
   GM_ASSERT(offset >= 0 && offset + t->numel <= base->storage->numel);
   t->storage = base->storage;
   refcount_inc(&t->storage->refcount);
-  t->data = base->data + offset;
+  t->data = base->storage->data + offset;
   return t;
 }
 

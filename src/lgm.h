@@ -66,5 +66,6 @@ void lgm_set_functions(lua_State *L, const luaL_Reg *reg);
 /* Registration: functions of the module table and tensor methods, all with the state upvalue. */
 void lgm_open_tensor(lua_State *L, int module_index);
 void lgm_open_ops(lua_State *L, int module_index);
+void lgm_open_graph(lua_State *L, int module_index);
 
 #endif

@@ -125,6 +125,7 @@ LGM_EXPORT int luaopen_graphmert_core(lua_State *L) {
   lgm_set_functions(L, core_functions);
   lgm_open_tensor(L, module);
   lgm_open_ops(L, module);
+  lgm_open_graph(L, module);
 
   lua_pushstring(L, GM_VERSION);
   lua_setfield(L, module, "version");

@@ -3,6 +3,7 @@ local nn = {
   Module = require "graphmert.nn.Module",
   Linear = require "graphmert.nn.Linear",
   Sequential = require "graphmert.nn.Sequential",
+  DecayMask = require "graphmert.nn.DecayMask",
 }
 for name, cls in pairs(require "graphmert.nn.activations") do nn[name] = cls end
 return nn

@@ -1,0 +1,145 @@
+/* gm_decay.c — GraphMERT's spatial decay mask f = λ^GELU(√(sp + offset) − p) and its
+ * gradient with respect to p.
+ *
+ * Distances are small integers in practice (hop counts), so both directions go through a
+ * table: per head, f and df/dp for every distance 0..max once, then a lookup per pair (forward)
+ * or a per-distance sum of the incoming gradient (backward). Non-integer distances take the
+ * direct path. */
+#include <string.h>
+
+#include "gm_internal.h"
+
+/* f and df/dp at distance s for one p:  x = √(s + offset) − p,  f = exp(ln λ · GELU(x)),
+ * df/dp = f · ln λ · (−GELU'(x)). Unreachable pairs (s = ∞) give f = 0 and no gradient. */
+static void decay_at(double s, float p, float offset, float log_lambda, int gelu_tanh, float *f,
+                     float *dfdp) {
+  if (isinf(s)) {
+    *f = 0.0f;
+    *dfdp = 0.0f;
+    return;
+  }
+  float x = sqrtf((float)s + offset) - p;
+  float gelu = gelu_tanh ? gm_gelu_tanh_value(x) : gm_gelu_erf_value(x);
+  float slope = gelu_tanh ? gm_gelu_tanh_grad(x) : gm_gelu_erf_grad(x);
+  *f = expf(log_lambda * gelu);
+  *dfdp = -*f * log_lambda * slope;
+}
+
+/* The largest distance when every finite distance is a whole number below 2^16, else -1. */
+static int64_t integer_range(const gm_tensor *sp) {
+  int64_t max = 0;
+  for (int64_t i = 0; i < sp->numel; i++) {
+    float s = sp->data[i];
+    if (isinf(s)) continue;
+    if (s != floorf(s) || s >= 65535.0f) return -1;
+    if ((int64_t)s > max) max = (int64_t)s;
+  }
+  return max;
+}
+
+static gm_status check_inputs(const gm_tensor *sp, const gm_tensor *p, float lambda,
+                              float offset) {
+  char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
+  if (sp->ndim != 2 || sp->shape[0] != sp->shape[1])
+    return gm_fail(GM_ERR_SHAPE, 1, "distances must be a square matrix (got %s)", GM_SHAPE(sp, a));
+  for (int64_t i = 0; i < sp->numel; i++) {
+    float s = sp->data[i];
+    if (isnan(s) || s < 0)
+      return gm_fail(GM_ERR_ARG, 1, "distance %g at position %lld is not >= 0 (use inf for unreachable)",
+                     (double)s, (long long)i + 1);
+  }
+  int per_head = p->ndim == 1 || (p->ndim == 3 && p->shape[1] == 1 && p->shape[2] == 1);
+  if (!(p->ndim == 0 || per_head))
+    return gm_fail(GM_ERR_SHAPE, 2, "p must be a scalar, [H] or [H, 1, 1] (got %s)", GM_SHAPE(p, b));
+  for (int64_t h = 0; h < p->numel; h++)
+    if (!isfinite(p->data[h]))
+      return gm_fail(GM_ERR_ARG, 2, "p must be finite (value %lld is %g)", (long long)h + 1,
+                     (double)p->data[h]);
+  if (!(lambda > 0 && lambda <= 1))
+    return gm_fail(GM_ERR_ARG, 3, "lambda must be in (0, 1] (got %g)", (double)lambda);
+  if (!(offset >= 0 && isfinite(offset)))
+    return gm_fail(GM_ERR_ARG, 4, "offset must be finite and >= 0 (got %g)", (double)offset);
+  return GM_OK;
+}
+
+gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset, int gelu_tanh) {
+  if (check_inputs(sp, p, lambda, offset) != GM_OK) return NULL;
+  int64_t n = sp->shape[0], pairs = n * n, heads = p->numel;
+  int64_t shape[3] = {heads, n, n};
+  gm_tensor *out = p->ndim == 0 ? gm_tensor_empty(2, shape + 1) : gm_tensor_empty(3, shape);
+  if (!out) return NULL;
+  float log_lambda = logf(lambda);
+  int64_t max_d = integer_range(sp);
+  if (lambda == 1.0f) { /* λ^anything = 1, even for unreachable pairs */
+    for (int64_t i = 0; i < out->numel; i++) out->data[i] = 1.0f;
+  } else if (max_d >= 0) {
+    float *table = gm_malloc((size_t)(max_d + 1) * sizeof(float));
+    if (!table) {
+      gm_tensor_release(out);
+      return NULL;
+    }
+    for (int64_t h = 0; h < heads; h++) {
+      float unused;
+      for (int64_t d = 0; d <= max_d; d++)
+        decay_at((double)d, p->data[h], offset, log_lambda, gelu_tanh, &table[d], &unused);
+      float *o = out->data + h * pairs;
+      const float *s = sp->data;
+      GM_FOR(i, pairs, pairs, { o[i] = isinf(s[i]) ? 0.0f : table[(int64_t)s[i]]; });
+    }
+    gm_free(table);
+  } else {
+    for (int64_t h = 0; h < heads; h++) {
+      float *o = out->data + h * pairs, ph = p->data[h];
+      GM_FOR(i, pairs, pairs, {
+        float unused;
+        decay_at(sp->data[i], ph, offset, log_lambda, gelu_tanh, &o[i], &unused);
+      });
+    }
+  }
+  out = gm_record(out, GM_OP_DECAY_MASK, &p, 1);
+  if (out && out->op == GM_OP_DECAY_MASK) {
+    out->saved = sp;
+    gm_tensor_retain(sp);
+    out->iarg[0] = gelu_tanh;
+    out->farg[0] = lambda;
+    out->farg[1] = offset;
+  }
+  return out;
+}
+
+/* dL/dp_h = Σ_ij g_hij · df/dp(sp_ij, p_h), with the sum grouped by distance when possible. */
+gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g) {
+  const gm_tensor *sp = node->saved, *p = node->src[0];
+  float lambda = node->farg[0], offset = node->farg[1], log_lambda = logf(lambda);
+  int gelu_tanh = (int)node->iarg[0];
+  gm_tensor *dp = gm_tensor_full(p->ndim, p->shape, 0.0f);
+  if (!dp || lambda == 1.0f) return dp;
+  int64_t n = sp->shape[0], pairs = n * n, heads = p->numel, max_d = integer_range(sp);
+  double *sums = max_d >= 0 ? gm_malloc((size_t)(max_d + 1) * sizeof(double)) : NULL;
+  if (max_d >= 0 && !sums) {
+    gm_tensor_release(dp);
+    return NULL;
+  }
+  for (int64_t h = 0; h < heads; h++) {
+    const float *gh = g->data + h * pairs, *s = sp->data;
+    double total = 0;
+    float f, dfdp;
+    if (max_d >= 0) {
+      memset(sums, 0, (size_t)(max_d + 1) * sizeof(double));
+      for (int64_t i = 0; i < pairs; i++)
+        if (!isinf(s[i])) sums[(int64_t)s[i]] += gh[i];
+      for (int64_t d = 0; d <= max_d; d++) {
+        decay_at((double)d, p->data[h], offset, log_lambda, gelu_tanh, &f, &dfdp);
+        total += sums[d] * dfdp;
+      }
+    } else {
+      for (int64_t i = 0; i < pairs; i++) {
+        decay_at(s[i], p->data[h], offset, log_lambda, gelu_tanh, &f, &dfdp);
+        total += (double)gh[i] * dfdp;
+      }
+    }
+    dp->data[h] = (float)total;
+  }
+  gm_free(sums);
+  return dp;
+}
