@@ -246,30 +246,36 @@ static void paths_leafy(const gm_graph *g, gm_paths *p) {
   int64_t n = g->n, R = g->roots, L = g->leaves;
   GM_FOR(s, n, n * n, {
     int64_t rs = s < R ? s : (s - R) / L, as = s < R ? -1 : (s - R) % L;
+    int64_t from_leaf = as >= 0;
     uint16_t *row = p->hops + s * n;
-    for (int64_t t = 0; t < n; t++) {
-      int64_t rt = t < R ? t : (t - R) / L, at = t < R ? -1 : (t - R) % L;
-      int64_t d = rs > rt ? rs - rt : rt - rs;
-      int64_t leaves_in_pair = (as >= 0) + (at >= 0);
-      if (rs == rt && as >= 0 && at >= 0) { /* two leaves of one root (or the same leaf) */
-        int64_t gap = as > at ? as - at : at - as;
-        int joined = g->leaf_edges == GM_LEAF_EDGES_CLIQUE ||
-                     (g->leaf_edges == GM_LEAF_EDGES_PATH && gap == 1);
-        d = gap == 0 ? 0 : joined ? 1 : 2;
+    for (int64_t rt = 0; rt < R; rt++) { /* the roots, then each root's block of leaves */
+      int64_t d = (rs > rt ? rs - rt : rt - rs) + from_leaf;
+      row[rt] = (uint16_t)d;
+      uint16_t *leaves = row + R + rt * L;
+      if (rt == rs && from_leaf) {
+        for (int64_t at = 0; at < L; at++) {
+          int64_t gap = as > at ? as - at : at - as;
+          int joined = g->leaf_edges == GM_LEAF_EDGES_CLIQUE ||
+                       (g->leaf_edges == GM_LEAF_EDGES_PATH && gap == 1);
+          leaves[at] = (uint16_t)(gap == 0 ? 0 : joined ? 1 : 2);
+        }
       } else {
-        d += leaves_in_pair;
+        for (int64_t at = 0; at < L; at++) leaves[at] = (uint16_t)(d + 1);
       }
-      row[t] = (uint16_t)d;
     }
   });
 }
 
 static void note_max(gm_paths *p) {
-  uint16_t best = 0;
+  int best = 0;
   int64_t count = p->n * p->n;
-  for (int64_t i = 0; i < count; i++)
-    if (p->hops[i] != GM_HOPS_UNREACHABLE && p->hops[i] > best) best = p->hops[i];
-  p->max_hops = best;
+  const uint16_t *h = p->hops;
+#pragma omp simd reduction(max : best)
+  for (int64_t i = 0; i < count; i++) {
+    int v = h[i] == GM_HOPS_UNREACHABLE ? 0 : h[i];
+    best = v > best ? v : best;
+  }
+  p->max_hops = (uint16_t)best;
 }
 
 gm_paths *gm_graph_paths_compute(const gm_graph *g, gm_paths_method method) {
