@@ -32,6 +32,7 @@ local rows = {
   { "manual_seed", function() gm.manual_seed("x") end, "bad argument #1 to 'manual_seed'" },
   { "set_rng_state", function() gm.set_rng_state("short") end, "not a state from get_rng_state" },
   { "set_memory_limit", function() gm.set_memory_limit(-1) end, "limit must be >= 0" },
+  { "set_memory_cache_limit", function() gm.set_memory_cache_limit(-5) end, "bad argument #1 to 'set_memory_cache_limit' %(limit must be >= 0 bytes%)" },
   { "set_num_threads", function() gm.set_num_threads(0) end, "thread count must be in" },
   { "set_grad_enabled", function() gm.set_grad_enabled() end, "bad argument #1 to 'set_grad_enabled'" },
   { "no_grad", function() gm.no_grad(42) end, "bad argument #1 to 'no_grad' %(function expected" },
@@ -159,7 +160,7 @@ describe("bad input", function()
     -- functions that take no arguments, or accept any value
     local no_input = { clock = true, memory = true, reset_peak_memory = true, get_num_threads = true,
       is_grad_enabled = true, get_rng_state = true, is_tensor = true, version = true, type = true,
-      graph_cache_clear = true, graph_cache_stats = true,
+      graph_cache_clear = true, graph_cache_stats = true, release_memory_cache = true,
       nn = true, optim = true, class = true }
     local missing = {}
     for name, v in pairs(gm) do

@@ -68,6 +68,11 @@ void gm_memory_reset_peak(void);
 /* Refuse allocations that would take live bytes above `bytes` (0 = no limit). */
 void gm_memory_set_limit(size_t bytes);
 size_t gm_memory_limit(void);
+/* Freed blocks of 1 MiB and more are kept for reuse (no page faults on the next step):
+ * the bytes kept, a cap on them (default 1 GiB; 0 keeps none), and a way to return them. */
+size_t gm_memory_cached(void);
+void gm_memory_set_cache_limit(size_t bytes);
+void gm_memory_release_cache(void);
 /* Called once when an allocation fails, before failing for good (the binding runs a full GC). */
 typedef void (*gm_oom_hook)(void *ud);
 void gm_memory_set_oom_hook(gm_oom_hook hook, void *ud);  /* per thread */

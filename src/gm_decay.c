@@ -25,16 +25,29 @@ static void decay_at(double s, float p, float offset, float log_lambda, int gelu
   *dfdp = -*f * log_lambda * slope;
 }
 
-/* The largest distance when every finite distance is a whole number below 2^16, else -1. */
-static int64_t integer_range(const gm_tensor *sp) {
+/* Every pair's distance as a table slot: the hop count, or max + 1 for unreachable pairs. NULL
+ * (without an error) when a distance is not a whole number below 2^16 - 1: the direct path. */
+static uint16_t *distance_slots(const gm_tensor *sp, int64_t *slots) {
   int64_t max = 0;
   for (int64_t i = 0; i < sp->numel; i++) {
     float s = sp->data[i];
     if (isinf(s)) continue;
-    if (s != floorf(s) || s >= 65535.0f) return -1;
+    if (s != floorf(s) || s >= 65534.0f) return NULL;
     if ((int64_t)s > max) max = (int64_t)s;
   }
-  return max;
+  uint16_t *idx = gm_malloc((size_t)sp->numel * sizeof(uint16_t));
+  if (!idx) return NULL;
+  for (int64_t i = 0; i < sp->numel; i++)
+    idx[i] = isinf(sp->data[i]) ? (uint16_t)(max + 1) : (uint16_t)sp->data[i];
+  *slots = max + 2;
+  return idx;
+}
+
+/* f (and df/dp) for every slot of one head; the last slot is the unreachable one. */
+static void fill_tables(int64_t slots, float p, float offset, float log_lambda, int gelu_tanh,
+                        float *f, float *dfdp) {
+  for (int64_t d = 0; d < slots; d++)
+    decay_at(d == slots - 1 ? INFINITY : (double)d, p, offset, log_lambda, gelu_tanh, &f[d], &dfdp[d]);
 }
 
 static gm_status check_inputs(const gm_tensor *sp, const gm_tensor *p, float lambda,
@@ -64,38 +77,34 @@ static gm_status check_inputs(const gm_tensor *sp, const gm_tensor *p, float lam
 
 gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset, int gelu_tanh) {
   if (check_inputs(sp, p, lambda, offset) != GM_OK) return NULL;
-  int64_t n = sp->shape[0], pairs = n * n, heads = p->numel;
+  int64_t n = sp->shape[0], pairs = n * n, heads = p->numel, slots = 0;
   int64_t shape[3] = {heads, n, n};
   gm_tensor *out = p->ndim == 0 ? gm_tensor_empty(2, shape + 1) : gm_tensor_empty(3, shape);
   if (!out) return NULL;
   float log_lambda = logf(lambda);
-  int64_t max_d = integer_range(sp);
-  if (lambda == 1.0f) { /* λ^anything = 1, even for unreachable pairs */
-    for (int64_t i = 0; i < out->numel; i++) out->data[i] = 1.0f;
-  } else if (max_d >= 0) {
-    float *table = gm_malloc((size_t)(max_d + 1) * sizeof(float));
-    if (!table) {
-      gm_tensor_release(out);
-      return NULL;
-    }
-    for (int64_t h = 0; h < heads; h++) {
-      float unused;
-      for (int64_t d = 0; d <= max_d; d++)
-        decay_at((double)d, p->data[h], offset, log_lambda, gelu_tanh, &table[d], &unused);
-      float *o = out->data + h * pairs;
-      const float *s = sp->data;
-      GM_FOR(i, pairs, pairs, { o[i] = isinf(s[i]) ? 0.0f : table[(int64_t)s[i]]; });
-    }
-    gm_free(table);
-  } else {
-    for (int64_t h = 0; h < heads; h++) {
-      float *o = out->data + h * pairs, ph = p->data[h];
+  uint16_t *idx = lambda == 1.0f ? NULL : distance_slots(sp, &slots);
+  float *table = idx ? gm_malloc((size_t)(2 * slots) * sizeof(float)) : NULL;
+  if (idx && !table) {
+    gm_free(idx);
+    gm_tensor_release(out);
+    return NULL;
+  }
+  for (int64_t h = 0; h < heads; h++) {
+    float *o = out->data + h * pairs, ph = p->data[h];
+    if (lambda == 1.0f) { /* λ^anything = 1, even for unreachable pairs */
+      GM_FOR(i, pairs, pairs, { o[i] = 1.0f; });
+    } else if (idx) {
+      fill_tables(slots, ph, offset, log_lambda, gelu_tanh, table, table + slots);
+      GM_FOR(i, pairs, pairs, { o[i] = table[idx[i]]; });
+    } else {
       GM_FOR(i, pairs, pairs, {
         float unused;
         decay_at(sp->data[i], ph, offset, log_lambda, gelu_tanh, &o[i], &unused);
       });
     }
   }
+  gm_free(table);
+  gm_free(idx);
   out = gm_record(out, GM_OP_DECAY_MASK, &p, 1);
   if (out && out->op == GM_OP_DECAY_MASK) {
     out->saved = sp;
@@ -114,32 +123,38 @@ gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g) {
   int gelu_tanh = (int)node->iarg[0];
   gm_tensor *dp = gm_tensor_full(p->ndim, p->shape, 0.0f);
   if (!dp || lambda == 1.0f) return dp;
-  int64_t n = sp->shape[0], pairs = n * n, heads = p->numel, max_d = integer_range(sp);
-  double *sums = max_d >= 0 ? gm_malloc((size_t)(max_d + 1) * sizeof(double)) : NULL;
-  if (max_d >= 0 && !sums) {
-    gm_tensor_release(dp);
-    return NULL;
-  }
-  for (int64_t h = 0; h < heads; h++) {
-    const float *gh = g->data + h * pairs, *s = sp->data;
+  int64_t n = sp->shape[0], pairs = n * n, heads = p->numel, slots = 0;
+  uint16_t *idx = distance_slots(sp, &slots);
+  gm_status st = GM_OK;
+  GM_FOR(h, heads, heads * pairs, {
+    const float *gh = g->data + h * pairs;
     double total = 0;
-    float f, dfdp;
-    if (max_d >= 0) {
-      memset(sums, 0, (size_t)(max_d + 1) * sizeof(double));
-      for (int64_t i = 0; i < pairs; i++)
-        if (!isinf(s[i])) sums[(int64_t)s[i]] += gh[i];
-      for (int64_t d = 0; d <= max_d; d++) {
-        decay_at((double)d, p->data[h], offset, log_lambda, gelu_tanh, &f, &dfdp);
-        total += sums[d] * dfdp;
+    if (idx) { /* sum g per distance, then weigh each distance once */
+      double *sums = calloc((size_t)slots, sizeof(double));
+      float *f = malloc((size_t)(2 * slots) * sizeof(float));
+      if (sums && f) {
+        for (int64_t i = 0; i < pairs; i++) sums[idx[i]] += gh[i];
+        fill_tables(slots, p->data[h], offset, log_lambda, gelu_tanh, f, f + slots);
+        for (int64_t d = 0; d < slots; d++) total += sums[d] * f[slots + d];
+      } else {
+        st = GM_ERR_NOMEM;
       }
+      free(sums);
+      free(f);
     } else {
       for (int64_t i = 0; i < pairs; i++) {
-        decay_at(s[i], p->data[h], offset, log_lambda, gelu_tanh, &f, &dfdp);
+        float f, dfdp;
+        decay_at(sp->data[i], p->data[h], offset, log_lambda, gelu_tanh, &f, &dfdp);
         total += (double)gh[i] * dfdp;
       }
     }
     dp->data[h] = (float)total;
+  });
+  gm_free(idx);
+  if (st != GM_OK) {
+    gm_tensor_release(dp);
+    gm_fail(st, 0, "not enough memory for the decay mask gradient");
+    return NULL;
   }
-  gm_free(sums);
   return dp;
 }

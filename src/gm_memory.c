@@ -1,11 +1,22 @@
-/* gm_memory.c — counted, aligned allocation: live and peak bytes, an optional cap, an OOM hook. */
+/* gm_memory.c — counted allocation: live and peak bytes, an optional cap, an OOM hook, and a
+ * small cache of large blocks.
+ *
+ * Large tensors come from mmap, and a fresh mapping pays a page fault per 4 KiB on first touch:
+ * a 32 MiB attention buffer made every step would spend more time faulting than computing. So
+ * freed blocks of at least GM_BLOCK_CACHE_MIN bytes are kept (rounded to size classes, at most
+ * GM_BLOCK_CACHE_SLOTS of them and a byte cap) and handed out again for the same class. Cached
+ * bytes are not live: gm_memory_live() counts what tensors hold. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "gm_internal.h"
 
-/* Each block starts with a 64-byte header holding its size, so the payload stays aligned for SIMD. */
+/* Each block starts with a 64-byte header holding its size class, so the payload stays
+ * aligned for SIMD. */
 #define HEADER 64
+#define GM_BLOCK_CACHE_MIN ((size_t)1 << 20)
+#define GM_BLOCK_CACHE_SLOTS 64
 
 static atomic_size_t live_bytes;
 static atomic_size_t peak_bytes;
@@ -13,47 +24,122 @@ static atomic_size_t limit_bytes;
 static _Thread_local gm_oom_hook oom_hook;
 static _Thread_local void *oom_ud;
 
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *cached_block[GM_BLOCK_CACHE_SLOTS];
+static size_t cached_size[GM_BLOCK_CACHE_SLOTS];
+static int cached_count;
+static size_t cached_bytes;
+static size_t cache_limit = (size_t)1 << 30;
+
+/* Large sizes round up to 1/8 of their power of two, so similar shapes share blocks. */
+static size_t size_class(size_t bytes) {
+  if (bytes < GM_BLOCK_CACHE_MIN) return bytes;
+  size_t step = GM_BLOCK_CACHE_MIN;
+  while (step * 16 <= bytes) step *= 2;
+  return (bytes + step - 1) / step * step;
+}
+
+static void *cache_take(size_t cls) {
+  void *block = NULL;
+  pthread_mutex_lock(&cache_lock);
+  for (int i = 0; i < cached_count; i++)
+    if (cached_size[i] == cls) {
+      block = cached_block[i];
+      cached_bytes -= cls;
+      cached_block[i] = cached_block[--cached_count];
+      cached_size[i] = cached_size[cached_count];
+      break;
+    }
+  pthread_mutex_unlock(&cache_lock);
+  return block;
+}
+
+/* 1 when the cache kept the block. */
+static int cache_put(void *block, size_t cls) {
+  int kept = 0;
+  pthread_mutex_lock(&cache_lock);
+  if (cls >= GM_BLOCK_CACHE_MIN && cached_count < GM_BLOCK_CACHE_SLOTS &&
+      cached_bytes + cls <= cache_limit) {
+    cached_block[cached_count] = block;
+    cached_size[cached_count++] = cls;
+    cached_bytes += cls;
+    kept = 1;
+  }
+  pthread_mutex_unlock(&cache_lock);
+  return kept;
+}
+
+void gm_memory_release_cache(void) {
+  pthread_mutex_lock(&cache_lock);
+  for (int i = 0; i < cached_count; i++) free(cached_block[i]);
+  cached_count = 0;
+  cached_bytes = 0;
+  pthread_mutex_unlock(&cache_lock);
+}
+
+size_t gm_memory_cached(void) {
+  pthread_mutex_lock(&cache_lock);
+  size_t b = cached_bytes;
+  pthread_mutex_unlock(&cache_lock);
+  return b;
+}
+
+void gm_memory_set_cache_limit(size_t bytes) {
+  pthread_mutex_lock(&cache_lock);
+  cache_limit = bytes;
+  pthread_mutex_unlock(&cache_lock);
+  if (gm_memory_cached() > bytes) gm_memory_release_cache();
+}
+
 static void note_peak(size_t now) {
   size_t peak = atomic_load(&peak_bytes);
   while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now)) {
   }
 }
 
+/* A new block of class cls: from the cache, else from the system, after one round of
+ * releasing the cache and running the OOM hook if the system says no. */
+static void *block_alloc(size_t cls) {
+  void *block = cls >= GM_BLOCK_CACHE_MIN ? cache_take(cls) : NULL;
+  if (block) return block;
+  if (posix_memalign(&block, HEADER, cls + HEADER) == 0) return block;
+  gm_memory_release_cache();
+  if (oom_hook) oom_hook(oom_ud);
+  return posix_memalign(&block, HEADER, cls + HEADER) == 0 ? block : NULL;
+}
+
 void *gm_malloc(size_t bytes) {
-  if (bytes > SIZE_MAX - 2 * HEADER) {
+  if (bytes > SIZE_MAX / 2) {
     gm_fail(GM_ERR_NOMEM, 0, "not enough memory (requested %zu bytes)", bytes);
     return NULL;
   }
+  size_t cls = size_class(bytes);
   size_t limit = atomic_load(&limit_bytes);
-  if (limit && atomic_load(&live_bytes) + bytes > limit) {
+  if (limit && atomic_load(&live_bytes) + cls > limit) {
     if (oom_hook) oom_hook(oom_ud); /* a GC may release enough */
-    if (atomic_load(&live_bytes) + bytes > limit) {
-      gm_fail(GM_ERR_NOMEM, 0,
-              "memory limit reached (requested %zu bytes, %zu live, limit %zu)", bytes,
-              atomic_load(&live_bytes), limit);
+    if (atomic_load(&live_bytes) + cls > limit) {
+      gm_fail(GM_ERR_NOMEM, 0, "memory limit reached (requested %zu bytes, %zu live, limit %zu)",
+              bytes, atomic_load(&live_bytes), limit);
       return NULL;
     }
   }
-  void *block = NULL;
-  if (posix_memalign(&block, HEADER, bytes + HEADER) != 0) {
-    if (oom_hook) oom_hook(oom_ud);
-    if (posix_memalign(&block, HEADER, bytes + HEADER) != 0) {
-      gm_fail(GM_ERR_NOMEM, 0, "not enough memory (requested %zu bytes)", bytes);
-      return NULL;
-    }
+  void *block = block_alloc(cls);
+  if (!block) {
+    gm_fail(GM_ERR_NOMEM, 0, "not enough memory (requested %zu bytes)", bytes);
+    return NULL;
   }
-  memcpy(block, &bytes, sizeof bytes);
-  note_peak(atomic_fetch_add(&live_bytes, bytes) + bytes);
+  memcpy(block, &cls, sizeof cls);
+  note_peak(atomic_fetch_add(&live_bytes, cls) + cls);
   return (char *)block + HEADER;
 }
 
 void gm_free(void *p) {
   if (!p) return;
   char *block = (char *)p - HEADER;
-  size_t bytes;
-  memcpy(&bytes, block, sizeof bytes);
-  atomic_fetch_sub(&live_bytes, bytes);
-  free(block);
+  size_t cls;
+  memcpy(&cls, block, sizeof cls);
+  atomic_fetch_sub(&live_bytes, cls);
+  if (!cache_put(block, cls)) free(block);
 }
 
 size_t gm_memory_live(void) { return atomic_load(&live_bytes); }

@@ -10,7 +10,9 @@
 static void collect_garbage(void *ud) { lua_gc((lua_State *)ud, LUA_GCCOLLECT); }
 
 static int l_memory(lua_State *L) {
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, (lua_Integer)gm_memory_cached());
+  lua_setfield(L, -2, "cached");
   lua_pushinteger(L, (lua_Integer)gm_memory_live());
   lua_setfield(L, -2, "live");
   lua_pushinteger(L, (lua_Integer)gm_memory_peak());
@@ -30,6 +32,19 @@ static int l_set_memory_limit(lua_State *L) {
   lua_Integer bytes = luaL_checkinteger(L, 1);
   luaL_argcheck(L, bytes >= 0, 1, "limit must be >= 0 bytes (0 = none)");
   gm_memory_set_limit((size_t)bytes);
+  return 0;
+}
+
+static int l_release_memory_cache(lua_State *L) {
+  (void)L;
+  gm_memory_release_cache();
+  return 0;
+}
+
+static int l_set_memory_cache_limit(lua_State *L) {
+  lua_Integer bytes = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, bytes >= 0, 1, "limit must be >= 0 bytes");
+  gm_memory_set_cache_limit((size_t)bytes);
   return 0;
 }
 
@@ -99,6 +114,8 @@ static const luaL_Reg core_functions[] = {
     {"memory", l_memory},
     {"reset_peak_memory", l_reset_peak_memory},
     {"set_memory_limit", l_set_memory_limit},
+    {"release_memory_cache", l_release_memory_cache},
+    {"set_memory_cache_limit", l_set_memory_cache_limit},
     {"set_num_threads", l_set_num_threads},
     {"get_num_threads", l_get_num_threads},
     {"manual_seed", l_manual_seed},
