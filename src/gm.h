@@ -109,7 +109,7 @@ typedef enum gm_op {
   GM_OP_RESHAPE, GM_OP_PERMUTE, GM_OP_CONCAT, GM_OP_NARROW,
   GM_OP_INDEX_SELECT, GM_OP_GATHER,
   GM_OP_LAYER_NORM, GM_OP_DROPOUT, GM_OP_CROSS_ENTROPY,
-  GM_OP_DECAY_MASK,
+  GM_OP_DECAY_MASK, GM_OP_ATTENTION,
   GM_OP_COUNT
 } gm_op;
 
@@ -296,9 +296,31 @@ void gm_graph_cache_clear(void); /* drops the cache's references; users keep the
  * Differentiable with respect to p. λ in (0, 1]; λ = 1 gives ones. */
 gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset, int gelu_tanh);
 
-/* ---- raw BLAS, for benchmarks against the library ------------------------------------------- */
+/* ---- fused attention (gm_attention.c) ----------------------------------------------------- */
 
-/* C[m,n] = A[m,k] B[k,n] on raw row-major buffers, straight through cblas_sgemm. */
-void gm_sgemm_raw(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c);
+/* out = softmax(mask(decay ⊙ (Q Kᵀ · scale))) V per batch element and head, computed in tiles
+ * with an online softmax: no [L, S] score matrix is stored per head, only each row's
+ * logsumexp; backward recomputes the tiles. q is [B, H, L, d], k and v are [B, H, S, d].
+ *
+ * Masks (all optional, never differentiated): key_mask [B, S] and attn_mask ([L, S], [B, L, S]
+ * or [B, H, L, S]) hold 1 where attending is allowed and 0 where not; key_bias and attn_bias
+ * (same shapes) are added to the scores (−inf forbids). decay ([L, S] or [H, L, S]) multiplies
+ * the scaled scores before the softmax (GraphMERT's official form), or with decay_weights the
+ * softmax weights after it (renormalize then divides each row by its new sum). Dropout (inverted,
+ * drawn from a counter-based hash of dropout_seed and the position, so backward sees the same
+ * mask) applies to the final weights. A query row with no allowed key gives 0 output and 0
+ * gradients. Gradients flow to q, k, v and decay. */
+typedef struct gm_attention_opts {
+  gm_tensor *key_mask, *key_bias, *attn_mask, *attn_bias, *decay;
+  int decay_weights;
+  int renormalize;
+  float scale;          /* 0: 1/sqrt(d) */
+  float dropout;        /* probability in [0, 1) */
+  uint64_t dropout_seed;
+} gm_attention_opts;
+
+/* weights (optional, new reference, no history): the final attention weights [B, H, L, S]. */
+gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_attention_opts *opts,
+                        gm_tensor **weights);
 
 #endif

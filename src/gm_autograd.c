@@ -14,7 +14,7 @@ static const char *const op_names[GM_OP_COUNT] = {
     "leaf", "freed", "add", "sub", "mul", "div", "add_scalar", "mul_scalar", "rdiv_scalar",
     "pow_scalar", "neg", "exp", "log", "sqrt", "tanh", "gelu", "gelu_tanh", "relu", "leaky_relu",
     "sum", "mean", "max", "softmax", "log_softmax", "matmul", "reshape", "permute", "concat",
-    "narrow", "index_select", "gather", "layer_norm", "dropout", "cross_entropy", "decay_mask"};
+    "narrow", "index_select", "gather", "layer_norm", "dropout", "cross_entropy", "decay_mask", "attention"};
 
 const char *gm_op_name(gm_op op) { return op >= 0 && op < GM_OP_COUNT ? op_names[op] : "?"; }
 
@@ -272,6 +272,19 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
     case GM_OP_DECAY_MASK:
       st = accumulate(a, gm_decay_mask_backward(node, g));
       break;
+    /* the flash-style recomputation of gm_attention.c (derivations at the top of that file) */
+    case GM_OP_ATTENTION: {
+      gm_tensor *dq, *dk, *dv, *ddecay;
+      st = gm_attention_backward(node, g, &dq, &dk, &dv, &ddecay);
+      gm_tensor *targets[4] = {node->src[0], node->src[1], node->src[2], node->src[3]};
+      gm_tensor *contributions[4] = {dq, dk, dv, ddecay};
+      for (int i = 0; i < 4; i++) {
+        if (!contributions[i]) continue;
+        if (st == GM_OK) st = accumulate(targets[i], contributions[i]);
+        else gm_tensor_release(contributions[i]);
+      }
+      break;
+    }
     case GM_OP_NONE: case GM_OP_FREED: case GM_OP_COUNT:
       GM_ASSERT(!"leaves and freed nodes are handled by gm_backward");
   }

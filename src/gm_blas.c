@@ -5,9 +5,17 @@
 
 #include "gm_internal.h"
 
-void gm_sgemm_raw(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
-              (int)k, b, (int)n, 0.0f, c, (int)n);
+void gm_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+             const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+             int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+int gm_blas_threads_set(int n) {
+  int previous = openblas_get_num_threads();
+  openblas_set_num_threads(n);
+  return previous;
 }
 
 /* Rows and columns of a's last two dimensions as the product sees them. */

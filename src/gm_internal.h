@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "gm.h"
@@ -59,6 +60,17 @@ void gm_cross_entropy_backward(const gm_tensor *probs, const gm_tensor *target, 
                                int64_t ignore_index, int64_t count, float g, float *dlogits);
 
 gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g);
+/* New references (NULL where the source needs no gradient). */
+gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dq,
+                                gm_tensor **dk, gm_tensor **dv, gm_tensor **ddecay);
+
+/* C = alpha op(A) op(B) + beta C on raw row-major buffers (small tiles inside kernels). */
+void gm_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+             const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+             int64_t ldc);
+/* Sets OpenBLAS's thread count, returning the previous one: kernels that call gm_gemm from
+ * their own parallel loops run BLAS single-threaded inside them. */
+int gm_blas_threads_set(int n);
 
 /* gather (scatter = 0: out[i] = a[at(i)]) or its backward (scatter = 1: a[at(i)] += out[i]);
  * a gives the shape, a_data the buffer of that shape. */
@@ -86,6 +98,24 @@ static inline float gm_gelu_tanh_grad(float x) {
   /* u = c(x + 0.044715x³): ½(1 + tanh u) + ½x(1 − tanh²u) c (1 + 3·0.044715x²) */
   float t = tanhf(GM_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x));
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GM_SQRT_2_OVER_PI * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/* e^x for softmax arguments (x <= 0, finite), in plain float arithmetic that the compiler
+ * vectorises (libm's expf does not vectorise without -ffast-math): Cody–Waite reduction by
+ * ln 2 and Cephes' degree-6 polynomial, relative error about 1e-7. x below −87 gives 0. */
+static inline float gm_exp_softmax(float x) {
+  float clamped = x < -87.0f ? -87.0f : x;
+  float n = floorf(clamped * 1.44269504088896341f + 0.5f);
+  float r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  union { int32_t i; float f; } scale = {.i = ((int32_t)n + 127) << 23};
+  return x < -87.0f ? 0.0f : p * scale.f;
 }
 
 /* A parallel loop threshold: below it, threads cost more than they save. */

@@ -67,5 +67,6 @@ void lgm_set_functions(lua_State *L, const luaL_Reg *reg);
 void lgm_open_tensor(lua_State *L, int module_index);
 void lgm_open_ops(lua_State *L, int module_index);
 void lgm_open_graph(lua_State *L, int module_index);
+void lgm_open_attention(lua_State *L, int module_index);
 
 #endif

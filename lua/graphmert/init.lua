@@ -10,6 +10,8 @@ require("graphmert.tensor")(core)
 -- functional forms of the Lua-side methods: gm.t(x), gm.sigmoid(x)
 for _, name in ipairs { "t", "sigmoid" } do gm[name] = core.methods[name] end
 
+gm.attention = require("graphmert.attention")(gm, core.attention)
+
 gm.Tensor = nil -- the metatable stays internal; gm.is_tensor tells tensors apart
 gm.methods = nil
 local tensor_meta = core.Tensor

@@ -4,6 +4,7 @@ local nn = {
   Linear = require "graphmert.nn.Linear",
   Sequential = require "graphmert.nn.Sequential",
   DecayMask = require "graphmert.nn.DecayMask",
+  MultiheadAttention = require "graphmert.nn.MultiheadAttention",
 }
 for name, cls in pairs(require "graphmert.nn.activations") do nn[name] = cls end
 return nn

@@ -1,0 +1,82 @@
+-- MultiheadAttention.lua — torch.nn.MultiheadAttention's layer on the fused attention kernel,
+-- with its parameter names (in_proj_weight [3E, E], in_proj_bias [3E], out_proj.weight,
+-- out_proj.bias) and initialisation, so weights load either way.
+--
+-- MultiheadAttention{dim = E, heads = H, bias = true, dropout = 0, batch_first = true}
+-- forward(query, key, value, opts): inputs [B, L, E] (batch_first, the default here) or
+-- [L, B, E] (batch_first = false, torch's default layout); key and value default to query.
+-- opts are gm.attention's (key_mask, attn_mask, key_bias, attn_bias, decay, decay_mode, ...),
+-- where masks hold 1 for allowed: the opposite of torch's key_padding_mask. With
+-- need_weights = true the weights are returned too, averaged over heads unless
+-- average_weights = false.
+local class = require "graphmert.class"
+local gm = require "graphmert"
+local Module = require "graphmert.nn.Module"
+local Linear = require "graphmert.nn.Linear"
+
+local MultiheadAttention = class("graphmert.nn.MultiheadAttention", Module)
+
+function MultiheadAttention:__init(opts)
+  Module.__init(self)
+  local E, H = opts.dim, opts.heads
+  assert(math.type(E) == "integer" and E > 0, "MultiheadAttention: dim must be a positive integer")
+  assert(math.type(H) == "integer" and H > 0 and E % H == 0,
+    "MultiheadAttention: heads must be a positive integer that divides dim")
+  self.dim, self.heads, self.head_dim = E, H, E // H
+  self.dropout = opts.dropout or 0
+  self.batch_first = opts.batch_first ~= false
+  -- xavier_uniform_ on in_proj_weight, zero biases, as torch does
+  local bound = math.sqrt(6 / (E + 3 * E))
+  self:register_parameter("in_proj_weight", gm.rand(3 * E, E) * (2 * bound) - bound)
+  if opts.bias ~= false then self:register_parameter("in_proj_bias", gm.zeros(3 * E)) end
+  self:add_module("out_proj", Linear { E, E, bias = opts.bias ~= false })
+  if self.out_proj.bias then gm.no_grad(function() self.out_proj.bias:zero_() end) end
+end
+
+-- [B, L, E] → [B, H, L, hd]
+function MultiheadAttention:_split_heads(x)
+  local B, L = x:size(1), x:size(2)
+  return x:reshape(B, L, self.heads, self.head_dim):permute(1, 3, 2, 4)
+end
+
+function MultiheadAttention:_project(x, part)
+  local E = self.dim
+  local w = self.in_proj_weight:narrow(1, part * E + 1, E)
+  local y = x:matmul(w, false, true)
+  if self.in_proj_bias then y = y + self.in_proj_bias:narrow(1, part * E + 1, E) end
+  return self:_split_heads(y)
+end
+
+function MultiheadAttention:forward(query, key, value, opts)
+  key, value, opts = key or query, value or key or query, opts or {}
+  if not self.batch_first then
+    query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2)
+  end
+  local B, L = query:size(1), query:size(2)
+  local q, k, v
+  if key == query and value == query then -- self-attention: one product for q, k and v
+    local qkv = query:matmul(self.in_proj_weight, false, true)
+    if self.in_proj_bias then qkv = qkv + self.in_proj_bias end
+    qkv = qkv:reshape(B, L, 3, self.heads, self.head_dim):permute(3, 1, 4, 2, 5)
+    q = qkv:narrow(1, 1, 1):reshape(B, self.heads, L, self.head_dim)
+    k = qkv:narrow(1, 2, 1):reshape(B, self.heads, L, self.head_dim)
+    v = qkv:narrow(1, 3, 1):reshape(B, self.heads, L, self.head_dim)
+  else
+    q, k, v = self:_project(query, 0), self:_project(key, 1), self:_project(value, 2)
+  end
+  local o = {}
+  for name, val in pairs(opts) do o[name] = val end
+  o.dropout = self.dropout
+  o.training = self.training
+  local out, weights = gm.attention(q, k, v, o)
+  out = self.out_proj(out:permute(1, 3, 2, 4):reshape(B, L, self.dim))
+  if not self.batch_first then out = out:transpose(1, 2) end
+  if weights and opts.average_weights ~= false then weights = weights:mean(2) end
+  return out, weights
+end
+
+function MultiheadAttention:extra_repr()
+  return string.format("dim = %d, heads = %d, dropout = %g", self.dim, self.heads, self.dropout)
+end
+
+return MultiheadAttention

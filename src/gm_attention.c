@@ -1,0 +1,433 @@
+/* gm_attention.c — fused multi-head attention with padding, graph and decay masks.
+ *
+ * Forward, per (batch, head, block of BQ query rows): for each block of BK keys, one small
+ * sgemm gives the raw scores Q Kᵀ; they are scaled, decayed and masked in place, folded into a
+ * running (max, sum) per row — the online softmax — and multiplied into V by a second sgemm.
+ * Only each row's logsumexp (and, for renormalised weight decay, its renormaliser) is kept.
+ *
+ * Backward, per (batch, head): the same tiles are recomputed, and with D_i = dO_i · O_i:
+ *   dV += Ãᵀ dO,  dÃ = dO Vᵀ,  dA = dÃ ⊙ Z (dropout),
+ *   scores mode (s = f · scale · qk):  dS = P ⊙ (dA − D),  df = dS · scale · qk,  dqk = dS f scale
+ *   weights mode, A = P f:             dS = P ⊙ (f dA − D),  df = P dA,            dqk = dS scale
+ *   weights mode, A = P f / c:         dS = A ⊙ (dA − D),    df = P (dA − D) / c,  dqk = dS scale
+ *   dQ += dqk K,  dK += dqkᵀ Q.
+ * (For the renormalised case Σ_j P_ij dP_ij vanishes because each row of A sums to 1.)
+ *
+ * Tiles go through gm_gemm with OpenBLAS held to one thread: the parallelism is ours, over
+ * (batch, head, query block) in forward and (batch, head) — or head, when the decay's gradient
+ * is per head — in backward, so no two threads ever write the same output row. */
+#include <omp.h>
+#include <string.h>
+
+#include "gm_internal.h"
+
+#define BQ 64  /* query rows per tile */
+#define BK 128 /* keys per tile */
+
+typedef struct problem {
+  int64_t B, H, L, S, d, dv;
+  const float *q, *k, *v;
+  const float *key_mask, *key_bias;   /* [B, S] */
+  const float *attn_mask, *attn_bias; /* [L, S], [B, L, S] or [B, H, L, S] */
+  int attn_mask_dims, attn_bias_dims;
+  const float *decay; /* [L, S] or [H, L, S] */
+  int decay_per_head, decay_weights, renormalize;
+  float scale, dropout, keep_scale;
+  uint64_t seed;
+} problem;
+
+/* The [L, S] plane of a mask of `dims` dimensions for (b, h). */
+static const float *plane(const problem *pb, const float *m, int dims, int64_t b, int64_t h) {
+  if (!m) return NULL;
+  int64_t ls = pb->L * pb->S;
+  return dims == 4 ? m + (b * pb->H + h) * ls : dims == 3 ? m + b * ls : m;
+}
+
+static const float *decay_plane(const problem *pb, int64_t h) {
+  if (!pb->decay) return NULL;
+  return pb->decay_per_head ? pb->decay + h * pb->L * pb->S : pb->decay;
+}
+
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* Dropout's multiplier for weight (b, h, i, j): 0 or 1/(1−p), the same in forward and backward. */
+static float keep_factor(const problem *pb, int64_t b, int64_t h, int64_t i, int64_t j) {
+  if (pb->dropout == 0.0f) return 1.0f;
+  uint64_t index = (uint64_t)(((b * pb->H + h) * pb->L + i) * pb->S + j);
+  uint64_t z = mix64(pb->seed + 0x9e3779b97f4a7c15ULL * (index + 1));
+  float u = (float)(z >> 40) * 0x1.0p-24f;
+  return u < pb->dropout ? 0.0f : pb->keep_scale;
+}
+
+/* Turns the raw tile qk [nq, nk] (row stride BK) into scores s: scaled, decayed in scores mode,
+ * biased, −inf where attending is not allowed. f receives the decay tile (or NULL). */
+static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                        int64_t j0, int64_t nk, const float *qk, float *s, float *f) {
+  const float *am = plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h);
+  const float *ab = plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h);
+  const float *dp = decay_plane(pb, h);
+  const float *km = pb->key_mask ? pb->key_mask + b * pb->S + j0 : NULL;
+  const float *kb = pb->key_bias ? pb->key_bias + b * pb->S + j0 : NULL;
+  int decay_scores = dp && !pb->decay_weights;
+  for (int64_t r = 0; r < nq; r++) {
+    int64_t row = (i0 + r) * pb->S + j0;
+    const float *x = qk + r * BK;
+    float *y = s + r * BK;
+    for (int64_t c = 0; c < nk; c++) {
+      float v = x[c] * pb->scale;
+      if (decay_scores) v *= dp[row + c];
+      if (kb) v += kb[c];
+      if (ab) v += ab[row + c];
+      int allowed = (!km || km[c] != 0.0f) && (!am || am[row + c] != 0.0f);
+      y[c] = allowed ? v : -INFINITY;
+    }
+    if (f)
+      for (int64_t c = 0; c < nk; c++) f[r * BK + c] = dp ? dp[row + c] : 1.0f;
+  }
+}
+
+/* ---- forward ----------------------------------------------------------------------------- */
+
+/* One (b, h, query block): out rows and their statistics (logsumexp, renormaliser). */
+static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, float *out,
+                          float *stats, float *scratch) {
+  int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d, dv = pb->dv;
+  const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
+  const float *k = pb->k + (b * pb->H + h) * pb->S * d;
+  const float *v = pb->v + (b * pb->H + h) * pb->S * dv;
+  float *o = out + ((b * pb->H + h) * pb->L + i0) * dv;
+  float *tile = scratch, *f = scratch + BQ * BK;
+  float m[BQ], l[BQ], w[BQ];
+  int weights_mode = pb->decay && pb->decay_weights;
+  for (int64_t r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0.0f, w[r] = 0.0f;
+  memset(o, 0, (size_t)(nq * dv) * sizeof(float));
+  for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
+    int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
+    gm_gemm(0, 1, nq, nk, d, 1.0f, q, d, k + j0 * d, d, 0.0f, tile, BK);
+    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
+    for (int64_t r = 0; r < nq; r++) {
+      float *t = tile + r * BK, mx = -INFINITY;
+      for (int64_t c = 0; c < nk; c++) mx = t[c] > mx ? t[c] : mx;
+      float m_new = mx > m[r] ? mx : m[r];
+      if (m_new == -INFINITY) { /* nothing allowed so far in this row */
+        memset(t, 0, (size_t)nk * sizeof(float));
+        continue;
+      }
+      float alpha = m[r] == -INFINITY ? 0.0f : gm_exp_softmax(m[r] - m_new);
+      float sum = 0.0f, wsum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t c = 0; c < nk; c++) {
+        float p = t[c] == -INFINITY ? 0.0f : gm_exp_softmax(t[c] - m_new);
+        t[c] = p;
+        sum += p;
+      }
+      if (weights_mode) {
+        for (int64_t c = 0; c < nk; c++) {
+          t[c] *= f[r * BK + c];
+          wsum += t[c];
+        }
+        w[r] = w[r] * alpha + wsum;
+      }
+      l[r] = l[r] * alpha + sum;
+      m[r] = m_new;
+      if (alpha != 1.0f)
+        for (int64_t c = 0; c < dv; c++) o[r * dv + c] *= alpha;
+      if (pb->dropout > 0.0f)
+        for (int64_t c = 0; c < nk; c++) t[c] *= keep_factor(pb, b, h, i0 + r, j0 + c);
+    }
+    gm_gemm(0, 0, nq, dv, nk, 1.0f, tile, BK, v + j0 * dv, dv, 1.0f, o, dv);
+  }
+  for (int64_t r = 0; r < nq; r++) {
+    float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
+    if (l[r] == 0.0f) { /* no allowed key: 0 output, and +inf marks the row for backward */
+      memset(o + r * dv, 0, (size_t)dv * sizeof(float));
+      st[0] = INFINITY;
+      st[1] = 1.0f;
+      continue;
+    }
+    int renorm = weights_mode && pb->renormalize;
+    float denom = renorm ? w[r] : l[r];
+    float inv = denom > 0.0f ? 1.0f / denom : 0.0f; /* a row whose decay is all 0 stays 0 */
+    for (int64_t c = 0; c < dv; c++) o[r * dv + c] *= inv;
+    st[0] = m[r] + logf(l[r]);
+    st[1] = renorm ? w[r] / l[r] : 1.0f;
+  }
+}
+
+/* The final weights of one (b, h, query block), recomputed from the statistics. */
+static void weights_block(const problem *pb, int64_t b, int64_t h, int64_t i0,
+                          const float *stats, float *weights, float *scratch) {
+  int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d;
+  const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
+  const float *k = pb->k + (b * pb->H + h) * pb->S * d;
+  float *tile = scratch, *f = scratch + BQ * BK;
+  int weights_mode = pb->decay && pb->decay_weights;
+  for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
+    int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
+    gm_gemm(0, 1, nq, nk, d, 1.0f, q, d, k + j0 * d, d, 0.0f, tile, BK);
+    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
+    for (int64_t r = 0; r < nq; r++) {
+      const float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
+      float *wrow = weights + ((b * pb->H + h) * pb->L + i0 + r) * pb->S + j0;
+      for (int64_t c = 0; c < nk; c++) {
+        float s = tile[r * BK + c];
+        float p = (s == -INFINITY || isinf(st[0])) ? 0.0f : gm_exp_softmax(s - st[0]);
+        if (weights_mode) p = p * f[r * BK + c] / st[1];
+        wrow[c] = p * keep_factor(pb, b, h, i0 + r, j0 + c);
+      }
+    }
+  }
+}
+
+static gm_status check_mask(const gm_tensor *m, int arg, const char *name, int64_t B, int64_t H,
+                            int64_t L, int64_t S, int allow_heads_only) {
+  char x[GM_SHAPE_BUF];
+  if (!m) return GM_OK;
+  int ok = 0;
+  if (allow_heads_only) { /* decay: [L, S] or [H, L, S] */
+    ok = (m->ndim == 2 && m->shape[0] == L && m->shape[1] == S) ||
+         (m->ndim == 3 && m->shape[0] == H && m->shape[1] == L && m->shape[2] == S);
+  } else if (arg == 4 || arg == 5) { /* key masks: [B, S] */
+    ok = m->ndim == 2 && m->shape[0] == B && m->shape[1] == S;
+  } else {
+    ok = (m->ndim == 2 && m->shape[0] == L && m->shape[1] == S) ||
+         (m->ndim == 3 && m->shape[0] == B && m->shape[1] == L && m->shape[2] == S) ||
+         (m->ndim == 4 && m->shape[0] == B && m->shape[1] == H && m->shape[2] == L && m->shape[3] == S);
+  }
+  if (!ok)
+    return gm_fail(GM_ERR_SHAPE, arg, "%s of size %s does not fit B=%lld H=%lld L=%lld S=%lld",
+                   name, GM_SHAPE(m, x), (long long)B, (long long)H, (long long)L, (long long)S);
+  return GM_OK;
+}
+
+static gm_status make_problem(problem *pb, gm_tensor *q, gm_tensor *k, gm_tensor *v,
+                              const gm_attention_opts *o) {
+  char x[GM_SHAPE_BUF], y[GM_SHAPE_BUF], z[GM_SHAPE_BUF];
+  if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || k->shape[0] != q->shape[0] ||
+      v->shape[0] != q->shape[0] || k->shape[1] != q->shape[1] || v->shape[1] != q->shape[1] ||
+      k->shape[3] != q->shape[3] || v->shape[2] != k->shape[2])
+    return gm_fail(GM_ERR_SHAPE, q->ndim != 4 ? 1 : k->ndim != 4 || k->shape[3] != q->shape[3] ? 2 : 3,
+                   "attention needs q [B,H,L,d], k [B,H,S,d], v [B,H,S,dv] (got q %s, k %s, v %s)",
+                   GM_SHAPE(q, x), GM_SHAPE(k, y), GM_SHAPE(v, z));
+  memset(pb, 0, sizeof *pb);
+  pb->B = q->shape[0], pb->H = q->shape[1], pb->L = q->shape[2], pb->S = k->shape[2];
+  pb->d = q->shape[3], pb->dv = v->shape[3];
+  gm_status st;
+  if ((st = check_mask(o->key_mask, 4, "key_mask", pb->B, pb->H, pb->L, pb->S, 0)) != GM_OK ||
+      (st = check_mask(o->key_bias, 5, "key_bias", pb->B, pb->H, pb->L, pb->S, 0)) != GM_OK ||
+      (st = check_mask(o->attn_mask, 6, "attn_mask", pb->B, pb->H, pb->L, pb->S, 0)) != GM_OK ||
+      (st = check_mask(o->attn_bias, 7, "attn_bias", pb->B, pb->H, pb->L, pb->S, 0)) != GM_OK ||
+      (st = check_mask(o->decay, 8, "decay", pb->B, pb->H, pb->L, pb->S, 1)) != GM_OK)
+    return st;
+  if (!(o->dropout >= 0.0f && o->dropout < 1.0f))
+    return gm_fail(GM_ERR_ARG, 9, "attention dropout must be in [0, 1) (got %g)", (double)o->dropout);
+  if (!(o->scale >= 0.0f) || isinf(o->scale))
+    return gm_fail(GM_ERR_ARG, 10, "attention scale must be finite and > 0 (got %g)", (double)o->scale);
+  pb->q = q->data, pb->k = k->data, pb->v = v->data;
+  pb->key_mask = o->key_mask ? o->key_mask->data : NULL;
+  pb->key_bias = o->key_bias ? o->key_bias->data : NULL;
+  pb->attn_mask = o->attn_mask ? o->attn_mask->data : NULL;
+  pb->attn_bias = o->attn_bias ? o->attn_bias->data : NULL;
+  pb->attn_mask_dims = o->attn_mask ? o->attn_mask->ndim : 0;
+  pb->attn_bias_dims = o->attn_bias ? o->attn_bias->ndim : 0;
+  pb->decay = o->decay ? o->decay->data : NULL;
+  pb->decay_per_head = o->decay && o->decay->ndim == 3;
+  pb->decay_weights = o->decay_weights != 0;
+  pb->renormalize = o->renormalize != 0;
+  pb->scale = o->scale > 0.0f ? o->scale : 1.0f / sqrtf((float)(pb->d ? pb->d : 1));
+  pb->dropout = o->dropout;
+  pb->keep_scale = 1.0f / (1.0f - o->dropout);
+  pb->seed = o->dropout_seed;
+  return GM_OK;
+}
+
+/* Runs fn over every (b, h, query block) in parallel with one tile of scratch per task. */
+typedef void (*block_fn)(const problem *, int64_t, int64_t, int64_t, float *, float *, float *);
+
+gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_attention_opts *opts,
+                        gm_tensor **weights) {
+  problem pb;
+  if (make_problem(&pb, q, k, v, opts) != GM_OK) return NULL;
+  int64_t out_shape[4] = {pb.B, pb.H, pb.L, pb.dv}, stats_shape[4] = {pb.B, pb.H, pb.L, 2};
+  int64_t w_shape[4] = {pb.B, pb.H, pb.L, pb.S};
+  gm_tensor *out = gm_tensor_empty(4, out_shape);
+  gm_tensor *stats = gm_tensor_empty(4, stats_shape);
+  gm_tensor *w = weights ? gm_tensor_empty(4, w_shape) : NULL;
+  if (!out || !stats || (weights && !w)) {
+    gm_tensor_release(out), gm_tensor_release(stats), gm_tensor_release(w);
+    return NULL;
+  }
+  int64_t qblocks = (pb.L + BQ - 1) / BQ, tasks = pb.B * pb.H * qblocks;
+  int blas_threads = gm_blas_threads_set(1);
+  GM_FOR(t, tasks, tasks * BQ * BK * 64, {
+    float scratch[2 * BQ * BK];
+    int64_t bh = t / qblocks, i0 = (t % qblocks) * BQ;
+    forward_block(&pb, bh / pb.H, bh % pb.H, i0, out->data, stats->data, scratch);
+    if (w) weights_block(&pb, bh / pb.H, bh % pb.H, i0, stats->data, w->data, scratch);
+  });
+  gm_blas_threads_set(blas_threads);
+  if (weights) *weights = w;
+  gm_tensor *srcs[8] = {q, k, v, opts->decay, opts->key_mask, opts->key_bias, opts->attn_mask,
+                        opts->attn_bias};
+  out = gm_record(out, GM_OP_ATTENTION, srcs, 8);
+  if (out && out->op == GM_OP_ATTENTION) {
+    out->saved = stats;
+    out->iarg[0] = pb.decay_weights;
+    out->iarg[1] = pb.renormalize;
+    out->iarg[2] = (int64_t)pb.seed;
+    out->farg[0] = pb.scale;
+    out->farg[1] = pb.dropout;
+  } else {
+    gm_tensor_release(stats);
+  }
+  return out;
+}
+
+/* ---- backward ---------------------------------------------------------------------------- */
+
+typedef struct grads {
+  float *dq, *dk, *dv;
+  float *ddecay; /* the decay's shape, or a per-thread [L, S] buffer, or NULL */
+} grads;
+
+/* Accumulates the gradients of one (b, h) into g (dq, dk, dv rows of this (b, h) only). */
+static void backward_head(const problem *pb, int64_t b, int64_t h, const float *out,
+                          const float *stats, const float *dout, grads g, float *ddecay_plane,
+                          float *scratch) {
+  int64_t d = pb->d, dv = pb->dv, L = pb->L, S = pb->S, bh = b * pb->H + h;
+  const float *q = pb->q + bh * L * d, *k = pb->k + bh * S * d, *v = pb->v + bh * S * dv;
+  const float *o = out + bh * L * dv, *go = dout + bh * L * dv, *st = stats + bh * L * 2;
+  float *dq = g.dq ? g.dq + bh * L * d : NULL, *dk = g.dk ? g.dk + bh * S * d : NULL;
+  float *dvv = g.dv ? g.dv + bh * S * dv : NULL;
+  float *qk = scratch, *s = scratch + BQ * BK, *a = scratch + 2 * BQ * BK, *da = scratch + 3 * BQ * BK;
+  float *f = scratch + 4 * BQ * BK;
+  const float *dp = decay_plane(pb, h);
+  int weights_mode = dp && pb->decay_weights, renorm = weights_mode && pb->renormalize;
+  for (int64_t i0 = 0; i0 < L; i0 += BQ) {
+    int64_t nq = L - i0 < BQ ? L - i0 : BQ;
+    float D[BQ];
+    for (int64_t r = 0; r < nq; r++) {
+      double acc = 0;
+      for (int64_t c = 0; c < dv; c++) acc += (double)go[(i0 + r) * dv + c] * o[(i0 + r) * dv + c];
+      D[r] = (float)acc;
+    }
+    for (int64_t j0 = 0; j0 < S; j0 += BK) {
+      int64_t nk = S - j0 < BK ? S - j0 : BK;
+      gm_gemm(0, 1, nq, nk, d, 1.0f, q + i0 * d, d, k + j0 * d, d, 0.0f, qk, BK);
+      tile_scores(pb, b, h, i0, nq, j0, nk, qk, s, dp ? f : NULL);
+      /* P into s, the final weights Ã into a */
+      for (int64_t r = 0; r < nq; r++) {
+        float lse = st[(i0 + r) * 2], c_i = st[(i0 + r) * 2 + 1];
+        for (int64_t c = 0; c < nk; c++) {
+          float x = s[r * BK + c];
+          float p = (x == -INFINITY || isinf(lse)) ? 0.0f : gm_exp_softmax(x - lse);
+          s[r * BK + c] = p;
+          float wgt = weights_mode ? p * f[r * BK + c] / c_i : p;
+          a[r * BK + c] = wgt * keep_factor(pb, b, h, i0 + r, j0 + c);
+        }
+      }
+      if (dvv) gm_gemm(1, 0, nk, dv, nq, 1.0f, a, BK, go + i0 * dv, dv, 1.0f, dvv + j0 * dv, dv);
+      if (!dq && !dk && !ddecay_plane) continue;
+      gm_gemm(0, 1, nq, nk, dv, 1.0f, go + i0 * dv, dv, v + j0 * dv, dv, 0.0f, da, BK);
+      for (int64_t r = 0; r < nq; r++) {
+        float c_i = st[(i0 + r) * 2 + 1];
+        float *ddrow = ddecay_plane ? ddecay_plane + (i0 + r) * S + j0 : NULL;
+        for (int64_t c = 0; c < nk; c++) {
+          int64_t at = r * BK + c;
+          float dA = da[at] * keep_factor(pb, b, h, i0 + r, j0 + c), p = s[at], dS, dqk;
+          if (!weights_mode) {
+            dS = p * (dA - D[r]);
+            if (ddrow) ddrow[c] += dS * pb->scale * qk[at];
+            dqk = dS * (dp ? f[at] : 1.0f) * pb->scale;
+          } else if (!renorm) {
+            dS = p * (f[at] * dA - D[r]);
+            if (ddrow) ddrow[c] += p * dA;
+            dqk = dS * pb->scale;
+          } else {
+            dS = p * f[at] / c_i * (dA - D[r]);
+            if (ddrow) ddrow[c] += p * (dA - D[r]) / c_i;
+            dqk = dS * pb->scale;
+          }
+          da[at] = dqk;
+        }
+      }
+      if (dq) gm_gemm(0, 0, nq, d, nk, 1.0f, da, BK, k + j0 * d, d, 1.0f, dq + i0 * d, d);
+      if (dk) gm_gemm(1, 0, nk, d, nq, 1.0f, da, BK, q + i0 * d, d, 1.0f, dk + j0 * d, d);
+    }
+  }
+}
+
+gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dq,
+                                gm_tensor **dk, gm_tensor **dv, gm_tensor **ddecay) {
+  gm_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *decay = node->src[3];
+  gm_attention_opts o = {.key_mask = node->src[4], .key_bias = node->src[5],
+                         .attn_mask = node->src[6], .attn_bias = node->src[7], .decay = decay,
+                         .decay_weights = (int)node->iarg[0], .renormalize = (int)node->iarg[1],
+                         .scale = node->farg[0], .dropout = node->farg[1],
+                         .dropout_seed = (uint64_t)node->iarg[2]};
+  problem pb;
+  GM_ASSERT(make_problem(&pb, q, k, v, &o) == GM_OK);
+  *dq = q->requires_grad ? gm_tensor_full(4, q->shape, 0.0f) : NULL;
+  *dk = k->requires_grad ? gm_tensor_full(4, k->shape, 0.0f) : NULL;
+  *dv = v->requires_grad ? gm_tensor_full(4, v->shape, 0.0f) : NULL;
+  *ddecay = decay && decay->requires_grad ? gm_tensor_full(decay->ndim, decay->shape, 0.0f) : NULL;
+  if ((q->requires_grad && !*dq) || (k->requires_grad && !*dk) || (v->requires_grad && !*dv) ||
+      (decay && decay->requires_grad && !*ddecay))
+    goto fail;
+  grads gr = {*dq ? (*dq)->data : NULL, *dk ? (*dk)->data : NULL, *dv ? (*dv)->data : NULL,
+              *ddecay ? (*ddecay)->data : NULL};
+  int64_t ls = pb.L * pb.S, work = pb.B * pb.H * ls * (pb.d + pb.dv);
+  size_t scratch_floats = 5 * BQ * BK;
+  int blas_threads = gm_blas_threads_set(1);
+  gm_status st = GM_OK;
+  if (*ddecay && pb.decay_per_head) {
+    /* one thread per head owns that head's decay gradient plane: no races, no copies */
+    GM_FOR(h, pb.H, work, {
+      float *scratch = malloc(scratch_floats * sizeof(float));
+      if (!scratch) st = GM_ERR_NOMEM;
+      for (int64_t b = 0; scratch && b < pb.B; b++)
+        backward_head(&pb, b, h, node->data, node->saved->data, g->data, gr, gr.ddecay + h * ls, scratch);
+      free(scratch);
+    });
+  } else {
+    /* a decay shared by the heads: each thread sums into its own [L, S] plane, added at the end */
+    int threads = gm_get_num_threads();
+    float *planes = *ddecay ? calloc((size_t)threads * (size_t)ls, sizeof(float)) : NULL;
+    if (*ddecay && !planes) st = GM_ERR_NOMEM;
+    int64_t tasks = st == GM_OK ? pb.B * pb.H : 0;
+    if (work > GM_PAR_MIN) {
+#pragma omp parallel for schedule(dynamic)
+      for (int64_t t = 0; t < tasks; t++) {
+        float *scratch = malloc(scratch_floats * sizeof(float));
+        float *mine = planes ? planes + (size_t)omp_get_thread_num() * (size_t)ls : NULL;
+        if (scratch)
+          backward_head(&pb, t / pb.H, t % pb.H, node->data, node->saved->data, g->data, gr, mine, scratch);
+        else
+          st = GM_ERR_NOMEM;
+        free(scratch);
+      }
+    } else {
+      float *scratch = malloc(scratch_floats * sizeof(float));
+      for (int64_t t = 0; scratch && t < tasks; t++)
+        backward_head(&pb, t / pb.H, t % pb.H, node->data, node->saved->data, g->data, gr, planes, scratch);
+      if (!scratch && tasks) st = GM_ERR_NOMEM;
+      free(scratch);
+    }
+    if (planes) {
+      for (int t = 0; t < threads; t++)
+        for (int64_t i = 0; i < ls; i++) gr.ddecay[i] += planes[(size_t)t * (size_t)ls + i];
+      free(planes);
+    }
+  }
+  gm_blas_threads_set(blas_threads);
+  if (st == GM_OK) return GM_OK;
+  gm_fail(st, 0, "not enough memory for the attention backward scratch");
+fail:
+  gm_tensor_release(*dq), gm_tensor_release(*dk), gm_tensor_release(*dv), gm_tensor_release(*ddecay);
+  *dq = *dk = *dv = *ddecay = NULL;
+  return gm_last_status();
+}
