@@ -1,20 +1,8 @@
 -- Every differentiable op against float64 PyTorch references (spec/fixtures/ops.json, made by
 -- scripts/refs/gen_op_fixtures.py): outputs and vector-Jacobian products.
 local gm = require "graphmert"
-local cjson = require "cjson"
-
-local function load_fixture(path)
-  local f = assert(io.open(path, "rb"))
-  local doc = cjson.decode(f:read("a"))
-  f:close()
-  return doc
-end
-
-local function to_tensor(enc)
-  local t = gm.zeros(enc.shape)
-  for i, v in ipairs(enc.data) do t:set_flat(i, v) end
-  return t
-end
+local fixture = require "spec.fixture"
+local load_fixture, to_tensor = fixture.load, fixture.tensor
 
 -- The same computation in graphmert, by case name (i: inputs, x: index tensors, 1-based).
 local ops = {

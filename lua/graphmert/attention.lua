@@ -11,12 +11,13 @@
 --              form) or "weights" (multiplies the softmax weights, the design notes' A ⊙ f)
 --   renormalize  with decay_mode = "weights": divide each row by its new sum
 --   scale      default 1/sqrt(d);  dropout p on the weights, only while training ~= false
---   need_weights  also return the weights
+--   need_weights  also return the weights; with gradients enabled and an input that requires
+--              grad they come from the reference path, so that they are differentiable
 --   impl       "fused" (default: the tiled kernel, no [L, S] buffer per head) or "reference"
 --              (materialised scores through ordinary autograd ops; for tests; no dropout)
 -- Masks may be Lua tables of booleans or numbers. A query row with no allowed key gives 0
 -- output and 0 gradients (torch 1.13 gives NaN there).
-return function(gm, fused)
+return function(gm, attention)
   local function to_tensor(x)
     if x == nil or gm.is_tensor(x) then return x end
     local function convert(t)
@@ -82,7 +83,12 @@ return function(gm, fused)
     local o = {}
     for key, value in pairs(opts) do o[key] = value end
     for _, name in ipairs(mask_fields) do o[name] = to_tensor(o[name]) end
-    if o.impl == nil or o.impl == "fused" then return fused(q, k, v, o) end
+    -- weights that gradients must flow through are materialised: take the reference path
+    local weights_need_grad = o.need_weights and gm.is_grad_enabled()
+        and (q:requires_grad() or k:requires_grad() or v:requires_grad()
+          or (o.decay ~= nil and o.decay:requires_grad()))
+    if o.impl == nil and weights_need_grad then o.impl = "reference" end
+    if o.impl == nil or o.impl == "fused" then return attention(q, k, v, o) end
     if o.impl == "reference" then return reference(q, k, v, o) end
     error("bad argument #4 to 'attention' (impl must be \"fused\" or \"reference\")", 2)
   end
