@@ -117,7 +117,7 @@ local rows = {
   { "attention", function() return gm.attention(a23, a23, a23) end, "bad argument #1 to 'attention' %(attention needs q %[B,H,L,d%]" },
   { "attention", function() local q = gm.ones(1, 1, 2, 2) return gm.attention(q, q, q, { attn_mask = gm.ones(3, 3) }) end, "bad argument #4 to 'attention' %(attn_mask of size 3x3 does not fit" },
   { "attention", function() local q = gm.ones(1, 1, 2, 2) return gm.attention(q, q, q, 5) end, "bad argument #4 to 'attention' %(table expected" },
-  { "attention", function() local q = gm.ones(1, 1, 2, 2) return gm.attention(q, q, q, { decay = "x" }) end, "decay must be a tensor" },
+  { "attention", function() local q = gm.ones(1, 1, 2, 2) return gm.attention(q, q, q, { decay = "x" }) end, "decay must be a tensor or a table" },
   -- methods
   { "release", function() return a23.release(42) end, "graphmert.Tensor expected" },
   { "is_released", function() return a23.is_released("x") end, "graphmert.Tensor expected" },

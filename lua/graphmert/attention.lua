@@ -18,8 +18,11 @@
 -- Masks may be Lua tables of booleans or numbers. A query row with no allowed key gives 0
 -- output and 0 gradients (torch 1.13 gives NaN there).
 return function(gm, attention)
-  local function to_tensor(x)
-    if x == nil or gm.is_tensor(x) then return x end
+  local function to_tensor(x, name)
+    if x == nil or x == false or gm.is_tensor(x) then return x or nil end
+    if type(x) ~= "table" then
+      error("bad argument #4 to 'attention' (" .. name .. " must be a tensor or a table)", 3)
+    end
     local function convert(t)
       local out = {}
       for i, e in ipairs(t) do
@@ -82,7 +85,7 @@ return function(gm, attention)
     if type(opts) ~= "table" then error("bad argument #4 to 'attention' (table expected)", 2) end
     local o = {}
     for key, value in pairs(opts) do o[key] = value end
-    for _, name in ipairs(mask_fields) do o[name] = to_tensor(o[name]) end
+    for _, name in ipairs(mask_fields) do o[name] = to_tensor(o[name], name) end
     -- weights that gradients must flow through are materialised: take the reference path
     local weights_need_grad = o.need_weights and gm.is_grad_enabled()
         and (q:requires_grad() or k:requires_grad() or v:requires_grad()
