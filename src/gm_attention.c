@@ -72,22 +72,36 @@ static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t i0, int
   const float *dp = decay_plane(pb, h);
   const float *km = pb->key_mask ? pb->key_mask + b * pb->S + j0 : NULL;
   const float *kb = pb->key_bias ? pb->key_bias + b * pb->S + j0 : NULL;
-  int decay_scores = dp && !pb->decay_weights;
+  float scale = pb->scale;
+  /* one simple loop per step, so that each vectorises */
   for (int64_t r = 0; r < nq; r++) {
     int64_t row = (i0 + r) * pb->S + j0;
     const float *x = qk + r * BK;
     float *y = s + r * BK;
-    for (int64_t c = 0; c < nk; c++) {
-      float v = x[c] * pb->scale;
-      if (decay_scores) v *= dp[row + c];
-      if (kb) v += kb[c];
-      if (ab) v += ab[row + c];
-      int allowed = (!km || km[c] != 0.0f) && (!am || am[row + c] != 0.0f);
-      y[c] = allowed ? v : -INFINITY;
+    for (int64_t c = 0; c < nk; c++) y[c] = x[c] * scale;
+    if (dp && !pb->decay_weights)
+      for (int64_t c = 0; c < nk; c++) y[c] *= dp[row + c];
+    if (kb)
+      for (int64_t c = 0; c < nk; c++) y[c] += kb[c];
+    if (ab)
+      for (int64_t c = 0; c < nk; c++) y[c] += ab[row + c];
+    if (km)
+      for (int64_t c = 0; c < nk; c++) y[c] = km[c] != 0.0f ? y[c] : -INFINITY;
+    if (am)
+      for (int64_t c = 0; c < nk; c++) y[c] = am[row + c] != 0.0f ? y[c] : -INFINITY;
+    if (f) {
+      if (dp) memcpy(f + r * BK, dp + row, (size_t)nk * sizeof(float));
+      else for (int64_t c = 0; c < nk; c++) f[r * BK + c] = 1.0f;
     }
-    if (f)
-      for (int64_t c = 0; c < nk; c++) f[r * BK + c] = dp ? dp[row + c] : 1.0f;
   }
+}
+
+/* Multiplies each weight of a tile by its dropout factor. */
+static void apply_dropout(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                          int64_t j0, int64_t nk, float *t) {
+  if (pb->dropout == 0.0f) return;
+  for (int64_t r = 0; r < nq; r++)
+    for (int64_t c = 0; c < nk; c++) t[r * BK + c] *= keep_factor(pb, b, h, i0 + r, j0 + c);
 }
 
 /* ---- forward ----------------------------------------------------------------------------- */
@@ -111,23 +125,26 @@ static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, f
     tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
     for (int64_t r = 0; r < nq; r++) {
       float *t = tile + r * BK, mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
       for (int64_t c = 0; c < nk; c++) mx = t[c] > mx ? t[c] : mx;
       float m_new = mx > m[r] ? mx : m[r];
       if (m_new == -INFINITY) { /* nothing allowed so far in this row */
         memset(t, 0, (size_t)nk * sizeof(float));
         continue;
       }
-      float alpha = m[r] == -INFINITY ? 0.0f : gm_exp_softmax(m[r] - m_new);
+      float alpha = gm_exp_softmax(m[r] - m_new); /* 0 when m[r] is −inf */
       float sum = 0.0f, wsum = 0.0f;
 #pragma omp simd reduction(+ : sum)
       for (int64_t c = 0; c < nk; c++) {
-        float p = t[c] == -INFINITY ? 0.0f : gm_exp_softmax(t[c] - m_new);
+        float p = gm_exp_softmax(t[c] - m_new);
         t[c] = p;
         sum += p;
       }
       if (weights_mode) {
+        const float *fr = f + r * BK;
+#pragma omp simd reduction(+ : wsum)
         for (int64_t c = 0; c < nk; c++) {
-          t[c] *= f[r * BK + c];
+          t[c] *= fr[c];
           wsum += t[c];
         }
         w[r] = w[r] * alpha + wsum;
@@ -136,9 +153,8 @@ static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, f
       m[r] = m_new;
       if (alpha != 1.0f)
         for (int64_t c = 0; c < dv; c++) o[r * dv + c] *= alpha;
-      if (pb->dropout > 0.0f)
-        for (int64_t c = 0; c < nk; c++) t[c] *= keep_factor(pb, b, h, i0 + r, j0 + c);
     }
+    apply_dropout(pb, b, h, i0, nq, j0, nk, tile);
     gm_gemm(0, 0, nq, dv, nk, 1.0f, tile, BK, v + j0 * dv, dv, 1.0f, o, dv);
   }
   for (int64_t r = 0; r < nq; r++) {
@@ -172,14 +188,19 @@ static void weights_block(const problem *pb, int64_t b, int64_t h, int64_t i0,
     tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
     for (int64_t r = 0; r < nq; r++) {
       const float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
-      float *wrow = weights + ((b * pb->H + h) * pb->L + i0 + r) * pb->S + j0;
-      for (int64_t c = 0; c < nk; c++) {
-        float s = tile[r * BK + c];
-        float p = (s == -INFINITY || isinf(st[0])) ? 0.0f : gm_exp_softmax(s - st[0]);
-        if (weights_mode) p = p * f[r * BK + c] / st[1];
-        wrow[c] = p * keep_factor(pb, b, h, i0 + r, j0 + c);
+      float *t = tile + r * BK, lse = st[0], inv_c = 1.0f / st[1];
+      if (isinf(lse)) {
+        memset(t, 0, (size_t)nk * sizeof(float));
+        continue;
       }
+      for (int64_t c = 0; c < nk; c++) t[c] = gm_exp_softmax(t[c] - lse);
+      if (weights_mode)
+        for (int64_t c = 0; c < nk; c++) t[c] *= f[r * BK + c] * inv_c;
     }
+    apply_dropout(pb, b, h, i0, nq, j0, nk, tile);
+    for (int64_t r = 0; r < nq; r++)
+      memcpy(weights + ((b * pb->H + h) * pb->L + i0 + r) * pb->S + j0, tile + r * BK,
+             (size_t)nk * sizeof(float));
   }
 }
 
@@ -321,38 +342,45 @@ static void backward_head(const problem *pb, int64_t b, int64_t h, const float *
       tile_scores(pb, b, h, i0, nq, j0, nk, qk, s, dp ? f : NULL);
       /* P into s, the final weights Ã into a */
       for (int64_t r = 0; r < nq; r++) {
-        float lse = st[(i0 + r) * 2], c_i = st[(i0 + r) * 2 + 1];
-        for (int64_t c = 0; c < nk; c++) {
-          float x = s[r * BK + c];
-          float p = (x == -INFINITY || isinf(lse)) ? 0.0f : gm_exp_softmax(x - lse);
-          s[r * BK + c] = p;
-          float wgt = weights_mode ? p * f[r * BK + c] / c_i : p;
-          a[r * BK + c] = wgt * keep_factor(pb, b, h, i0 + r, j0 + c);
+        float lse = st[(i0 + r) * 2], inv_c = 1.0f / st[(i0 + r) * 2 + 1];
+        float *pr = s + r * BK, *ar = a + r * BK;
+        if (isinf(lse)) {
+          memset(pr, 0, (size_t)nk * sizeof(float));
+          memset(ar, 0, (size_t)nk * sizeof(float));
+          continue;
         }
+        for (int64_t c = 0; c < nk; c++) pr[c] = gm_exp_softmax(pr[c] - lse);
+        if (weights_mode)
+          for (int64_t c = 0; c < nk; c++) ar[c] = pr[c] * f[r * BK + c] * inv_c;
+        else
+          memcpy(ar, pr, (size_t)nk * sizeof(float));
       }
+      apply_dropout(pb, b, h, i0, nq, j0, nk, a);
       if (dvv) gm_gemm(1, 0, nk, dv, nq, 1.0f, a, BK, go + i0 * dv, dv, 1.0f, dvv + j0 * dv, dv);
       if (!dq && !dk && !ddecay_plane) continue;
       gm_gemm(0, 1, nq, nk, dv, 1.0f, go + i0 * dv, dv, v + j0 * dv, dv, 0.0f, da, BK);
+      apply_dropout(pb, b, h, i0, nq, j0, nk, da); /* dA = dÃ ⊙ Z */
+      float scale = pb->scale;
       for (int64_t r = 0; r < nq; r++) {
-        float c_i = st[(i0 + r) * 2 + 1];
+        float inv_c = 1.0f / st[(i0 + r) * 2 + 1], Dr = D[r];
         float *ddrow = ddecay_plane ? ddecay_plane + (i0 + r) * S + j0 : NULL;
-        for (int64_t c = 0; c < nk; c++) {
-          int64_t at = r * BK + c;
-          float dA = da[at] * keep_factor(pb, b, h, i0 + r, j0 + c), p = s[at], dS, dqk;
-          if (!weights_mode) {
-            dS = p * (dA - D[r]);
-            if (ddrow) ddrow[c] += dS * pb->scale * qk[at];
-            dqk = dS * (dp ? f[at] : 1.0f) * pb->scale;
-          } else if (!renorm) {
-            dS = p * (f[at] * dA - D[r]);
-            if (ddrow) ddrow[c] += p * dA;
-            dqk = dS * pb->scale;
-          } else {
-            dS = p * f[at] / c_i * (dA - D[r]);
-            if (ddrow) ddrow[c] += p * (dA - D[r]) / c_i;
-            dqk = dS * pb->scale;
-          }
-          da[at] = dqk;
+        float *dar = da + r * BK;
+        const float *pr = s + r * BK, *fr = f + r * BK, *qkr = qk + r * BK;
+        if (!weights_mode) {
+          if (ddrow)
+            for (int64_t c = 0; c < nk; c++) ddrow[c] += pr[c] * (dar[c] - Dr) * scale * qkr[c];
+          if (dp)
+            for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * (dar[c] - Dr) * fr[c] * scale;
+          else
+            for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * (dar[c] - Dr) * scale;
+        } else if (!renorm) {
+          if (ddrow)
+            for (int64_t c = 0; c < nk; c++) ddrow[c] += pr[c] * dar[c];
+          for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * (fr[c] * dar[c] - Dr) * scale;
+        } else {
+          if (ddrow)
+            for (int64_t c = 0; c < nk; c++) ddrow[c] += pr[c] * (dar[c] - Dr) * inv_c;
+          for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * fr[c] * inv_c * (dar[c] - Dr) * scale;
         }
       }
       if (dq) gm_gemm(0, 0, nq, d, nk, 1.0f, da, BK, k + j0 * d, d, 1.0f, dq + i0 * d, d);

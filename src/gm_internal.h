@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gm.h"
 
@@ -100,13 +101,14 @@ static inline float gm_gelu_tanh_grad(float x) {
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GM_SQRT_2_OVER_PI * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
-/* e^x for softmax arguments (x <= 0, finite), in plain float arithmetic that the compiler
- * vectorises (libm's expf does not vectorise without -ffast-math): Cody–Waite reduction by
- * ln 2 and Cephes' degree-6 polynomial, relative error about 1e-7. x below −87 gives 0. */
+/* e^x for softmax arguments (x <= 0; −inf gives 0), in branch-free float arithmetic that the
+ * compiler vectorises (libm's expf does not vectorise without -ffast-math): Cody–Waite
+ * reduction by ln 2 and Cephes' degree-6 polynomial, relative error about 1e-7. x below −87
+ * gives 0. */
 static inline float gm_exp_softmax(float x) {
-  float clamped = x < -87.0f ? -87.0f : x;
-  float n = floorf(clamped * 1.44269504088896341f + 0.5f);
-  float r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
+  float xc = x < -87.0f ? -87.0f : x;
+  float n = floorf(xc * 1.44269504088896341f + 0.5f);
+  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
@@ -114,8 +116,11 @@ static inline float gm_exp_softmax(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  union { int32_t i; float f; } scale = {.i = ((int32_t)n + 127) << 23};
-  return x < -87.0f ? 0.0f : p * scale.f;
+  int32_t bits = ((int32_t)n + 127) << 23;
+  float scale;
+  memcpy(&scale, &bits, sizeof scale);
+  float y = p * scale;
+  return x < -87.0f ? 0.0f : y;
 }
 
 /* A parallel loop threshold: below it, threads cost more than they save. */
