@@ -104,6 +104,27 @@ static void apply_dropout(const problem *pb, int64_t b, int64_t h, int64_t i0, i
     for (int64_t c = 0; c < nk; c++) t[r * BK + c] *= keep_factor(pb, b, h, i0 + r, j0 + c);
 }
 
+/* Row kernels, kept out of line so that each compiles once, vectorised (inlined into the
+ * OpenMP bodies the vectoriser gives up on them). */
+static __attribute__((noinline)) float row_max(const float *t, int64_t n) {
+  float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+  for (int64_t c = 0; c < n; c++) mx = t[c] > mx ? t[c] : mx;
+  return mx;
+}
+
+/* t[c] = e^(t[c] − shift); returns the sum */
+static __attribute__((noinline)) float row_exp(float *t, int64_t n, float shift) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t c = 0; c < n; c++) {
+    float p = gm_exp_softmax(t[c] - shift);
+    t[c] = p;
+    sum += p;
+  }
+  return sum;
+}
+
 /* ---- forward ----------------------------------------------------------------------------- */
 
 /* One (b, h, query block): out rows and their statistics (logsumexp, renormaliser). */
@@ -124,22 +145,14 @@ static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, f
     gm_gemm(0, 1, nq, nk, d, 1.0f, q, d, k + j0 * d, d, 0.0f, tile, BK);
     tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
     for (int64_t r = 0; r < nq; r++) {
-      float *t = tile + r * BK, mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-      for (int64_t c = 0; c < nk; c++) mx = t[c] > mx ? t[c] : mx;
+      float *t = tile + r * BK, mx = row_max(t, nk);
       float m_new = mx > m[r] ? mx : m[r];
       if (m_new == -INFINITY) { /* nothing allowed so far in this row */
         memset(t, 0, (size_t)nk * sizeof(float));
         continue;
       }
       float alpha = gm_exp_softmax(m[r] - m_new); /* 0 when m[r] is −inf */
-      float sum = 0.0f, wsum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t c = 0; c < nk; c++) {
-        float p = gm_exp_softmax(t[c] - m_new);
-        t[c] = p;
-        sum += p;
-      }
+      float sum = row_exp(t, nk, m_new), wsum = 0.0f;
       if (weights_mode) {
         const float *fr = f + r * BK;
 #pragma omp simd reduction(+ : wsum)
@@ -193,7 +206,7 @@ static void weights_block(const problem *pb, int64_t b, int64_t h, int64_t i0,
         memset(t, 0, (size_t)nk * sizeof(float));
         continue;
       }
-      for (int64_t c = 0; c < nk; c++) t[c] = gm_exp_softmax(t[c] - lse);
+      row_exp(t, nk, lse);
       if (weights_mode)
         for (int64_t c = 0; c < nk; c++) t[c] *= f[r * BK + c] * inv_c;
     }
@@ -349,7 +362,7 @@ static void backward_head(const problem *pb, int64_t b, int64_t h, const float *
           memset(ar, 0, (size_t)nk * sizeof(float));
           continue;
         }
-        for (int64_t c = 0; c < nk; c++) pr[c] = gm_exp_softmax(pr[c] - lse);
+        row_exp(pr, nk, lse);
         if (weights_mode)
           for (int64_t c = 0; c < nk; c++) ar[c] = pr[c] * f[r * BK + c] * inv_c;
         else

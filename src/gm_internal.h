@@ -107,7 +107,10 @@ static inline float gm_gelu_tanh_grad(float x) {
  * gives 0. */
 static inline float gm_exp_softmax(float x) {
   float xc = x < -87.0f ? -87.0f : x;
-  float n = floorf(xc * 1.44269504088896341f + 0.5f);
+  float k = xc * 1.44269504088896341f + 12582912.0f; /* + 1.5·2^23 rounds to an integer n */
+  float n = k - 12582912.0f;
+  int32_t k_bits;
+  memcpy(&k_bits, &k, sizeof k_bits); /* n sits in the low mantissa bits of k */
   float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -116,7 +119,7 @@ static inline float gm_exp_softmax(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  int32_t bits = ((int32_t)n + 127) << 23;
+  int32_t bits = (k_bits - 0x4B400000 + 127) << 23; /* 2^n */
   float scale;
   memcpy(&scale, &bits, sizeof scale);
   float y = p * scale;
