@@ -51,6 +51,9 @@ int lgm_is_tensor(lua_State *L, int arg);
 lgm_box *lgm_new_box(lua_State *L);                    /* pushes an empty box */
 void lgm_box_set(lua_State *L, lgm_box *b, gm_tensor *t); /* steals t; tells the GC its bytes */
 void lgm_push_tensor(lua_State *L, gm_tensor *t);         /* steals t */
+/* The last step of a binding function: fills box b (made before the core call) with r, or
+ * raises the core's error when r is NULL. Returns 1 (the box on the stack). */
+int lgm_finish(lua_State *L, lgm_box *b, gm_tensor *r);
 void lgm_push_tensor_borrowed(lua_State *L, gm_tensor *t); /* retains t */
 /* Raises the core's last error as a Lua error naming the function and argument. */
 int lgm_raise(lua_State *L);

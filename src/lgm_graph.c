@@ -179,10 +179,7 @@ static int g_adjacency(lua_State *L) {
   gm_graph *g = check_graph(L, 1);
   int self_loops = opt_bool_field(L, 2, "self_loops", 0);
   lgm_box *b = lgm_new_box(L);
-  gm_tensor *a = gm_graph_adjacency(g, self_loops);
-  if (!a) return lgm_raise(L);
-  lgm_box_set(L, b, a);
-  return 1;
+  return lgm_finish(L, b, gm_graph_adjacency(g, self_loops));
 }
 
 static gm_paths_method check_method(lua_State *L, int opts) {
@@ -306,10 +303,7 @@ static int d_get(lua_State *L) {
 static int d_tensor(lua_State *L) {
   gm_paths *p = check_paths(L, 1);
   lgm_box *b = lgm_new_box(L);
-  gm_tensor *t = gm_paths_tensor(p);
-  if (!t) return lgm_raise(L);
-  lgm_box_set(L, b, t);
-  return 1;
+  return lgm_finish(L, b, gm_paths_tensor(p));
 }
 
 static int d_tostring(lua_State *L) {

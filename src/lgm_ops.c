@@ -3,18 +3,11 @@
  * 1-based here and 0-based in the core. */
 #include "lgm.h"
 
-/* The last step of every op: fill the box made before the core call, or raise. */
-static int finish(lua_State *L, lgm_box *b, gm_tensor *r) {
-  if (!r) return lgm_raise(L);
-  lgm_box_set(L, b, r);
-  return 1;
-}
-
 #define UNARY_OP(NAME, CALL)                  \
   static int o_##NAME(lua_State *L) {         \
     gm_tensor *a = lgm_check_tensor(L, 1);    \
     lgm_box *b = lgm_new_box(L);              \
-    return finish(L, b, CALL);                \
+    return lgm_finish(L, b, CALL);                \
   }
 
 UNARY_OP(neg, gm_neg(a))
@@ -29,14 +22,14 @@ static int o_gelu(lua_State *L) {
   static const char *const modes[] = {"none", "tanh", NULL};
   int tanh_form = luaL_checkoption(L, 2, "none", modes);
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, tanh_form ? gm_gelu_tanh(a) : gm_gelu(a));
+  return lgm_finish(L, b, tanh_form ? gm_gelu_tanh(a) : gm_gelu(a));
 }
 
 static int o_leaky_relu(lua_State *L) {
   gm_tensor *a = lgm_check_tensor(L, 1);
   float slope = (float)luaL_optnumber(L, 2, 0.01);
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_leaky_relu(a, slope));
+  return lgm_finish(L, b, gm_leaky_relu(a, slope));
 }
 
 /* ---- arithmetic: tensor ∘ tensor, tensor ∘ number, number ∘ tensor ------------------------ */
@@ -98,7 +91,7 @@ static int arithmetic(lua_State *L, arith op) {
     b = lgm_new_box(L);
     r = tensor_tensor(x, y, op);
   }
-  return finish(L, b, r);
+  return lgm_finish(L, b, r);
 }
 
 static int o_add(lua_State *L) { return arithmetic(L, ARITH_ADD); }
@@ -110,7 +103,7 @@ static int o_pow(lua_State *L) {
   gm_tensor *a = lgm_check_tensor(L, 1);
   float p = (float)luaL_checknumber(L, 2);
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_pow_scalar(a, p));
+  return lgm_finish(L, b, gm_pow_scalar(a, p));
 }
 
 /* ---- reductions and softmax -------------------------------------------------------------- */
@@ -124,14 +117,14 @@ static int o_sum(lua_State *L) {
   gm_tensor *a = lgm_check_tensor(L, 1);
   int dim = opt_dim(L, 2, a), keep = lua_toboolean(L, 3);
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_sum(a, dim, keep));
+  return lgm_finish(L, b, gm_sum(a, dim, keep));
 }
 
 static int o_mean(lua_State *L) {
   gm_tensor *a = lgm_check_tensor(L, 1);
   int dim = opt_dim(L, 2, a), keep = lua_toboolean(L, 3);
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_mean(a, dim, keep));
+  return lgm_finish(L, b, gm_mean(a, dim, keep));
 }
 
 /* t:max() → the largest value; t:max(dim[, keepdim]) → values, 1-based indices */
@@ -157,7 +150,7 @@ static int softmax_like(lua_State *L, int log_form) {
   int dim = lua_isnoneornil(L, 2) ? a->ndim - 1 : lgm_check_dim(L, 2, a->ndim);
   if (a->ndim == 0) return luaL_argerror(L, 1, "softmax needs at least one dimension");
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, log_form ? gm_log_softmax(a, dim) : gm_softmax(a, dim));
+  return lgm_finish(L, b, log_form ? gm_log_softmax(a, dim) : gm_softmax(a, dim));
 }
 
 static int o_softmax(lua_State *L) { return softmax_like(L, 0); }
@@ -171,7 +164,7 @@ static int o_matmul(lua_State *L) {
   gm_tensor *a = lgm_check_tensor(L, 1), *m = lgm_check_tensor(L, 2);
   int ta = lua_toboolean(L, 3), tb = lua_toboolean(L, 4);
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_matmul(a, m, ta, tb));
+  return lgm_finish(L, b, gm_matmul(a, m, ta, tb));
 }
 
 /* reshape(d1, d2, ...) or reshape({d1, d2}); one size may be -1 */
@@ -189,7 +182,7 @@ static int o_reshape(lua_State *L) {
     shape[n++] = (int64_t)v;
   }
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_reshape(a, n, shape));
+  return lgm_finish(L, b, gm_reshape(a, n, shape));
 }
 
 static int o_transpose(lua_State *L) {
@@ -199,7 +192,7 @@ static int o_transpose(lua_State *L) {
   int d0 = lua_isnone(L, 2) ? 0 : lgm_check_dim(L, 2, a->ndim);
   int d1 = lua_isnone(L, 2) ? 1 : lgm_check_dim(L, 3, a->ndim);
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_transpose(a, d0, d1));
+  return lgm_finish(L, b, gm_transpose(a, d0, d1));
 }
 
 /* permute(p1, p2, ...) or permute({p1, p2, ...}) with 1-based dimensions */
@@ -221,7 +214,7 @@ static int o_permute(lua_State *L) {
     }
   }
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_permute(a, perm));
+  return lgm_finish(L, b, gm_permute(a, perm));
 }
 
 /* cat({t1, t2, ...}[, dim = 1]) */
@@ -242,7 +235,7 @@ static int o_cat(lua_State *L) {
   }
   int dim = lua_isnoneornil(L, 2) ? 0 : lgm_check_dim(L, 2, ts[0]->ndim);
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_concat(ts, n, dim));
+  return lgm_finish(L, b, gm_concat(ts, n, dim));
 }
 
 /* narrow(dim, start, length) with a 1-based start */
@@ -251,25 +244,20 @@ static int o_narrow(lua_State *L) {
   int dim = lgm_check_dim(L, 2, a->ndim);
   lua_Integer start = luaL_checkinteger(L, 3), length = luaL_checkinteger(L, 4);
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_narrow(a, dim, (int64_t)start - 1, (int64_t)length));
+  return lgm_finish(L, b, gm_narrow(a, dim, (int64_t)start - 1, (int64_t)length));
 }
 
-/* index_select(dim, index) with 1-based indices in a tensor or a table */
-static int o_index_select(lua_State *L) {
+/* index_select(dim, index) and gather(dim, index) with 1-based indices in a tensor or a table */
+static int indexing(lua_State *L, gm_tensor *(*op)(gm_tensor *, int, gm_tensor *, int)) {
   gm_tensor *a = lgm_check_tensor(L, 1);
   int dim = lgm_check_dim(L, 2, a->ndim);
   gm_tensor *index = lgm_check_tensorish(L, 3);
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_index_select(a, dim, index, 1));
+  return lgm_finish(L, b, op(a, dim, index, 1));
 }
 
-static int o_gather(lua_State *L) {
-  gm_tensor *a = lgm_check_tensor(L, 1);
-  int dim = lgm_check_dim(L, 2, a->ndim);
-  gm_tensor *index = lgm_check_tensorish(L, 3);
-  lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_gather(a, dim, index, 1));
-}
+static int o_index_select(lua_State *L) { return indexing(L, gm_index_select); }
+static int o_gather(lua_State *L) { return indexing(L, gm_gather); }
 
 /* ---- neural-network ops ------------------------------------------------------------------ */
 
@@ -279,7 +267,7 @@ static int o_layer_norm(lua_State *L) {
   gm_tensor *w = lgm_opt_tensor(L, 2), *bias = lgm_opt_tensor(L, 3);
   float eps = (float)luaL_optnumber(L, 4, 1e-5);
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_layer_norm(x, w, bias, eps));
+  return lgm_finish(L, b, gm_layer_norm(x, w, bias, eps));
 }
 
 /* dropout(x, p[, training = true]); not training returns x itself */
@@ -293,7 +281,7 @@ static int o_dropout(lua_State *L) {
     return 1;
   }
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_dropout(x, p, &lgm_state_of(L)->rng));
+  return lgm_finish(L, b, gm_dropout(x, p, &lgm_state_of(L)->rng));
 }
 
 /* cross_entropy(logits NxC, target N with 1-based classes[, {ignore_index = -100}]) */
@@ -312,7 +300,7 @@ static int o_cross_entropy(lua_State *L) {
     lua_pop(L, 1);
   }
   lgm_box *b = lgm_new_box(L);
-  return finish(L, b, gm_cross_entropy(logits, target, 1, (int64_t)ignore));
+  return lgm_finish(L, b, gm_cross_entropy(logits, target, 1, (int64_t)ignore));
 }
 
 static const luaL_Reg ops[] = {

@@ -31,6 +31,12 @@ void lgm_box_set(lua_State *L, lgm_box *b, gm_tensor *t) {
 
 void lgm_push_tensor(lua_State *L, gm_tensor *t) { lgm_box_set(L, lgm_new_box(L), t); }
 
+int lgm_finish(lua_State *L, lgm_box *b, gm_tensor *r) {
+  if (!r) return lgm_raise(L);
+  lgm_box_set(L, b, r);
+  return 1;
+}
+
 void lgm_push_tensor_borrowed(lua_State *L, gm_tensor *t) {
   gm_tensor_retain(t);
   lgm_push_tensor(L, t);
@@ -180,40 +186,26 @@ static int l_tensor(lua_State *L) {
 
 /* ---- constructors ------------------------------------------------------------------------ */
 
-static int fill_constructor(lua_State *L, float value) {
+/* a tensor of `value` with the shape given from argument `first` on */
+static int fill_constructor(lua_State *L, float value, int first) {
   int64_t shape[GM_MAX_DIMS];
-  int ndim = lgm_check_shape(L, 1, shape);
+  int ndim = lgm_check_shape(L, first, shape);
   lgm_box *b = lgm_new_box(L);
-  gm_tensor *t = gm_tensor_full(ndim, shape, value);
-  if (!t) return lgm_raise(L);
-  lgm_box_set(L, b, t);
-  return 1;
+  return lgm_finish(L, b, gm_tensor_full(ndim, shape, value));
 }
 
-static int l_zeros(lua_State *L) { return fill_constructor(L, 0.0f); }
-static int l_ones(lua_State *L) { return fill_constructor(L, 1.0f); }
+static int l_zeros(lua_State *L) { return fill_constructor(L, 0.0f, 1); }
+static int l_ones(lua_State *L) { return fill_constructor(L, 1.0f, 1); }
 
 /* full(value, d1, d2, ...) or full(value, {d1, d2}) */
-static int l_full(lua_State *L) {
-  float value = (float)luaL_checknumber(L, 1);
-  int64_t shape[GM_MAX_DIMS];
-  int ndim = lgm_check_shape(L, 2, shape);
-  lgm_box *b = lgm_new_box(L);
-  gm_tensor *t = gm_tensor_full(ndim, shape, value);
-  if (!t) return lgm_raise(L);
-  lgm_box_set(L, b, t);
-  return 1;
-}
+static int l_full(lua_State *L) { return fill_constructor(L, (float)luaL_checknumber(L, 1), 2); }
 
 static int random_constructor(lua_State *L, int normal) {
   int64_t shape[GM_MAX_DIMS];
   int ndim = lgm_check_shape(L, 1, shape);
   lgm_box *b = lgm_new_box(L);
   gm_rng *rng = &lgm_state_of(L)->rng;
-  gm_tensor *t = normal ? gm_tensor_randn(rng, ndim, shape) : gm_tensor_rand(rng, ndim, shape);
-  if (!t) return lgm_raise(L);
-  lgm_box_set(L, b, t);
-  return 1;
+  return lgm_finish(L, b, normal ? gm_tensor_randn(rng, ndim, shape) : gm_tensor_rand(rng, ndim, shape));
 }
 
 static int l_randn(lua_State *L) { return random_constructor(L, 1); }
@@ -230,10 +222,7 @@ static int l_arange(lua_State *L) {
     stop = luaL_checknumber(L, 1);
   }
   lgm_box *b = lgm_new_box(L);
-  gm_tensor *t = gm_tensor_arange(start, stop, step);
-  if (!t) return lgm_raise(L);
-  lgm_box_set(L, b, t);
-  return 1;
+  return lgm_finish(L, b, gm_tensor_arange(start, stop, step));
 }
 
 /* ---- basic methods ----------------------------------------------------------------------- */
@@ -429,19 +418,13 @@ static int t_zero_grad(lua_State *L) {
 static int t_detach(lua_State *L) {
   gm_tensor *t = lgm_check_tensor(L, 1);
   lgm_box *b = lgm_new_box(L);
-  gm_tensor *r = gm_tensor_detach(t);
-  if (!r) return lgm_raise(L);
-  lgm_box_set(L, b, r);
-  return 1;
+  return lgm_finish(L, b, gm_tensor_detach(t));
 }
 
 static int t_clone(lua_State *L) {
   gm_tensor *t = lgm_check_tensor(L, 1);
   lgm_box *b = lgm_new_box(L);
-  gm_tensor *r = gm_tensor_clone(t);
-  if (!r) return lgm_raise(L);
-  lgm_box_set(L, b, r);
-  return 1;
+  return lgm_finish(L, b, gm_tensor_clone(t));
 }
 
 /* ---- in-place updates (for optimizers; refused on recorded tensors) ----------------------- */
