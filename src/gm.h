@@ -296,6 +296,19 @@ void gm_graph_cache_clear(void); /* drops the cache's references; users keep the
  * Differentiable with respect to p. λ in (0, 1]; λ = 1 gives ones. */
 gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset, int gelu_tanh);
 
+/* ---- files and optimizers (gm_io.c) --------------------------------------------------------- */
+
+/* Writes the chunks to path.tmp.<pid>, fsyncs, renames over path, fsyncs the directory: the file
+ * on disk is always either the old complete one or the new complete one. */
+gm_status gm_file_write_atomic(const char *path, const void *const *chunks, const size_t *sizes,
+                               int count);
+/* A new tensor from little-endian F32 (or F64, converted) bytes; the byte count must match. */
+gm_tensor *gm_tensor_from_bytes(const void *data, size_t bytes, int ndim, const int64_t *shape,
+                                int float64);
+/* One torch.optim.AdamW step in place on p (m, v: its moment buffers); step counts from 1. */
+gm_status gm_adamw_step(gm_tensor *p, const gm_tensor *g, gm_tensor *m, gm_tensor *v, float lr,
+                        float beta1, float beta2, float eps, float weight_decay, int64_t step);
+
 /* ---- fused attention (gm_attention.c) ----------------------------------------------------- */
 
 /* out = softmax(mask(decay ⊙ (Q Kᵀ · scale))) V per batch element and head, computed in tiles

@@ -1,0 +1,103 @@
+-- AdamW against torch.optim.AdamW, the cosine schedule, gradient clipping and accumulation.
+local gm = require "graphmert"
+local fixture = require "spec.fixture"
+local T = fixture.tensor
+
+describe("optim.adamw", function()
+  it("follows torch.optim.AdamW step by step (weight decay on the matrix, none on the bias)", function()
+    local doc = fixture.load("spec/fixtures/adamw.json")
+    local w, b = T(doc.weight):requires_grad(true), T(doc.bias):requires_grad(true)
+    local opt = gm.optim.adamw({ { "0.weight", w }, { "0.bias", b } },
+      { lr = doc.lr, betas = doc.betas, eps = doc.eps, weight_decay = doc.weight_decay })
+    for i, g in ipairs(doc.grads) do
+      opt:zero_grad()
+      ;(w * T(g.weight)):sum():backward()
+      ;(b * T(g.bias)):sum():backward()
+      opt:step()
+      assert.tensor_near(doc.steps[i].weight.data, w, 1e-5, 1e-6)
+      assert.tensor_near(doc.steps[i].bias.data, b, 1e-5, 1e-6)
+    end
+  end)
+
+  it("minimises the Rosenbrock function", function()
+    local p = gm.tensor { -1.5, 2 }:requires_grad(true)
+    local opt = gm.optim.adamw({ { "p", p } }, { lr = 0.02, weight_decay = 0 })
+    local f
+    for _ = 1, 4000 do
+      opt:zero_grad()
+      local x, y = p:narrow(1, 1, 1), p:narrow(1, 2, 1)
+      f = ((1 - x) ^ 2 + (y - x * x) ^ 2 * 100):sum()
+      f:backward()
+      opt:step()
+    end
+    assert.is_true(f:item() < 1e-3, "f = " .. f:item())
+  end)
+
+  it("exempts biases and norms from weight decay by default", function()
+    local lin = gm.nn.Linear(2, 2)
+    local opt = gm.optim.adamw(lin:named_parameters(), { weight_decay = 0.5 })
+    assert.equal(0.5, opt.params[1].weight_decay)
+    assert.equal(0, opt.params[2].weight_decay)
+  end)
+
+  it("saves and restores its state", function()
+    local p = gm.ones(3):requires_grad(true)
+    local opt = gm.optim.adamw({ { "p", p } }, { lr = 0.1 })
+    ;(p * p):sum():backward()
+    opt:step()
+    local tensors, meta = opt:state_dict()
+    local q = gm.ones(3):requires_grad(true)
+    local opt2 = gm.optim.adamw({ { "p", q } }, { lr = 0.1 })
+    opt2:load_state_dict(tensors, meta)
+    gm.no_grad(function() q:copy_(p) end)
+    for _, pair in ipairs { { p, opt }, { q, opt2 } } do
+      pair[1]:zero_grad()
+      ;(pair[1] * pair[1]):sum():backward()
+      pair[2]:step()
+    end
+    assert.tensor_near(p, q, 0, 0)
+    assert.error_matches(function() opt2:load_state_dict({}, meta) end, "no state for parameter 'p'")
+  end)
+
+  it("refuses a gradient of the wrong size", function()
+    assert.error_matches(function()
+      gm.adamw_step(gm.ones(3), gm.ones(4), gm.zeros(3), gm.zeros(3), { step = 1 })
+    end, "adamw: gradient or state of size 4 for a parameter of size 3")
+    assert.error_matches(function()
+      gm.adamw_step(gm.ones(3), gm.ones(3), gm.zeros(3), gm.zeros(3), { step = 0 })
+    end, "step must be an integer >= 1")
+  end)
+end)
+
+describe("schedules and clipping", function()
+  it("warms up linearly, then follows a cosine down to the minimum", function()
+    local o = { peak = 4e-4, min_lr = 1e-5, warmup = 10, total = 110 }
+    assert.near(4e-5, gm.optim.cosine(1, o), 1e-12)
+    assert.near(4e-4, gm.optim.cosine(10, o), 1e-12)
+    assert.near((4e-4 + 1e-5) / 2, gm.optim.cosine(60, o), 1e-12)
+    assert.near(1e-5, gm.optim.cosine(110, o), 1e-12)
+    assert.near(1e-5, gm.optim.cosine(500, o), 1e-12)
+  end)
+
+  it("clips by the global norm of all gradients", function()
+    local a, b = gm.zeros(2):requires_grad(true), gm.zeros(1):requires_grad(true)
+    ;(a * gm.tensor { 3, 0 }):sum():backward()
+    ;(b * 4):sum():backward()
+    local norm = gm.optim.clip_grad_norm({ a, b }, 1)
+    assert.near(5, norm, 1e-6)
+    assert.tensor_near({ 0.6, 0 }, a:grad(), 1e-5, 1e-6)
+    assert.tensor_near({ 0.8 }, b:grad(), 1e-5, 1e-6)
+    assert.near(1, gm.optim.clip_grad_norm({ a, b }, 10), 1e-5) -- under the bound: unchanged
+    assert.tensor_near({ 0.8 }, b:grad(), 1e-5, 1e-6)
+  end)
+
+  it("accumulates gradients over micro-batches like one big batch", function()
+    gm.manual_seed(4)
+    local x, w = gm.randn(8, 3), gm.randn(3, 1):requires_grad(true)
+    ;(x:matmul(w) ^ 2):mean():backward()
+    local full = w:grad():clone()
+    w:zero_grad()
+    for i = 0, 1 do ((x:narrow(1, 4 * i + 1, 4):matmul(w) ^ 2):mean() / 2):backward() end
+    assert.tensor_near(full, w:grad(), 1e-5, 1e-6)
+  end)
+end)

@@ -1,0 +1,108 @@
+-- safetensors checkpoints: round trip, an independent reader, a PyTorch-written file, atomic
+-- writes and every kind of damage.
+local gm = require "graphmert"
+local st = require "graphmert.safetensors"
+local fixture = require "spec.fixture"
+local cjson = require "cjson"
+
+local function tmpfile()
+  local p = os.tmpname()
+  os.remove(p)
+  return p
+end
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function write(path, s)
+  local f = assert(io.open(path, "wb"))
+  f:write(s)
+  f:close()
+end
+
+describe("safetensors", function()
+  it("round-trips tensors of every rank and the metadata", function()
+    local path = tmpfile()
+    local t = { ["a.weight"] = gm.randn(3, 4), ["a.bias"] = gm.randn(4), scalar = gm.tensor(2.5),
+      empty = gm.zeros(0, 3), cube = gm.randn(2, 2, 2) }
+    st.save(path, t, { step = "7", note = 'quotes " and \\ survive' })
+    local back, meta = st.load(path)
+    for name, x in pairs(t) do
+      assert.same(x:shape(), back[name]:shape())
+      assert.tensor_near(x, back[name], 0, 0)
+    end
+    assert.same({ step = "7", note = 'quotes " and \\ survive' }, meta)
+    os.remove(path)
+  end)
+
+  it("is read by an independent reader (header length, JSON, offsets, little-endian floats)", function()
+    local path = tmpfile()
+    st.save(path, { w = gm.tensor { { 1, 2 }, { 3, 4.5 } } })
+    local data = read(path)
+    local n = string.unpack("<I8", data)
+    assert.equal(0, n % 8)
+    local header = cjson.decode(data:sub(9, 8 + n))
+    assert.same({ 2, 2 }, header.w.shape)
+    assert.equal("F32", header.w.dtype)
+    local b = header.w.data_offsets[1]
+    local values = { string.unpack("<ffff", data, 9 + n + b) }
+    assert.same({ 1, 2, 3, 4.5 }, { values[1], values[2], values[3], values[4] })
+    os.remove(path)
+  end)
+
+  it("loads a state dict written from PyTorch into a module", function()
+    local tensors, meta = st.load("spec/fixtures/torch_state_dict.safetensors")
+    local expected = fixture.load("spec/fixtures/torch_state_dict.json")
+    assert.equal("pt", meta.format)
+    local model = gm.nn.Sequential { gm.nn.Linear(3, 2) }
+    model:load_state_dict({ ["0.weight"] = tensors["0.weight"], ["0.bias"] = tensors["0.bias"] })
+    assert.tensor_near(expected["0.weight"].data, model["0"].weight, 0, 0)
+    assert.tensor_near(expected["1.weight"].data, tensors["1.weight"], 0, 0)
+  end)
+
+  it("writes atomically: a failed save leaves the old file whole", function()
+    local path = tmpfile()
+    st.save(path, { x = gm.ones(4) })
+    local before = read(path)
+    assert.error_matches(function() st.save("/nonexistent-dir/x.safetensors", { x = gm.ones(1) }) end, "save:")
+    local ok = gm.write_atomic(path .. "/impossible", { "x" })
+    assert.is_nil(ok)
+    assert.equal(before, read(path))
+    os.remove(path)
+  end)
+
+  it("raises clear errors on truncation and on every kind of bad header", function()
+    local path = tmpfile()
+    st.save(path, { x = gm.ones(4), y = gm.ones(2) })
+    local good = read(path)
+    local n = string.unpack("<I8", good)
+    local header = good:sub(9, 8 + n)
+    local body = good:sub(9 + n)
+    local function with_header(h)
+      h = h .. string.rep(" ", (8 - #h % 8) % 8)
+      return string.pack("<I8", #h) .. h .. body
+    end
+    local cases = {
+      { good:sub(1, 5), "truncated: no header length" },
+      { good:sub(1, #good - 3), "y: data_offsets %[16, 24%] outside the 21 data bytes" },
+      { string.pack("<I8", 1e12) .. header, "header length" },
+      { with_header("[1, 2]"), "not a JSON object" },
+      { with_header("{not json"), "not a JSON object" },
+      { with_header(header:gsub("F32", "I8", 1)), "dtype I8 is not supported" },
+      { with_header(header:gsub('"shape":%[4%]', '"shape":[5]', 1)), "bytes for shape %[5%]" },
+      { with_header(header:gsub('"shape":%[4%]', '"shape":[-4]', 1)), "shape is not a list of sizes" },
+      { with_header(header:gsub('"data_offsets":%[0,16%]', '"data_offsets":[8,24]', 1)), "overlap" },
+      { with_header('{"x":{"dtype":"F32","shape":[1]}}'), "no data_offsets" },
+    }
+    for _, c in ipairs(cases) do
+      write(path, c[1])
+      assert.error_matches(function() st.load(path) end, c[2])
+    end
+    os.remove(path)
+    assert.error_matches(function() st.load(path) end, "load: .*No such file")
+  end)
+end)
