@@ -126,6 +126,9 @@ local rows = {
   { "write_atomic", function() return gm.write_atomic("/tmp/x", { 42 }) end, "part 1 is neither a string nor a tensor" },
   { "write_atomic", function() return gm.write_atomic(nil, {}) end, "bad argument #1 to 'write_atomic'" },
   { "to_bytes", function() return released:to_bytes() end, "released tensor" },
+  { "hgat", function() return gm.hgat(gm.ones(2, 3), gm.ones(2, 4), gm.ones(1, 3, 3), gm.ones(1, 6), { 1, 1 }, { 1, 1 }, { 1, 1 }) end, "bad argument #1 to 'hgat' %(hgat needs tails %[n, H%] and heads %[m, H%] %(got 2x3 and 2x4%)%)" },
+  { "hgat", function() return gm.hgat(gm.ones(2, 3), gm.ones(2, 3), gm.ones(1, 3, 3), gm.ones(1, 6), { 1 }, { 1, 1 }, { 1, 1 }) end, "hgat index 1 must have one entry per tail" },
+  { "index_add", function() return gm.index_add(gm.ones(3, 2), { 1 }, gm.ones(2, 2)) end, "bad argument #3 to 'index_add' %(index_add needs src" },
   -- methods
   { "release", function() return a23.release(42) end, "graphmert.Tensor expected" },
   { "is_released", function() return a23.is_released("x") end, "graphmert.Tensor expected" },

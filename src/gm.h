@@ -109,7 +109,7 @@ typedef enum gm_op {
   GM_OP_RESHAPE, GM_OP_PERMUTE, GM_OP_CONCAT, GM_OP_NARROW,
   GM_OP_INDEX_SELECT, GM_OP_GATHER,
   GM_OP_LAYER_NORM, GM_OP_DROPOUT, GM_OP_CROSS_ENTROPY,
-  GM_OP_DECAY_MASK, GM_OP_ATTENTION,
+  GM_OP_DECAY_MASK, GM_OP_ATTENTION, GM_OP_HGAT, GM_OP_INDEX_ADD,
   GM_OP_COUNT
 } gm_op;
 
@@ -295,6 +295,21 @@ void gm_graph_cache_clear(void); /* drops the cache's references; users keep the
  * value: f is [N, N]) or holds one value per head as [H] or [H, 1, 1] (f is [H, N, N]).
  * Differentiable with respect to p. λ in (0, 1]; λ = 1 gives ones. */
 gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset, int gelu_tanh);
+
+/* ---- H-GAT relation fusion (gm_hgat.c) ------------------------------------------------------ */
+
+/* For each tail row i of tails [n, H]: its relation rel[i] (a row of W [K, H, H] and a [K, 2H])
+ * and its heads, rows start[i] .. start[i] + count[i] − 1 of heads [m, H]; rel and start count
+ * from index_base (1 in Lua). Returns Σ_j α_ij W_r h_j [n, H] (add it to the tails); a is read
+ * as [a1 ‖ a2] or, with interleaved, as the official code's [a1_0, a2_0, a1_1, ...].
+ * Differentiable with respect to tails, heads, W and a. */
+gm_tensor *gm_hgat(gm_tensor *tails, gm_tensor *heads, gm_tensor *w, gm_tensor *a,
+                   gm_tensor *rel, gm_tensor *start, gm_tensor *count, int interleaved,
+                   int index_base);
+
+/* base with rows index[k] (along dim 0, counted from index_base) increased by src[k]:
+ * repeated indices add up. Differentiable with respect to base and src. */
+gm_tensor *gm_index_add(gm_tensor *base, gm_tensor *index, gm_tensor *src, int index_base);
 
 /* ---- files and optimizers (gm_io.c) --------------------------------------------------------- */
 

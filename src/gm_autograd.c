@@ -14,7 +14,7 @@ static const char *const op_names[GM_OP_COUNT] = {
     "leaf", "freed", "add", "sub", "mul", "div", "add_scalar", "mul_scalar", "rdiv_scalar",
     "pow_scalar", "neg", "exp", "log", "sqrt", "tanh", "gelu", "gelu_tanh", "relu", "leaky_relu",
     "sum", "mean", "max", "softmax", "log_softmax", "matmul", "reshape", "permute", "concat",
-    "narrow", "index_select", "gather", "layer_norm", "dropout", "cross_entropy", "decay_mask", "attention"};
+    "narrow", "index_select", "gather", "layer_norm", "dropout", "cross_entropy", "decay_mask", "attention", "hgat", "index_add"};
 
 const char *gm_op_name(gm_op op) { return op >= 0 && op < GM_OP_COUNT ? op_names[op] : "?"; }
 
@@ -285,6 +285,23 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
       }
       break;
     }
+    /* H-GAT: derivation at the top of gm_hgat.c */
+    case GM_OP_HGAT: {
+      gm_tensor *d[4];
+      st = gm_hgat_backward(node, g, &d[0], &d[1], &d[2], &d[3]);
+      for (int i = 0; i < 4; i++) {
+        if (!d[i]) continue;
+        if (st == GM_OK) st = accumulate(node->src[i], d[i]);
+        else gm_tensor_release(d[i]);
+      }
+      break;
+    }
+    /* y = base with rows idx += src: dbase = g, dsrc_k = g[idx_k] */
+    case GM_OP_INDEX_ADD:
+      if (need_a) gm_tensor_retain(g), st = accumulate(a, g);
+      if (st == GM_OK && node->src[2] && node->src[2]->requires_grad)
+        st = accumulate(node->src[2], gm_index_select(g, 0, node->saved, (int)node->iarg[0]));
+      break;
     case GM_OP_NONE: case GM_OP_FREED: case GM_OP_COUNT:
       GM_ASSERT(!"leaves and freed nodes are handled by gm_backward");
   }

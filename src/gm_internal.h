@@ -65,6 +65,9 @@ gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g);
 gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dq,
                                 gm_tensor **dk, gm_tensor **dv, gm_tensor **ddecay);
 
+gm_status gm_hgat_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dtails,
+                           gm_tensor **dheads, gm_tensor **dw, gm_tensor **da);
+
 /* C = alpha op(A) op(B) + beta C on raw row-major buffers (small tiles inside kernels). */
 void gm_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
              const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,

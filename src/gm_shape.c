@@ -248,3 +248,35 @@ gm_tensor *gm_gather(gm_tensor *a, int dim, gm_tensor *index, int index_base) {
   }
   return out;
 }
+
+gm_tensor *gm_index_add(gm_tensor *base, gm_tensor *index, gm_tensor *src, int index_base) {
+  char x[GM_SHAPE_BUF], y[GM_SHAPE_BUF];
+  if (base->ndim < 1 || index->ndim != 1 || src->ndim != base->ndim ||
+      src->shape[0] != index->numel) {
+    gm_fail(GM_ERR_SHAPE, 3, "index_add needs src [len(index), ...] matching base (got base %s, src %s)",
+            GM_SHAPE(base, x), GM_SHAPE(src, y));
+    return NULL;
+  }
+  for (int d = 1; d < base->ndim; d++)
+    if (src->shape[d] != base->shape[d]) {
+      gm_fail(GM_ERR_SHAPE, 3, "index_add rows differ: base %s, src %s", GM_SHAPE(base, x), GM_SHAPE(src, y));
+      return NULL;
+    }
+  if (check_index(index, base->shape[0], index_base, 2) != GM_OK) return NULL;
+  gm_tensor *out = gm_tensor_clone(base);
+  if (!out) return NULL;
+  int64_t row = base->shape[0] ? base->numel / base->shape[0] : 0;
+  for (int64_t k = 0; k < index->numel; k++) {
+    float *dst = out->data + ((int64_t)index->data[k] - index_base) * row;
+    const float *s = src->data + k * row;
+    for (int64_t c = 0; c < row; c++) dst[c] += s[c];
+  }
+  gm_tensor *srcs[3] = {base, NULL, src};
+  out = gm_record(out, GM_OP_INDEX_ADD, srcs, 3);
+  if (out && out->op == GM_OP_INDEX_ADD) {
+    out->saved = index;
+    gm_tensor_retain(index);
+    out->iarg[0] = index_base;
+  }
+  return out;
+}

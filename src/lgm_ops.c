@@ -259,6 +259,33 @@ static int indexing(lua_State *L, gm_tensor *(*op)(gm_tensor *, int, gm_tensor *
 static int o_index_select(lua_State *L) { return indexing(L, gm_index_select); }
 static int o_gather(lua_State *L) { return indexing(L, gm_gather); }
 
+/* index_add(base, index, src): rows index[k] (1-based) of base increased by src[k] */
+static int o_index_add(lua_State *L) {
+  gm_tensor *base = lgm_check_tensor(L, 1);
+  gm_tensor *index = lgm_check_tensorish(L, 2);
+  gm_tensor *src = lgm_check_tensor(L, 3);
+  lgm_box *b = lgm_new_box(L);
+  return lgm_finish(L, b, gm_index_add(base, index, src, 1));
+}
+
+/* hgat(tails, heads, W, a, rel, start, count[, {interleaved = false}]): rel indexes the rows of
+ * W and a, start the rows of heads, both 1-based; see gm.h */
+static int o_hgat(lua_State *L) {
+  gm_tensor *args[7];
+  for (int i = 0; i < 4; i++) args[i] = lgm_check_tensor(L, i + 1);
+  for (int i = 4; i < 7; i++) args[i] = lgm_check_tensorish(L, i + 1);
+  int interleaved = 0;
+  if (!lua_isnoneornil(L, 8)) {
+    luaL_checktype(L, 8, LUA_TTABLE);
+    lua_getfield(L, 8, "interleaved");
+    interleaved = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  lgm_box *b = lgm_new_box(L);
+  return lgm_finish(L, b, gm_hgat(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+                                  interleaved, 1));
+}
+
 /* ---- neural-network ops ------------------------------------------------------------------ */
 
 /* layer_norm(x[, weight[, bias[, eps = 1e-5]]]) over the last dimension */
@@ -320,6 +347,7 @@ static const luaL_Reg ops[] = {
     {"index_select", o_index_select}, {"gather", o_gather},
     {"layer_norm", o_layer_norm}, {"dropout", o_dropout},
     {"cross_entropy", o_cross_entropy},
+    {"index_add", o_index_add}, {"hgat", o_hgat},
     {NULL, NULL}};
 
 static const luaL_Reg operators[] = {
