@@ -26,7 +26,8 @@ function gm.embedding(weight, ids)
   return rows:reshape(shape)
 end
 
-local submodules = { nn = true, optim = true, gradcheck = true, class = true, safetensors = true }
+local submodules = { nn = true, optim = true, gradcheck = true, class = true, safetensors = true,
+  masking = true, checkpoint = true }
 return setmetatable(gm, {
   __index = function(t, k)
     if submodules[k] then

@@ -5,6 +5,10 @@ local nn = {
   Sequential = require "graphmert.nn.Sequential",
   DecayMask = require "graphmert.nn.DecayMask",
   MultiheadAttention = require "graphmert.nn.MultiheadAttention",
+  Embedding = require "graphmert.nn.Embedding",
+  LayerNorm = require "graphmert.nn.LayerNorm",
+  EncoderLayer = require "graphmert.nn.EncoderLayer",
+  GraphMERT = require "graphmert.nn.GraphMERT",
 }
 for name, cls in pairs(require "graphmert.nn.activations") do nn[name] = cls end
 return nn

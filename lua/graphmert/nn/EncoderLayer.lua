@@ -1,0 +1,34 @@
+-- EncoderLayer.lua — one post-LN transformer layer (GraphMERT's, after Graphormer):
+--   x = LN(x + Dropout(SelfAttention(x, decay, masks)));  x = LN(x + Dropout(FFN(x)))
+-- with FFN = Linear → GELU → Dropout → Linear. The attention is the fused kernel; the decay
+-- mask (shared by every layer) and the masks come in through opts.
+-- EncoderLayer{dim, heads, ffn, dropout = 0.1, attention_dropout = 0.1}
+local class = require "graphmert.class"
+local Module = require "graphmert.nn.Module"
+local Linear = require "graphmert.nn.Linear"
+local LayerNorm = require "graphmert.nn.LayerNorm"
+local MultiheadAttention = require "graphmert.nn.MultiheadAttention"
+
+local EncoderLayer = class("graphmert.nn.EncoderLayer", Module)
+
+function EncoderLayer:__init(opts)
+  Module.__init(self)
+  self.dropout = opts.dropout or 0.1
+  self:add_module("self_attn", MultiheadAttention {
+    dim = opts.dim, heads = opts.heads, dropout = opts.attention_dropout or self.dropout })
+  self:add_module("self_attn_layer_norm", LayerNorm(opts.dim))
+  self:add_module("fc1", Linear(opts.dim, opts.ffn))
+  self:add_module("fc2", Linear(opts.ffn, opts.dim))
+  self:add_module("final_layer_norm", LayerNorm(opts.dim))
+end
+
+-- x [B, N, dim]; opts as gm.attention's (decay, key_mask, ...), need_weights for inspection
+function EncoderLayer:forward(x, opts)
+  local a, weights = self.self_attn(x, x, x, opts)
+  x = self.self_attn_layer_norm(x + a:dropout(self.dropout, self.training))
+  local h = self.fc1(x):gelu():dropout(self.dropout, self.training)
+  x = self.final_layer_norm(x + self.fc2(h):dropout(self.dropout, self.training))
+  return x, weights
+end
+
+return EncoderLayer
