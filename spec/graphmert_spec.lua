@@ -147,6 +147,21 @@ describe("GraphMERT", function()
     os.remove(path)
   end)
 
+  it("skips padding and gives the dense masked computation's values at real nodes", function()
+    local compact = tiny { dropout = 0, attention_dropout = 0, relation_dropout = 0 }
+    local dense = tiny { dropout = 0, attention_dropout = 0, relation_dropout = 0, compact = false }
+    dense:load_state_dict(compact:state_dict())
+    local batch = make_batch(9)
+    local a, b = compact(batch), dense(batch)
+    local m = batch.valid:reshape(2, N, 1)
+    assert.tensor_near(b * m, a, 1e-5, 1e-6)
+    ;(a * a):sum():backward()
+    ;((b * m) * (b * m)):sum():backward()
+    for _, name in ipairs { "embed_tokens.weight", "decay.sp_param", "layers.1.fc1.weight", "hgat_weight" } do
+      assert.tensor_near(dense:state_dict()[name]:grad(), compact:state_dict()[name]:grad(), 1e-3, 1e-4)
+    end
+  end)
+
   it("refuses batches that do not fit the graph", function()
     local model = tiny()
     local batch = make_batch(1)

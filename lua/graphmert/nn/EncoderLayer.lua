@@ -31,4 +31,13 @@ function EncoderLayer:forward(x, opts)
   return x, weights
 end
 
+-- The same layer on packed rows x [T, dim] (see MultiheadAttention:forward_packed): every
+-- token-wise step runs on real tokens only.
+function EncoderLayer:forward_packed(x, segments, opts_list)
+  local a = self.self_attn:forward_packed(x, segments, opts_list)
+  x = self.self_attn_layer_norm(x + a:dropout(self.dropout, self.training))
+  local h = self.fc1(x):gelu():dropout(self.dropout, self.training)
+  return self.final_layer_norm(x + self.fc2(h):dropout(self.dropout, self.training))
+end
+
 return EncoderLayer

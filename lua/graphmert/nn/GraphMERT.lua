@@ -12,7 +12,7 @@
 -- [K, 2H] — the official tables without their padding row 0), roots = 128, leaves = 7,
 -- leaf_edges = "path", lambda = 0.6 (false: no decay), offset = 1, dropout = 0.1,
 -- attention_dropout = 0.1, relation_dropout = 0.3, hgat = true, hgat_interleaved = true (the
--- official layout of a_r), positions = false, init_std = 0.02.
+-- official layout of a_r), positions = false, init_std = 0.02, compact = true (skip padding).
 --
 -- A batch: ids [B, N] (1-based token ids, N = roots·(1 + leaves)), valid [B, N] (1 for real
 -- tokens, 0 for empty leaf slots), relation[b][r] and head_length[b][r] (Lua tables, per root).
@@ -98,7 +98,11 @@ function GraphMERT:_triples(batch, B)
 end
 
 -- batch → hidden states [B, N, H] (and the per-layer head-averaged attention weights when
--- need_weights is true)
+-- need_weights is true). By default padding costs nothing: the real nodes of all sequences are
+-- packed into one [T, H] matrix for the token-wise layers, and each sequence attends with the
+-- rows and columns of the decay mask at its own nodes; the result is scattered back, with zeros
+-- at empty leaf slots. config.compact = false (or need_weights) runs the dense masked version,
+-- which gives the same values at the real nodes.
 function GraphMERT:forward(batch, need_weights)
   local c, N, H = self.config, self.nodes, self.config.hidden
   local B = batch.ids:size(1)
@@ -120,6 +124,7 @@ function GraphMERT:forward(batch, need_weights)
   if c.positions then x = x + self.embed_positions.weight end
   x = x:dropout(c.dropout, self.training)
   local decay = self.decay(self.graph:distances())
+  if c.compact ~= false and not need_weights then return self:_forward_packed(x, batch, decay, B) end
   local opts = { decay = decay, key_mask = batch.valid, need_weights = need_weights }
   local weights = {}
   for i = 1, c.layers do
@@ -128,6 +133,32 @@ function GraphMERT:forward(batch, need_weights)
     weights[i] = w
   end
   return x, need_weights and weights or nil
+end
+
+function GraphMERT:_forward_packed(x, batch, decay, B)
+  local N, H = self.nodes, self.config.hidden
+  local valid = batch.valid:totable()
+  local rows, segments, opts_list = {}, {}, {}
+  for b = 1, B do
+    local nodes = {}
+    for n = 1, N do
+      if valid[b][n] ~= 0 then
+        nodes[#nodes + 1] = n
+        rows[#rows + 1] = (b - 1) * N + n
+      end
+    end
+    if #nodes > 0 then
+      segments[#segments + 1] = { #rows - #nodes + 1, #nodes }
+      local d = #nodes == N and decay or decay:index_select(2, nodes):index_select(3, nodes)
+      opts_list[#opts_list + 1] = { decay = d }
+    end
+  end
+  if #rows == 0 then return gm.zeros(B, N, H) end
+  local packed = x:reshape(B * N, H):index_select(1, rows)
+  for i = 1, self.config.layers do
+    packed = self.layers[tostring(i - 1)]:forward_packed(packed, segments, opts_list)
+  end
+  return gm.index_add(gm.zeros(B * N, H), rows, packed):reshape(B, N, H)
 end
 
 -- Vocabulary logits at flat 1-based positions of [B·N] (only where there are labels).

@@ -75,6 +75,28 @@ function MultiheadAttention:forward(query, key, value, opts)
   return out, weights
 end
 
+-- Self-attention over packed sequences: x [T, E] holds the rows of several sequences one after
+-- another (segments: { {first_row, length}, ... }); each attends only within itself, with its
+-- own options (opts_list[i], e.g. its own decay). Padding never enters any product.
+function MultiheadAttention:forward_packed(x, segments, opts_list)
+  local E, H, hd = self.dim, self.heads, self.head_dim
+  local qkv = x:matmul(self.in_proj_weight, false, true)
+  if self.in_proj_bias then qkv = qkv + self.in_proj_bias end
+  local outs = {}
+  for i, seg in ipairs(segments) do
+    local n = seg[2]
+    local part = qkv:narrow(1, seg[1], n):reshape(1, n, 3, H, hd):permute(3, 1, 4, 2, 5)
+    local q = part:narrow(1, 1, 1):reshape(1, H, n, hd)
+    local k = part:narrow(1, 2, 1):reshape(1, H, n, hd)
+    local v = part:narrow(1, 3, 1):reshape(1, H, n, hd)
+    local o = {}
+    for name, val in pairs(opts_list[i] or {}) do o[name] = val end
+    o.dropout, o.training = self.dropout, self.training
+    outs[i] = gm.attention(q, k, v, o):permute(1, 3, 2, 4):reshape(n, E)
+  end
+  return self.out_proj(#outs == 1 and outs[1] or gm.cat(outs, 1))
+end
+
 function MultiheadAttention:extra_repr()
   return string.format("dim = %d, heads = %d, dropout = %g", self.dim, self.heads, self.dropout)
 end
