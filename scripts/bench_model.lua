@@ -1,0 +1,81 @@
+-- bench_model.lua — GraphMERT training-step throughput and peak RSS next to the same model in
+-- PyTorch 1.13 (scripts/bench_model_torch.py), in one run: a 2-layer model (hidden 512, 8
+-- heads, FFN 2048, vocabulary 8000) on batch 8 × 1024 nodes, every leaf filled and 15% filled.
+--   graphmert scripts/bench_model.lua [steps=3] [threads=2] [fill...]
+-- Each configuration runs in its own process, so peak RSS is per configuration.
+local gm = require "graphmert"
+
+local steps = math.tointeger(tonumber(arg[1]) or 3)
+local threads = math.tointeger(tonumber(arg[2]) or 2)
+
+local function rss_mb()
+  for line in io.lines("/proc/self/status") do
+    local kb = line:match("^VmHWM:%s+(%d+)")
+    if kb then return tonumber(kb) / 1024 end
+  end
+end
+
+if arg[3] == "--child" then -- one configuration, in this process
+  local fill = tonumber(arg[4])
+  gm.set_num_threads(threads)
+  gm.manual_seed(0)
+  local R, L, V, B = 128, 7, 8000, 8
+  local N = R * (1 + L)
+  local model = gm.nn.GraphMERT { vocab = V, hidden = 512, layers = 2, heads = 8, ffn = 2048, roots = R,
+    leaves = L, relations = 4 }
+  local opt = gm.optim.adamw(model:named_parameters(), { lr = 1e-4 })
+  local ids, valid, relation, head_length = {}, {}, {}, {}
+  local r = gm.rand(B, N):totable()
+  local leaf = gm.rand(B, R):totable()
+  for b = 1, B do
+    ids[b], valid[b], relation[b], head_length[b] = {}, {}, {}, {}
+    for n = 1, N do
+      local root = n <= R and n or (n - R - 1) // L + 1
+      local filled = n <= R or leaf[b][root] < fill
+      ids[b][n] = filled and (5 + math.floor(r[b][n] * (V - 5))) or 1
+      valid[b][n] = filled and 1 or 0
+    end
+    for root = 1, R do
+      local has = leaf[b][root] < fill
+      relation[b][root], head_length[b][root] = has and 1 + root % 4 or 0, has and 1 or 0
+    end
+  end
+  local batch = { ids = gm.tensor(ids), valid = gm.tensor(valid), relation = relation, head_length = head_length }
+  local masked = gm.masking.mask(batch, { vocab = V, mask_id = 4, special = { [1] = true }, roots = R, leaves = L })
+  local real = batch.valid:sum():item()
+  local times = {}
+  for step = 0, steps do
+    local t0 = gm.clock()
+    opt:zero_grad()
+    local loss = model:loss(masked)
+    loss:backward()
+    opt:step()
+    if step > 0 then times[#times + 1] = gm.clock() - t0 end
+    loss:release()
+  end
+  table.sort(times)
+  print(string.format("graphmert step %.4f rss_mb %.0f real %d", times[(#times + 1) // 2], rss_mb(), real))
+  os.exit(0)
+end
+
+local tokens = 8 * 1024
+print(string.format("GraphMERT 2 layers, hidden 512, 8 heads, FFN 2048, vocab 8000, batch 8 x 1024 nodes, %d threads, median of %d steps", threads, steps))
+print(string.format("%-14s %12s %14s %10s   %12s %14s %10s   %8s %8s", "leaves filled", "graphmert s", "tokens/s", "RSS MB",
+  "pytorch s", "tokens/s", "RSS MB", "speed", "RSS"))
+local self_cmd = string.format("%s %s %d %d --child", arg[-1], arg[0], steps, threads)
+for _, fill in ipairs { 1.0, 0.15 } do
+  local p = io.popen(string.format("%s %g", self_cmd, fill))
+  local line = p:read("a")
+  p:close()
+  local t, rss = line:match("graphmert step ([%d.]+) rss_mb ([%d.]+)")
+  local tp = io.popen(string.format("/usr/bin/python3 scripts/bench_model_torch.py %g %d %d 2>/dev/null", fill, steps, threads))
+  local tl = tp and tp:read("a") or ""
+  if tp then tp:close() end
+  local tt, trss = tl:match("torch step ([%d.]+) rss_mb ([%d.]+)")
+  t, rss, tt, trss = tonumber(t), tonumber(rss), tonumber(tt), tonumber(trss)
+  if not t then error("graphmert run failed: " .. line) end
+  print(string.format("%-14s %12.3f %14.0f %10.0f   %12s %14s %10s   %8s %8s", string.format("%d%%", fill * 100), t, tokens / t, rss,
+    tt and string.format("%.3f", tt) or "-", tt and string.format("%.0f", tokens / tt) or "-", trss and string.format("%.0f", trss) or "-",
+    tt and string.format("%.2fx", tt / t) or "-", trss and string.format("%.2f", rss / trss) or "-"))
+end
+print("tokens/s counts all 8 x 1024 node slots; targets: >= 1.5x PyTorch with every leaf filled at <= half its RSS, >= 4x with 15% filled")
