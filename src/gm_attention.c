@@ -33,6 +33,7 @@ typedef struct problem {
   const float *decay; /* [L, S] or [H, L, S] */
   int decay_per_head, decay_weights, renormalize;
   float scale, dropout, keep_scale;
+  uint32_t keep_threshold; /* dropout · 2^24 */
   uint64_t seed;
 } problem;
 
@@ -46,21 +47,6 @@ static const float *plane(const problem *pb, const float *m, int dims, int64_t b
 static const float *decay_plane(const problem *pb, int64_t h) {
   if (!pb->decay) return NULL;
   return pb->decay_per_head ? pb->decay + h * pb->L * pb->S : pb->decay;
-}
-
-static uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-/* Dropout's multiplier for weight (b, h, i, j): 0 or 1/(1−p), the same in forward and backward. */
-static float keep_factor(const problem *pb, int64_t b, int64_t h, int64_t i, int64_t j) {
-  if (pb->dropout == 0.0f) return 1.0f;
-  uint64_t index = (uint64_t)(((b * pb->H + h) * pb->L + i) * pb->S + j);
-  uint64_t z = mix64(pb->seed + 0x9e3779b97f4a7c15ULL * (index + 1));
-  float u = (float)(z >> 40) * 0x1.0p-24f;
-  return u < pb->dropout ? 0.0f : pb->keep_scale;
 }
 
 /* Turns the raw tile qk [nq, nk] (row stride BK) into scores s: scaled, decayed in scores mode,
@@ -100,8 +86,13 @@ static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t i0, int
 static void apply_dropout(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
                           int64_t j0, int64_t nk, float *t) {
   if (pb->dropout == 0.0f) return;
-  for (int64_t r = 0; r < nq; r++)
-    for (int64_t c = 0; c < nk; c++) t[r * BK + c] *= keep_factor(pb, b, h, i0 + r, j0 + c);
+  for (int64_t r = 0; r < nq; r++) {
+    uint64_t base = (uint64_t)(((b * pb->H + h) * pb->L + i0 + r) * pb->S + j0);
+    float *row = t + r * BK;
+#pragma omp simd
+    for (int64_t c = 0; c < nk; c++)
+      row[c] *= gm_dropout_keep(pb->seed, base + (uint64_t)c, pb->keep_threshold, pb->keep_scale);
+  }
 }
 
 /* Row kernels, kept out of line so that each compiles once, vectorised (inlined into the
@@ -275,6 +266,7 @@ static gm_status make_problem(problem *pb, gm_tensor *q, gm_tensor *k, gm_tensor
   pb->scale = o->scale > 0.0f ? o->scale : 1.0f / sqrtf((float)(pb->d ? pb->d : 1));
   pb->dropout = o->dropout;
   pb->keep_scale = 1.0f / (1.0f - o->dropout);
+  pb->keep_threshold = (uint32_t)(o->dropout * 16777216.0f);
   pb->seed = o->dropout_seed;
   return GM_OK;
 }

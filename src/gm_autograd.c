@@ -256,10 +256,13 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
       if (db) st = st == GM_OK ? accumulate(bias, db) : (gm_tensor_release(db), st);
       break;
     }
-    /* y = x ⊙ mask: dx = g ⊙ mask */
-    case GM_OP_DROPOUT:
-      st = accumulate(a, gm_mul(g, node->saved));
+    /* y = x ⊙ mask: dx = g ⊙ mask, the mask recomputed from its seed */
+    case GM_OP_DROPOUT: {
+      gm_tensor *dx = gm_tensor_empty(g->ndim, g->shape);
+      if (dx) gm_dropout_apply(g->data, dx->data, g->numel, (uint64_t)node->iarg[0], node->farg[0]);
+      st = accumulate(a, dx);
       break;
+    }
     case GM_OP_CROSS_ENTROPY: {
       gm_tensor *dx = gm_tensor_empty(a->ndim, a->shape);
       if (dx)

@@ -57,6 +57,7 @@ gm_status gm_matmul_into(gm_tensor *c, const gm_tensor *a, const gm_tensor *b, i
 
 void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const gm_tensor *stats,
                             const gm_tensor *g, float *dx, float *dw, float *db);
+void gm_dropout_apply(const float *in, float *out, int64_t n, uint64_t seed, float p);
 void gm_cross_entropy_backward(const gm_tensor *probs, const gm_tensor *target, int index_base,
                                int64_t ignore_index, int64_t count, float g, float *dlogits);
 
@@ -127,6 +128,23 @@ static inline float gm_exp_softmax(float x) {
   memcpy(&scale, &bits, sizeof scale);
   float y = p * scale;
   return x < -87.0f ? 0.0f : y;
+}
+
+/* Counter-based dropout: the multiplier (0 or scale) of element `index` under `seed`, from a
+ * 32-bit mixing hash (murmur3's finaliser, twice) that vectorises. The same (seed, index) always
+ * gives the same answer, so backward recomputes masks instead of storing them. */
+static inline uint32_t gm_mix32(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+static inline float gm_dropout_keep(uint64_t seed, uint64_t index, uint32_t threshold, float scale) {
+  uint32_t h = gm_mix32((uint32_t)index ^ (uint32_t)seed);
+  h = gm_mix32(h ^ (uint32_t)(index >> 32) ^ (uint32_t)(seed >> 32));
+  return (h >> 8) < threshold ? 0.0f : scale; /* threshold = p · 2^24 */
 }
 
 /* A parallel loop threshold: below it, threads cost more than they save. */

@@ -95,25 +95,29 @@ void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const g
 
 /* ---- dropout ----------------------------------------------------------------------------- */
 
+/* The mask is not stored: one seed is drawn, and forward and backward both recompute each
+ * element's multiplier from (seed, index). */
+void gm_dropout_apply(const float *in, float *out, int64_t n, uint64_t seed, float p) {
+  uint32_t threshold = (uint32_t)(p * 16777216.0f);
+  float scale = p < 1 ? 1.0f / (1.0f - p) : 0.0f;
+  if (p >= 1.0f) threshold = 1u << 24;
+  GM_FOR(i, n, n, { out[i] = in[i] * gm_dropout_keep(seed, (uint64_t)i, threshold, scale); });
+}
+
 gm_tensor *gm_dropout(gm_tensor *x, float p, gm_rng *rng) {
   if (!(p >= 0 && p <= 1)) {
     gm_fail(GM_ERR_ARG, 2, "dropout probability must be in [0, 1] (got %g)", (double)p);
     return NULL;
   }
-  gm_tensor *mask = gm_tensor_empty(x->ndim, x->shape);
   gm_tensor *out = gm_tensor_empty(x->ndim, x->shape);
-  if (!mask || !out) {
-    gm_tensor_release(mask);
-    gm_tensor_release(out);
-    return NULL;
-  }
-  float scale = p < 1 ? 1.0f / (1.0f - p) : 0.0f;
-  /* the mask is drawn sequentially: the same seed gives the same mask at any thread count */
-  for (int64_t i = 0; i < x->numel; i++) mask->data[i] = gm_rng_uniform(rng) < p ? 0.0f : scale;
-  for (int64_t i = 0; i < x->numel; i++) out->data[i] = x->data[i] * mask->data[i];
+  if (!out) return NULL;
+  uint64_t seed = gm_rng_next(rng);
+  gm_dropout_apply(x->data, out->data, x->numel, seed, p);
   out = gm_record(out, GM_OP_DROPOUT, &x, 1);
-  if (out && out->op == GM_OP_DROPOUT) out->saved = mask;
-  else gm_tensor_release(mask);
+  if (out && out->op == GM_OP_DROPOUT) {
+    out->iarg[0] = (int64_t)seed;
+    out->farg[0] = p;
+  }
   return out;
 }
 
