@@ -54,7 +54,7 @@ if arg[3] == "--child" then -- one configuration, in this process
     loss:release()
   end
   table.sort(times)
-  print(string.format("graphmert step %.4f rss_mb %.0f real %d", times[(#times + 1) // 2], rss_mb(), real))
+  print(string.format("graphmert step %.4f rss_mb %.0f real %d peak_live_mb %.0f", times[(#times + 1) // 2], rss_mb(), real, gm.memory().peak / 2 ^ 20))
   os.exit(0)
 end
 
