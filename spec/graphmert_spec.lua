@@ -172,3 +172,37 @@ describe("GraphMERT", function()
     assert.error_matches(function() model(batch) end, "relation 9 of root 2 in sequence 1 is not in %[1, 3%]")
   end)
 end)
+
+describe("nn.GraphAttentionStack", function()
+  local g = gm.graph(5, { { 1, 2 }, { 2, 3 }, { 3, 4 } }) -- node 5 is isolated
+  it("attends only along edges (and self loops), with head-averaged weights per layer", function()
+    gm.manual_seed(2)
+    local stack = gm.nn.GraphAttentionStack { input = 3, hidden = 8, output = 2, heads = 2, layers = 2 }
+    local x = gm.randn(2, 5, 3)
+    local y = stack(x, g:adjacency())
+    assert.same({ 2, 5, 2 }, y:shape())
+    local weights = stack:attention_weights(x, g:adjacency())
+    assert.equal(2, #weights)
+    local adj = g:adjacency { self_loops = true }:totable()
+    local w = weights[2]:totable()
+    for b = 1, 2 do
+      for i = 1, 5 do
+        local sum = 0
+        for j = 1, 5 do
+          if adj[i][j] == 0 then assert.equal(0, w[b][i][j]) end
+          sum = sum + w[b][i][j]
+        end
+        assert.near(1, sum, 1e-5)
+      end
+    end
+    assert.equal(1, w[1][5][5]) -- the isolated node attends to itself alone
+  end)
+
+  it("passes finite-difference checks through the masked layers", function()
+    gm.manual_seed(3)
+    local stack = gm.nn.GraphAttentionStack { input = 2, hidden = 4, output = 2, heads = 2, layers = 1, ffn = 4 }
+    local x = gm.randn(1, 5, 2):requires_grad(true)
+    local ok, report = gm.gradcheck(function(a) return stack(a, g:adjacency()) end, { x })
+    assert.is_true(ok, table.concat(report.failures, "\n"))
+  end)
+end)

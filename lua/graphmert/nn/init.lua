@@ -9,6 +9,7 @@ local nn = {
   LayerNorm = require "graphmert.nn.LayerNorm",
   EncoderLayer = require "graphmert.nn.EncoderLayer",
   GraphMERT = require "graphmert.nn.GraphMERT",
+  GraphAttentionStack = require "graphmert.nn.GraphAttentionStack",
 }
 for name, cls in pairs(require "graphmert.nn.activations") do nn[name] = cls end
 return nn
