@@ -206,3 +206,26 @@ describe("nn.GraphAttentionStack", function()
     assert.is_true(ok, table.concat(report.failures, "\n"))
   end)
 end)
+
+describe("nn.EncoderLayer", function()
+  it("matches a float64 PyTorch post-LN layer with decay and padding (outputs and every gradient)", function()
+    local fixture = require "spec.fixture"
+    local T = fixture.tensor
+    local doc = fixture.load("spec/fixtures/encoder_layer.json")
+    local layer = gm.nn.EncoderLayer { dim = math.tointeger(doc.dims.E), heads = math.tointeger(doc.dims.H),
+      ffn = math.tointeger(doc.dims.ffn), dropout = 0, attention_dropout = 0 }
+    local sd = {}
+    for name, e in pairs(doc.params) do sd[name] = T(e) end
+    layer:load_state_dict(sd)
+    local x, decay = T(doc.x):requires_grad(true), T(doc.decay):requires_grad(true)
+    local out = layer(x, { decay = decay, key_mask = T(doc.key_mask) })
+    assert.tensor_near(doc.output.data, out, 1e-5, 1e-6)
+    ;(out * T(doc.cotangent)):sum():backward()
+    assert.tensor_near(doc.grads.x.data, x:grad(), 1e-4, 1e-5)
+    assert.tensor_near(doc.grads.decay.data, decay:grad(), 1e-4, 1e-5)
+    local params = layer:state_dict()
+    for name in pairs(doc.params) do
+      assert.tensor_near(doc.grads[name].data, params[name]:grad(), 1e-4, 1e-5)
+    end
+  end)
+end)
