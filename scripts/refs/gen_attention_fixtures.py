@@ -15,16 +15,11 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from refs_common import DT, enc, f32
+
 torch.manual_seed(20261123)
-DT = torch.float64
 
 
-def f32(t):
-    return t.to(torch.float32).to(DT)
-
-
-def enc(t):
-    return {"shape": list(t.shape), "data": [float(v) for v in t.reshape(-1).tolist()]}
 
 
 def leafy_hops(R, Lv):

@@ -11,17 +11,12 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from refs_common import DT, enc, f32
+
 torch.manual_seed(20261126)
-DT = torch.float64
 B, N, E, H, FF = 2, 6, 8, 2, 12
 
 
-def f32(t):
-    return t.to(torch.float32).to(DT)
-
-
-def enc(t):
-    return {"shape": list(t.shape), "data": [float(v) for v in t.reshape(-1).tolist()]}
 
 
 def layer(P, x, decay, key_mask):

@@ -14,12 +14,10 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from refs_common import DT, enc, f32
+
 torch.manual_seed(20261122)
-DT = torch.float64
 
-
-def f32(t):
-    return t.to(torch.float32).to(DT)
 
 
 def randn(*shape):
@@ -29,9 +27,6 @@ def randn(*shape):
 def positive(*shape):
     return f32(torch.rand(*shape, dtype=DT) * 1.5 + 0.5)
 
-
-def enc(t):
-    return {"shape": list(t.shape), "data": [float(v) for v in t.reshape(-1).tolist()]}
 
 
 CASES = []

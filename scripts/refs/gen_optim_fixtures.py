@@ -12,11 +12,10 @@ import sys
 
 import torch
 
+from refs_common import enc
+
 torch.manual_seed(20261124)
 
-
-def enc(t):
-    return {"shape": list(t.shape), "data": [float(v) for v in t.reshape(-1).tolist()]}
 
 
 def adamw(out):
