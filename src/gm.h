@@ -144,10 +144,21 @@ struct gm_tensor {
   /* scratch of one backward pass */
   gm_tensor *grad_pending;
   int visit_mark;
+
+  /* Who still needs the values (not just the node): Lua boxes, and recorded ops whose backward
+   * reads them (pinned_srcs / pinned_self say which pins this node holds). When the count of a
+   * recorded intermediate drops to 0, its storage is dropped at once, as PyTorch frees
+   * activations no backward needs: `a + b`, reshape, dropout keep the graph but not the data. */
+  int data_pins;
+  uint16_t pinned_srcs;
+  uint8_t pinned_self;
 };
 
 void gm_tensor_retain(gm_tensor *t);
 void gm_tensor_release(gm_tensor *t);  /* NULL is fine */
+/* Data pins (see data_pins): a holder that will read t's values pins it, and unpins when done. */
+void gm_tensor_pin(gm_tensor *t);
+void gm_tensor_unpin(gm_tensor *t);
 
 /* Constructors: new references. shape may be NULL when ndim == 0. */
 gm_tensor *gm_tensor_empty(int ndim, const int64_t *shape);  /* uninitialised values */

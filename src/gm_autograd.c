@@ -16,6 +16,28 @@ static const char *const op_names[GM_OP_COUNT] = {
     "sum", "mean", "max", "softmax", "log_softmax", "matmul", "reshape", "permute", "concat",
     "narrow", "index_select", "gather", "layer_norm", "dropout", "cross_entropy", "decay_mask", "attention", "hgat", "index_add"};
 
+/* What each backward reads, besides g and op->saved (keep in step with node_backward). */
+unsigned gm_op_needs_src_data(gm_op op) {
+  switch (op) {
+    case GM_OP_MUL: case GM_OP_MATMUL: return 0x3;
+    case GM_OP_DIV: return 0x2;
+    case GM_OP_RDIV_SCALAR: case GM_OP_POW_SCALAR: case GM_OP_LOG: case GM_OP_GELU:
+    case GM_OP_GELU_TANH: case GM_OP_RELU: case GM_OP_LEAKY_RELU: case GM_OP_DECAY_MASK:
+      return 0x1;
+    case GM_OP_LAYER_NORM: return 0x3;      /* x and the weight */
+    case GM_OP_CROSS_ENTROPY: return 0x2;   /* the target */
+    case GM_OP_ATTENTION: return 0xff;      /* q, k, v, decay and the masks */
+    case GM_OP_HGAT: return 0x7f;
+    default: return 0;
+  }
+}
+
+int gm_op_needs_output(gm_op op) {
+  return op == GM_OP_DIV || op == GM_OP_RDIV_SCALAR || op == GM_OP_EXP || op == GM_OP_SQRT ||
+         op == GM_OP_TANH || op == GM_OP_SOFTMAX || op == GM_OP_LOG_SOFTMAX ||
+         op == GM_OP_ATTENTION;
+}
+
 const char *gm_op_name(gm_op op) { return op >= 0 && op < GM_OP_COUNT ? op_names[op] : "?"; }
 
 /* A tensor we may add into in place: nobody else holds it or its storage. */
@@ -66,7 +88,8 @@ static gm_tensor *unary_backward(const gm_tensor *node, const gm_tensor *g) {
   const gm_tensor *a = node->src[0];
   gm_tensor *res = gm_tensor_empty(a->ndim, a->shape);
   if (!res) return NULL;
-  const float *xs = a->data, *ys = node->data, *gs = g->data;
+  /* ops that read neither x nor y may have had them dropped: point at g instead (unread) */
+  const float *gs = g->data, *xs = a->data ? a->data : gs, *ys = node->data ? node->data : gs;
   float *dx = res->data, s = node->farg[0];
   int64_t n = a->numel;
   switch (node->op) {

@@ -107,7 +107,26 @@ gm_tensor *gm_tensor_view(gm_tensor *base, int64_t offset, int ndim, const int64
 
 void gm_tensor_retain(gm_tensor *t) { refcount_inc(&t->refcount); }
 
+void gm_tensor_pin(gm_tensor *t) { __atomic_add_fetch(&t->data_pins, 1, __ATOMIC_RELAXED); }
+
+/* Drops the storage of a recorded intermediate that nobody will read any more. Leaves and
+ * tensors made outside autograd keep theirs. */
+void gm_tensor_unpin(gm_tensor *t) {
+  if (__atomic_sub_fetch(&t->data_pins, 1, __ATOMIC_ACQ_REL) > 0) return;
+  if (t->op == GM_OP_NONE || !t->storage) return;
+  storage_release(t->storage);
+  t->storage = NULL;
+  t->data = NULL;
+}
+
 void gm_node_clear(gm_tensor *t) {
+  for (int i = 0; i < t->nsrc; i++)
+    if (t->src[i] && (t->pinned_srcs >> i & 1)) gm_tensor_unpin(t->src[i]);
+  t->pinned_srcs = 0;
+  if (t->pinned_self) {
+    t->pinned_self = 0;
+    gm_tensor_unpin(t);
+  }
   for (int i = 0; i < t->nsrc; i++) gm_tensor_release(t->src[i]);
   if (t->src != t->src_inline) gm_free(t->src);
   t->src = t->src_inline;
@@ -260,6 +279,17 @@ gm_tensor *gm_record(gm_tensor *out, gm_op op, gm_tensor *const *srcs, int n) {
   out->nsrc = n;
   out->op = op;
   out->requires_grad = 1;
+  /* pin what this op's backward will read */
+  unsigned need = gm_op_needs_src_data(op);
+  for (int i = 0; i < n; i++)
+    if (srcs[i] && (need >> i & 1)) {
+      gm_tensor_pin(srcs[i]);
+      out->pinned_srcs |= (uint16_t)(1u << i);
+    }
+  if (gm_op_needs_output(op)) {
+    gm_tensor_pin(out);
+    out->pinned_self = 1;
+  }
   return out;
 }
 

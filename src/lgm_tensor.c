@@ -16,6 +16,7 @@ lgm_box *lgm_new_box(lua_State *L) {
 
 void lgm_box_set(lua_State *L, lgm_box *b, gm_tensor *t) {
   b->t = t;
+  gm_tensor_pin(t); /* the user may read it */
   lgm_state *st = lgm_state_of(L);
   st->pending_bytes += (size_t)t->numel * sizeof(float) + sizeof(gm_tensor);
   if (st->pending_bytes >= LGM_GC_STEP_BYTES) {
@@ -229,6 +230,7 @@ static int l_arange(lua_State *L) {
 
 static int t_release(lua_State *L) {
   lgm_box *b = luaL_checkudata(L, 1, LGM_TENSOR);
+  if (b->t) gm_tensor_unpin(b->t);
   gm_tensor_release(b->t);
   b->t = NULL;
   return 0;
