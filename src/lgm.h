@@ -31,9 +31,10 @@ typedef struct lgm_box {
 /* Per-Lua-state settings, a userdata passed as upvalue 1 to every binding function. */
 /* Lua's GC sees only 16-byte boxes, so the binding tells it about the memory behind them
  * (torch7's heap tracking): an incremental step per MiB handed out, and a full collection
- * whenever live core bytes pass a soft maximum, which grows by 40% when a collection leaves it
- * more than 80% full. The full collection is what works in generational mode, where steps
- * alone leave dead boxes uncollected. */
+ * whenever live core bytes pass a soft maximum, reset after each collection to 25% above what
+ * survived it (64 MiB at least). The full collection is what works in generational mode, where
+ * steps alone leave dead boxes uncollected; the tight margin matters because a dead box still
+ * pins its tensor's data (see data_pins in gm.h). */
 #define LGM_GC_STEP_BYTES (1u << 20)
 #define LGM_GC_SOFT_MAX_START ((size_t)64 << 20)
 

@@ -25,7 +25,8 @@ void lgm_box_set(lua_State *L, lgm_box *b, gm_tensor *t) {
     lua_gc(L, LUA_GCSTEP, kb);
     if (gm_memory_live() > st->gc_soft_max) {
       lua_gc(L, LUA_GCCOLLECT);
-      if (gm_memory_live() > st->gc_soft_max / 10 * 8) st->gc_soft_max = st->gc_soft_max / 10 * 14;
+      size_t next = gm_memory_live() / 4 * 5; /* collect again after 25% growth */
+      st->gc_soft_max = next > LGM_GC_SOFT_MAX_START ? next : LGM_GC_SOFT_MAX_START;
     }
   }
 }
