@@ -27,7 +27,8 @@ function gm.embedding(weight, ids)
 end
 
 local submodules = { nn = true, optim = true, gradcheck = true, class = true, safetensors = true,
-  masking = true, checkpoint = true, wordnet = true }
+  masking = true, checkpoint = true, wordnet = true,
+  tokenizer = true }
 return setmetatable(gm, {
   __index = function(t, k)
     if submodules[k] then
