@@ -1,0 +1,161 @@
+-- corpus.lua — text + seed knowledge graph → leafy-chain training sequences.
+--
+-- The user format is JSONL, one record per line:
+--   {"text": "A dog is a domesticated mammal.", "triples": [{"head": "dog",
+--    "relation": "hypernym", "tail": "canine"}]}
+-- read_jsonl(path, {on_error = "skip"|"stop"}) → records, report
+-- from_wordnet(wordnet.load(...)) → records: a synset's text is its first lemma, its gloss and
+--   its examples; its pointers are triples (head = the first lemma, tail = the target's first
+--   lemma).
+-- build(records, tokenizer, {roots, leaves, relations = {name → id}}) → sequences, report:
+--   records are tokenised and packed into roots ([CLS] first, [SEP] after each record, [PAD]
+--   and valid = 0 after the last); each triple's tail tokens go into the leaf slots of the first
+--   root of its head's first occurrence in its record (one triple per root, at most `leaves`
+--   tail tokens). Every skipped triple is counted by reason in the report.
+local cjson = require "cjson"
+local gm = require "graphmert"
+
+local M = {}
+
+local function new_report()
+  return { records = 0, errors = 0, messages = {}, skipped = {} }
+end
+
+local function note(report, key) report.skipped[key] = (report.skipped[key] or 0) + 1 end
+
+local function fail(report, opts, where)
+  if (opts.on_error or "skip") == "stop" then error(where, 3) end
+  report.errors = report.errors + 1
+  if #report.messages < 20 then report.messages[#report.messages + 1] = where end
+end
+
+function M.read_jsonl(path, opts)
+  opts = opts or {}
+  local f, err = io.open(path, "r")
+  if not f then error("read_jsonl: " .. err, 2) end
+  local records, report, n = {}, new_report(), 0
+  for line in f:lines() do
+    n = n + 1
+    if line:match("%S") then
+      local ok, rec = pcall(cjson.decode, line)
+      local where = string.format("%s:%d: ", path, n)
+      if not ok or type(rec) ~= "table" then
+        fail(report, opts, where .. "not a JSON object")
+      elseif type(rec.text) ~= "string" or not rec.text:match("%S") then
+        fail(report, opts, where .. "no text")
+      else
+        local triples = {}
+        for i, t in ipairs(type(rec.triples) == "table" and rec.triples or {}) do
+          if type(t) == "table" and type(t.head) == "string" and type(t.relation) == "string" and type(t.tail) == "string" then
+            triples[#triples + 1] = { head = t.head, relation = t.relation, tail = t.tail }
+          else
+            fail(report, opts, where .. "triple " .. i .. " needs head, relation and tail strings")
+          end
+        end
+        records[#records + 1] = { text = rec.text, triples = triples }
+        report.records = report.records + 1
+      end
+    end
+  end
+  f:close()
+  return records, report
+end
+
+function M.from_wordnet(wn)
+  local keys = {}
+  for key in pairs(wn.synsets) do keys[#keys + 1] = key end
+  table.sort(keys) -- a fixed order: the same corpus on every run
+  local records = {}
+  for _, key in ipairs(keys) do
+    local s = wn.synsets[key]
+    local parts = { s.lemmas[1] .. ": " .. s.gloss }
+    for _, ex in ipairs(s.examples) do parts[#parts + 1] = ex end
+    local triples = {}
+    for _, p in ipairs(s.pointers) do
+      local target = wn.synsets[p.target]
+      if target then
+        triples[#triples + 1] = { head = s.lemmas[1], relation = p.relation, tail = target.lemmas[1] }
+      end
+    end
+    records[#records + 1] = { text = table.concat(parts, "; "), triples = triples, synset = key }
+  end
+  return records
+end
+
+-- the first position of the token run `needle` in `hay` between first and last, or nil
+local function find_run(hay, first, last, needle)
+  for i = first, last - #needle + 1 do
+    local ok = true
+    for j = 1, #needle do
+      if hay[i + j - 1] ~= needle[j] then ok = false break end
+    end
+    if ok then return i end
+  end
+end
+
+function M.build(records, tok, opts)
+  local R, L = opts.roots, opts.leaves
+  local relations = opts.relations or {}
+  local report = new_report()
+  local sequences = {}
+  local seq
+  local function start_sequence()
+    seq = { ids = { tok.cls_id }, relation = {}, head_length = {}, leaves = {} }
+    for r = 1, R do seq.relation[r], seq.head_length[r] = 0, 0 end
+    sequences[#sequences + 1] = seq
+  end
+  local function finish(s)
+    local N = R * (1 + L)
+    local ids, valid = {}, {}
+    for n = 1, N do ids[n], valid[n] = tok.pad_id, 0 end
+    for r = 1, #s.ids do ids[r], valid[r] = s.ids[r], 1 end
+    for node, id in pairs(s.leaves) do ids[node], valid[node] = id, 1 end
+    return { ids = ids, valid = valid, relation = s.relation, head_length = s.head_length }
+  end
+  start_sequence()
+  for _, rec in ipairs(records) do
+    local toks = tok:encode(rec.text)
+    if #toks == 0 then
+      note(report, "empty text")
+    else
+      toks = { table.unpack(toks, 1, math.min(#toks, R - 2)) } -- a record never spans sequences
+      if #seq.ids + #toks + 1 > R then start_sequence() end
+      local first = #seq.ids + 1
+      for _, id in ipairs(toks) do seq.ids[#seq.ids + 1] = id end
+      seq.ids[#seq.ids + 1] = tok.sep_id
+      report.records = report.records + 1
+      for _, t in ipairs(rec.triples or {}) do
+        local rel = relations[t.relation]
+        local head, tail = tok:encode(t.head), tok:encode(t.tail)
+        local at = #head > 0 and find_run(seq.ids, first, first + #toks - 1, head)
+        if not rel then note(report, "unknown relation")
+        elseif not at then note(report, "head not in text")
+        elseif #tail == 0 or #tail > L then note(report, "tail longer than the leaf slots")
+        elseif seq.relation[at] ~= 0 then note(report, "root already holds a triple")
+        else
+          seq.relation[at], seq.head_length[at] = rel, #head
+          for a, id in ipairs(tail) do seq.leaves[R + L * (at - 1) + a] = id end
+          report.injected = (report.injected or 0) + 1
+        end
+      end
+    end
+  end
+  local out = {}
+  for _, s in ipairs(sequences) do
+    if #s.ids > 1 then out[#out + 1] = finish(s) end
+  end
+  return out, report
+end
+
+-- Sequences as a batch for GraphMERT (ids and valid tensors, per-root tables).
+function M.batch(sequences, first, count)
+  local ids, valid, relation, head_length = {}, {}, {}, {}
+  for i = first, math.min(#sequences, first + count - 1) do
+    local s = sequences[i]
+    ids[#ids + 1], valid[#valid + 1] = s.ids, s.valid
+    relation[#relation + 1], head_length[#head_length + 1] = s.relation, s.head_length
+  end
+  return { ids = gm.tensor(ids), valid = gm.tensor(valid), relation = relation, head_length = head_length }
+end
+
+return M

@@ -1,0 +1,89 @@
+-- Corpus readers and the leafy-chain sequence builder.
+local gm = require "graphmert"
+local corpus = gm.corpus
+
+local function tmp_with(lines)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(table.concat(lines, "\n"), "\n")
+  f:close()
+  return path
+end
+
+describe("corpus.read_jsonl", function()
+  it("reads records and reports malformed lines with file:line", function()
+    local path = tmp_with {
+      '{"text": "A dog is a mammal.", "triples": [{"head": "dog", "relation": "hypernym", "tail": "mammal"}]}',
+      'not json',
+      '{"text": ""}',
+      '{"text": "Cats purr.", "triples": [{"head": "cats"}]}',
+      '',
+    }
+    local records, report = corpus.read_jsonl(path)
+    assert.equal(2, #records)
+    assert.equal(3, report.errors)
+    assert.matches(":2: not a JSON object", report.messages[1])
+    assert.matches(":3: no text", report.messages[2])
+    assert.matches(":4: triple 1 needs head, relation and tail strings", report.messages[3])
+    assert.same({ head = "dog", relation = "hypernym", tail = "mammal" }, records[1].triples[1])
+    assert.error_matches(function() corpus.read_jsonl(path, { on_error = "stop" }) end, ":2: not a JSON object")
+    os.remove(path)
+  end)
+end)
+
+describe("corpus.build", function()
+  local records = {
+    { text = "A dog is a domesticated mammal.", triples = {
+      { head = "dog", relation = "hypernym", tail = "mammal" },
+      { head = "cat", relation = "hypernym", tail = "feline" },
+      { head = "dog", relation = "hyponym", tail = "puppy" },
+      { head = "mammal", relation = "made_up", tail = "animal" },
+    } },
+    { text = "", triples = {} },
+    { text = "Cats meow at dogs.", triples = { { head = "cats", relation = "hypernym", tail = "a very long tail phrase indeed" } } },
+  }
+  local tok = gm.tokenizer.train({ records[1].text, records[3].text, "feline puppy animal a very long tail phrase indeed" },
+    { vocab_size = 200 })
+
+  it("packs records into roots and injects tails into the first root of their head", function()
+    local R, L = 32, 2
+    local seqs, report = corpus.build(records, tok, { roots = R, leaves = L, relations = { hypernym = 1, hyponym = 2 } })
+    assert.equal(1, #seqs)
+    local s = seqs[1]
+    assert.equal(R * (1 + L), #s.ids)
+    assert.equal(tok.cls_id, s.ids[1])
+    local dog = tok:encode("dog")
+    local at = 3 -- [CLS] a dog ...
+    assert.same(dog, { s.ids[at] })
+    assert.equal(1, s.relation[at])
+    assert.equal(1, s.head_length[at])
+    local tail = tok:encode("mammal")
+    for a, id in ipairs(tail) do assert.equal(id, s.ids[R + L * (at - 1) + a]) end
+    assert.equal(1, report.injected)
+    assert.same({ ["head not in text"] = 1, ["root already holds a triple"] = 1, ["unknown relation"] = 1,
+      ["empty text"] = 1, ["tail longer than the leaf slots"] = 1 }, report.skipped)
+    -- roots after the last record and empty leaves are padding
+    assert.equal(0, s.valid[R])
+    assert.equal(tok.pad_id, s.ids[R])
+  end)
+
+  it("feeds GraphMERT", function()
+    local R, L = 32, 2
+    local seqs = corpus.build(records, tok, { roots = R, leaves = L, relations = { hypernym = 1, hyponym = 2 } })
+    local batch = corpus.batch(seqs, 1, 4)
+    local model = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16, roots = R, leaves = L, relations = 2 }
+    assert.same({ 1, R * (1 + L), 8 }, model(batch):shape())
+  end)
+
+  it("turns WordNet synsets into records with their relations as triples", function()
+    local wn = gm.wordnet.load { pos = { "verb" }, limit = 50 }
+    local recs = corpus.from_wordnet(wn)
+    assert.equal(50, #recs)
+    local with = 0
+    for _, r in ipairs(recs) do
+      assert.is_true(#r.text > 0)
+      if #r.triples > 0 then with = with + 1 end
+    end
+    assert.is_true(with > 0)
+  end)
+end)
