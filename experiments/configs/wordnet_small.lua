@@ -1,0 +1,11 @@
+-- A small GraphMERT on WordNet 3.0 for a 2-core machine (a few minutes).
+return {
+  seed = 1,
+  wordnet = { pos = { "noun", "verb", "adj", "adv" }, limit = 2500 }, -- synsets per part of speech
+  heldout = 0.05,           -- share of synsets kept out of training (by synset)
+  vocab_size = 4000,
+  model = { roots = 32, leaves = 3, hidden = 128, layers = 2, heads = 4, ffn = 256, lambda = 0.6,
+            dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3 },
+  steps = 300, batch = 8, lr = 1e-3, min_lr = 1e-5, warmup = 30, weight_decay = 0.01, clip = 1.0,
+  eval_every = 100, checkpoint_every = 100,
+}

@@ -1,0 +1,30 @@
+-- experiments/train.lua end to end on a slice of WordNet: training, evaluation, checkpoint,
+-- resume.
+describe("experiments/train.lua", function()
+  it("trains, evaluates, checkpoints and resumes", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local config = dir .. ".config.lua"
+    local f = assert(io.open(config, "w"))
+    f:write([[return { seed = 2, wordnet = { pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
+      model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32 },
+      steps = 4, batch = 4, lr = 1e-3, min_lr = 1e-5, warmup = 2, weight_decay = 0.01, clip = 1,
+      eval_every = 2, checkpoint_every = 2 }]])
+    f:close()
+    local cmd = "./build/bin/graphmert experiments/train.lua --config " .. config .. " --out " .. dir
+    local p = io.popen(cmd .. " --steps 2 2>&1")
+    local out = p:read("a")
+    assert.is_true(p:close(), out)
+    assert.matches("wordnet: 300 synsets %(0 parse errors%)", out)
+    assert.matches("eval at step 2: masked%-token accuracy", out)
+    p = io.popen(cmd .. " --resume 2>&1")
+    out = p:read("a")
+    assert.is_true(p:close(), out)
+    assert.matches("resumed at step 3", out)
+    assert.matches("step 4/4", out)
+    local log = io.open(dir .. "/log.csv"):read("a")
+    assert.matches("^step,loss,lr,tokens_per_s\n1,", log)
+    assert.matches("\n4,", log)
+    os.execute("rm -rf " .. dir .. " " .. config)
+  end)
+end)
