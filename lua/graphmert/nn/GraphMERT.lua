@@ -71,9 +71,8 @@ end
 
 -- The H-GAT index lists of a batch: tails and heads as flat rows of [B·N, H], per tail its
 -- relation, its first head (1-based into the heads list) and the head count.
-function GraphMERT:_triples(batch, B)
+function GraphMERT:_triples(batch, B, valid)
   local c, N, R, L = self.config, self.nodes, self.config.roots, self.config.leaves
-  local valid = batch.valid:totable()
   local tails, heads, rel, start, count = {}, {}, {}, {}, {}
   for b = 1, B do
     local rels, lens = batch.relation and batch.relation[b] or {}, batch.head_length and batch.head_length[b] or {}
@@ -110,8 +109,9 @@ function GraphMERT:forward(batch, need_weights)
     error(string.format("GraphMERT: ids have %d nodes, the graph has %d", batch.ids:size(2), N), 2)
   end
   local x = self.embed_tokens(batch.ids):reshape(B * N, H)
+  local valid = batch.valid:totable()
   if c.hgat then
-    local tails, heads, rel, start, count = self:_triples(batch, B)
+    local tails, heads, rel, start, count = self:_triples(batch, B, valid)
     if #tails > 0 then
       local W = self.hgat_weight:dropout(c.relation_dropout, self.training)
       local a = self.hgat_attention:dropout(c.relation_dropout, self.training)
@@ -124,7 +124,7 @@ function GraphMERT:forward(batch, need_weights)
   if c.positions then x = x + self.embed_positions.weight end
   x = x:dropout(c.dropout, self.training)
   local decay = self.decay(self.graph:distances())
-  if c.compact ~= false and not need_weights then return self:_forward_packed(x, batch, decay, B) end
+  if c.compact ~= false and not need_weights then return self:_forward_packed(x, valid, decay, B) end
   local opts = { decay = decay, key_mask = batch.valid, need_weights = need_weights }
   local weights = {}
   for i = 1, c.layers do
@@ -135,9 +135,8 @@ function GraphMERT:forward(batch, need_weights)
   return x, need_weights and weights or nil
 end
 
-function GraphMERT:_forward_packed(x, batch, decay, B)
+function GraphMERT:_forward_packed(x, valid, decay, B)
   local N, H = self.nodes, self.config.hidden
-  local valid = batch.valid:totable()
   local rows, segments, opts_list = {}, {}, {}
   for b = 1, B do
     local nodes = {}
