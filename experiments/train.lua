@@ -135,4 +135,15 @@ if not ok then
   end
   error(err, 0)
 end
-print("\ndone: " .. ckpt_path)
+-- tail prediction on held-out triples, next to the most frequent tail per relation
+local eval_opts = { roots = m.roots, leaves = m.leaves, relations = relations, max_triples = cfg.eval_triples or 500 }
+local res = gm.evaluate.tail_prediction(model, tok, heldout, eval_opts)
+local base = gm.evaluate.most_frequent_tail(train, heldout, tok, eval_opts)
+local acc = evaluate()
+print(string.format("\nheld-out masked-token accuracy %.3f", acc))
+print(string.format("%-28s %8s %8s %8s %8s %6s", "tail prediction", "hits@1", "hits@10", "MRR", "exact", "n"))
+for _, row in ipairs { { "GraphMERT", res }, { "most frequent tail", base } } do
+  local r = row[2]
+  print(string.format("%-28s %8.3f %8.3f %8.3f %8.3f %6d", row[1], r.hits1, r.hits10, r.mrr, r.exact, r.n))
+end
+print("done: " .. ckpt_path)

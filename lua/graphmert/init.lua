@@ -28,7 +28,7 @@ end
 
 local submodules = { nn = true, optim = true, gradcheck = true, class = true, safetensors = true,
   masking = true, checkpoint = true, wordnet = true,
-  tokenizer = true, corpus = true }
+  tokenizer = true, corpus = true, evaluate = true }
 return setmetatable(gm, {
   __index = function(t, k)
     if submodules[k] then
