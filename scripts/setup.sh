@@ -3,7 +3,7 @@
 # a second run installs nothing. Used by `make test`, `make demo` and .ci/run.
 set -e
 PACKAGES="build-essential pkg-config lua5.4 liblua5.4-dev libopenblas-dev lua-lpeg lua-busted \
-lua-cjson libreadline-dev wordnet-base"
+lua-cjson libreadline-dev wordnet-base gnuplot-nox"
 missing=""
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
