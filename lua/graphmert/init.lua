@@ -29,7 +29,7 @@ end
 local submodules = { nn = true, optim = true, gradcheck = true, class = true, safetensors = true,
   masking = true, checkpoint = true, wordnet = true,
   tokenizer = true, corpus = true, evaluate = true,
-  experiment = true }
+  experiment = true, extract = true }
 return setmetatable(gm, {
   __index = function(t, k)
     if submodules[k] then
