@@ -76,7 +76,8 @@ test-embedded: all
 
 demo: setup
 	$(MAKE) all
-	./build/bin/graphmert experiments/toy_regression.lua
+	./build/bin/graphmert experiments/train.lua --config experiments/configs/wordnet_10min.lua \
+	  --out out/wordnet_10min
 
 bench: all build/bin/bench_sgemm
 	./build/bin/graphmert scripts/bench_core.lua
