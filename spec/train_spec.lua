@@ -1,25 +1,34 @@
--- experiments/train.lua end to end on a slice of WordNet: training, evaluation, checkpoint,
--- resume.
+-- experiments/train.lua and experiments/ablation.lua end to end on slices of WordNet.
+
+-- A temporary output folder and a config file holding `body`.
+local function scratch(body)
+  local dir = os.tmpname()
+  os.remove(dir)
+  local config = dir .. ".config.lua"
+  local f = assert(io.open(config, "w"))
+  f:write(body)
+  f:close()
+  return dir, config
+end
+
+-- Runs a shell command, asserting success; returns its output.
+local function run(cmd)
+  local p = io.popen(cmd .. " 2>&1")
+  local out = p:read("a")
+  assert.is_true(p:close(), out)
+  return out
+end
 describe("experiments/train.lua", function()
   it("trains, evaluates, checkpoints and resumes", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    local config = dir .. ".config.lua"
-    local f = assert(io.open(config, "w"))
-    f:write([[return { seed = 2, wordnet = { pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
+    local dir, config = scratch([[return { seed = 2, wordnet = { pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
       model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32 },
       steps = 4, batch = 4, lr = 1e-3, min_lr = 1e-5, warmup = 2, weight_decay = 0.01, clip = 1,
       eval_every = 2, checkpoint_every = 2 }]])
-    f:close()
     local cmd = "./build/bin/graphmert experiments/train.lua --config " .. config .. " --out " .. dir
-    local p = io.popen(cmd .. " --steps 2 2>&1")
-    local out = p:read("a")
-    assert.is_true(p:close(), out)
+    local out = run(cmd .. " --steps 2")
     assert.matches("wordnet: 300 synsets %(0 parse errors%)", out)
     assert.matches("eval at step 2: masked%-token accuracy", out)
-    p = io.popen(cmd .. " --resume 2>&1")
-    out = p:read("a")
-    assert.is_true(p:close(), out)
+    out = run(cmd .. " --resume")
     assert.matches("resumed at step 3", out)
     assert.matches("step 4/4", out)
     local log = io.open(dir .. "/log.csv"):read("a")
@@ -31,17 +40,10 @@ end)
 
 describe("experiments/ablation.lua", function()
   it("trains every variant and writes the results table, the loss curves and the plot", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    local config = dir .. ".config.lua"
-    local f = assert(io.open(config, "w"))
-    f:write([[return { seed = 3, wordnet = { pos = { "adv" }, limit = 120 }, heldout = 0.1, vocab_size = 500,
+    local dir, config = scratch([[return { seed = 3, wordnet = { pos = { "adv" }, limit = 120 }, heldout = 0.1, vocab_size = 500,
       model = { roots = 12, leaves = 2, hidden = 8, layers = 1, heads = 2, ffn = 16 },
       steps = 2, batch = 4, lr = 1e-3, min_lr = 1e-5, warmup = 1, weight_decay = 0.01, clip = 1 }]])
-    f:close()
-    local p = io.popen("./build/bin/graphmert experiments/ablation.lua --config " .. config .. " --out " .. dir .. " 2>&1")
-    local out = p:read("a")
-    assert.is_true(p:close(), out)
+    run("./build/bin/graphmert experiments/ablation.lua --config " .. config .. " --out " .. dir)
     local md = io.open(dir .. "/results.md"):read("a")
     for _, v in ipairs { "λ=none / H%-GAT on", "λ=0.4 / H%-GAT off", "λ=0.9 / H%-GAT on", "most frequent tail" } do
       assert.matches(v, md)

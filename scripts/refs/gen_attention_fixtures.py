@@ -8,14 +8,13 @@ The decay is f = λ^GELU(√(sp + 1) − p_h) on a leafy chain's hop counts, so 
 p through both the attention and the decay mask. Masks are 1 = allowed. A query row with no
 allowed key is defined as 0 output (safe softmax). Same encoding as gen_op_fixtures.py.
 """
-import json
 import math
 import sys
 
 import torch
 import torch.nn.functional as F
 
-from refs_common import DT, enc, f32
+from refs_common import DT, enc, f32, write_cases
 
 torch.manual_seed(20261123)
 
@@ -88,10 +87,7 @@ def main(path):
                       "v": enc(leaves["v"].grad), "p": enc(leaves["p"].grad),
                       "decay": enc(decay.grad)},
         })
-    with open(path, "w") as f:
-        json.dump({"generator": "scripts/refs/gen_attention_fixtures.py", "torch": torch.__version__,
-                   "cases": cases}, f, separators=(",", ":"))
-    print(f"wrote {len(cases)} cases to {path}")
+    write_cases(path, "scripts/refs/gen_attention_fixtures.py", cases)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,12 @@ float64 reference start from the same numbers. For each case: inputs, the output
 cotangent G and grads = d sum(G * output) / d input (a VJP). Index inputs are written 1-based,
 as the Lua API takes them. The specs read the JSON; they never need torch.
 """
-import json
 import sys
 
 import torch
 import torch.nn.functional as F
 
-from refs_common import DT, enc, f32
+from refs_common import DT, enc, f32, write_cases
 
 torch.manual_seed(20261122)
 
@@ -107,10 +106,7 @@ def main(path):
          index={"target": torch.tensor([3, 0, -101, 1, 2])})
     case("composite", {"x": randn(3, 4), "w": randn(4, 4)},
          lambda x, w: F.gelu(x @ w).softmax(1) * x)
-    with open(path, "w") as f:
-        json.dump({"generator": "scripts/refs/gen_op_fixtures.py", "torch": torch.__version__,
-                   "cases": CASES}, f, separators=(",", ":"))
-    print(f"wrote {len(CASES)} cases to {path}")
+    write_cases(path, "scripts/refs/gen_op_fixtures.py", CASES)
 
 
 if __name__ == "__main__":

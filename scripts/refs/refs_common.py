@@ -1,4 +1,6 @@
 """refs_common.py — helpers shared by the fixture generators in this folder."""
+import json
+
 import torch
 
 DT = torch.float64
@@ -12,3 +14,11 @@ def f32(t):
 def enc(t):
     """A tensor as {"shape": [...], "data": [row-major floats]}, the fixtures' encoding."""
     return {"shape": list(t.shape), "data": [float(v) for v in t.reshape(-1).tolist()]}
+
+
+def write_cases(path, generator, cases):
+    """Writes {"generator", "torch", "cases"} compactly, as the specs read it."""
+    with open(path, "w") as f:
+        json.dump({"generator": generator, "torch": torch.__version__, "cases": cases}, f,
+                  separators=(",", ":"))
+    print(f"wrote {len(cases)} cases to {path}")
