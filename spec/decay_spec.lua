@@ -89,6 +89,8 @@ describe("decay_mask", function()
     assert.error_matches(function() gm.decay_mask(gm.zeros(2, 3), { lambda = 0.6 }) end, "distances must be a square matrix %(got 2x3%)")
     assert.error_matches(function() gm.decay_mask(sp, { lambda = 0.6, offset = -1 }) end, "offset must be finite and >= 0")
     assert.error_matches(function() gm.decay_mask(sp, { lambda = 0.6, gelu = "relu" }) end, "gelu must be")
+    assert.error_matches(function() gm.decay_mask(sp, { lambda = 0.6, offset = "x" }) end,
+      "bad argument #2 to 'decay_mask' %(offset must be a number%)")
   end)
 end)
 

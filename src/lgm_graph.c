@@ -352,8 +352,8 @@ static int l_decay_mask(lua_State *L) {
     lambda = (float)lua_tonumber(L, -1);
   }
   lua_getfield(L, 2, "offset");
-  float offset = lua_isnil(L, -1) ? 1.0f : (float)luaL_optnumber(L, -1, 1.0);
   if (!lua_isnil(L, -1) && !lua_isnumber(L, -1)) return luaL_argerror(L, 2, "offset must be a number");
+  float offset = lua_isnil(L, -1) ? 1.0f : (float)lua_tonumber(L, -1);
   lua_getfield(L, 2, "gelu");
   const char *gelu = lua_isnil(L, -1) ? "erf" : lua_tostring(L, -1);
   if (!gelu || (strcmp(gelu, "erf") != 0 && strcmp(gelu, "tanh") != 0))
