@@ -144,16 +144,14 @@ void gm_tensor_release(gm_tensor *t) {
   gm_free(t);
 }
 
+static void fill_values(float *d, int64_t n, float value) {
+  if (value == 0.0f) memset(d, 0, (size_t)n * sizeof(float));
+  else GM_FOR(i, n, n, { d[i] = value; });
+}
+
 gm_tensor *gm_tensor_full(int ndim, const int64_t *shape, float value) {
   gm_tensor *t = gm_tensor_empty(ndim, shape);
-  if (!t) return NULL;
-  float *d = t->data;
-  int64_t n = t->numel;
-  if (value == 0.0f) {
-    memset(d, 0, (size_t)n * sizeof(float));
-  } else {
-    GM_FOR(i, n, n, { d[i] = value; });
-  }
+  if (t) fill_values(t->data, t->numel, value);
   return t;
 }
 
@@ -308,9 +306,8 @@ gm_status gm_tensor_check_writable(const gm_tensor *t) {
 
 gm_status gm_tensor_fill_(gm_tensor *t, float value) {
   gm_status st = gm_tensor_check_writable(t);
-  if (st != GM_OK) return st;
-  for (int64_t i = 0; i < t->numel; i++) t->data[i] = value;
-  return GM_OK;
+  if (st == GM_OK) fill_values(t->data, t->numel, value);
+  return st;
 }
 
 static gm_status check_same_numel(const gm_tensor *dst, const gm_tensor *src) {

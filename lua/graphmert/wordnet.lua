@@ -37,8 +37,7 @@ local hex2 = C(hexdigit * hexdigit) / function(h) return tonumber(h, 16) end
 local dec3 = number(C(digit * digit * digit))
 local pointer_symbol = C((1 - sp) ^ 1)
 local pointer = Ct(Cg(pointer_symbol, "symbol") * sp * Cg(offset, "offset") * sp * Cg(pos, "pos") * sp *
-  Cg(C(hexdigit * hexdigit) / function(h) return tonumber(h, 16) end, "source") *
-  Cg(C(hexdigit * hexdigit) / function(h) return tonumber(h, 16) end, "dest"))
+  Cg(hex2, "source") * Cg(hex2, "dest"))
 local frame = P "+" * sp * digit ^ 1 * sp * hexdigit ^ 1
 local frames = digit * digit * (sp * frame) ^ 0
 -- counts are checked after the match (LPeg cannot count repetitions by a captured number)
