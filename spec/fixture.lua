@@ -25,4 +25,17 @@ function fixture.tensor(enc)
   return t
 end
 
+-- The reference generator's parameter names as state_dict names: "q.W" → "q.weight", "q.b" →
+-- "q.bias", others unchanged; `prefix(name)` (optional) prepends a module path.
+function fixture.state_name(name, prefix)
+  local n = name:gsub("%.W$", ".weight"):gsub("%.b$", ".bias")
+  return (prefix and prefix(n) or "") .. n
+end
+
+function fixture.state_dict(params, prefix)
+  local state = {}
+  for name, enc in pairs(params) do state[fixture.state_name(name, prefix)] = fixture.tensor(enc) end
+  return state
+end
+
 return fixture

@@ -110,6 +110,7 @@ typedef enum gm_op {
   GM_OP_INDEX_SELECT, GM_OP_GATHER,
   GM_OP_LAYER_NORM, GM_OP_DROPOUT, GM_OP_CROSS_ENTROPY,
   GM_OP_DECAY_MASK, GM_OP_ATTENTION, GM_OP_HGAT, GM_OP_INDEX_ADD,
+  GM_OP_SOLVE, GM_OP_SEGMENT_SOFTMAX,
   GM_OP_COUNT
 } gm_op;
 
@@ -321,6 +322,18 @@ gm_tensor *gm_hgat(gm_tensor *tails, gm_tensor *heads, gm_tensor *w, gm_tensor *
 /* base with rows index[k] (along dim 0, counted from index_base) increased by src[k]:
  * repeated indices add up. Differentiable with respect to base and src. */
 gm_tensor *gm_index_add(gm_tensor *base, gm_tensor *index, gm_tensor *src, int index_base);
+
+/* Softmax of x [E, ...] within groups of rows: row e belongs to group index[e] (counted from
+ * index_base, groups in total), and each column is normalised over the rows of its group —
+ * graph attention over an edge list, grouped by target node. Differentiable w.r.t. x. */
+gm_tensor *gm_segment_softmax(gm_tensor *x, gm_tensor *index, int64_t groups, int index_base);
+
+/* ---- linear algebra (gm_linalg.c) ----------------------------------------------------------- */
+
+/* X = A⁻¹ B for A [..., n, n] and B [..., n, k] with the same batch dimensions, or one A [n, n]
+ * for every slice of B. LU with partial pivoting in double precision; a singular slice is an
+ * error. Differentiable with respect to A and B. */
+gm_tensor *gm_solve(gm_tensor *a, gm_tensor *b);
 
 /* ---- files and optimizers (gm_io.c) --------------------------------------------------------- */
 

@@ -14,7 +14,8 @@ static const char *const op_names[GM_OP_COUNT] = {
     "leaf", "freed", "add", "sub", "mul", "div", "add_scalar", "mul_scalar", "rdiv_scalar",
     "pow_scalar", "neg", "exp", "log", "sqrt", "tanh", "gelu", "gelu_tanh", "relu", "leaky_relu",
     "sum", "mean", "max", "softmax", "log_softmax", "matmul", "reshape", "permute", "concat",
-    "narrow", "index_select", "gather", "layer_norm", "dropout", "cross_entropy", "decay_mask", "attention", "hgat", "index_add"};
+    "narrow", "index_select", "gather", "layer_norm", "dropout", "cross_entropy", "decay_mask", "attention", "hgat", "index_add",
+    "solve", "segment_softmax"};
 
 /* What each backward reads, besides g and op->saved (keep in step with node_backward). */
 unsigned gm_op_needs_src_data(gm_op op) {
@@ -28,6 +29,7 @@ unsigned gm_op_needs_src_data(gm_op op) {
     case GM_OP_CROSS_ENTROPY: return 0x2;   /* the target */
     case GM_OP_ATTENTION: return 0xff;      /* q, k, v, decay and the masks */
     case GM_OP_HGAT: return 0x7f;
+    case GM_OP_SOLVE: return 0x1;           /* A (B's values are not needed) */
     default: return 0;
   }
 }
@@ -35,7 +37,7 @@ unsigned gm_op_needs_src_data(gm_op op) {
 int gm_op_needs_output(gm_op op) {
   return op == GM_OP_DIV || op == GM_OP_RDIV_SCALAR || op == GM_OP_EXP || op == GM_OP_SQRT ||
          op == GM_OP_TANH || op == GM_OP_SOFTMAX || op == GM_OP_LOG_SOFTMAX ||
-         op == GM_OP_ATTENTION;
+         op == GM_OP_ATTENTION || op == GM_OP_SOLVE || op == GM_OP_SEGMENT_SOFTMAX;
 }
 
 const char *gm_op_name(gm_op op) { return op >= 0 && op < GM_OP_COUNT ? op_names[op] : "?"; }
@@ -327,6 +329,20 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
       if (need_a) gm_tensor_retain(g), st = accumulate(a, g);
       if (st == GM_OK && node->src[2] && node->src[2]->requires_grad)
         st = accumulate(node->src[2], gm_index_select(g, 0, node->saved, (int)node->iarg[0]));
+      break;
+    /* X = A⁻¹B: dB = A⁻ᵀ G, dA = −dB Xᵀ (derivation in gm_linalg.c) */
+    case GM_OP_SOLVE: {
+      gm_tensor *da, *db;
+      st = gm_solve_backward(node, g, &da, &db);
+      if (da && st == GM_OK) st = accumulate(node->src[0], da);
+      else gm_tensor_release(da);
+      if (db && st == GM_OK) st = accumulate(node->src[1], db);
+      else gm_tensor_release(db);
+      break;
+    }
+    /* y = softmax within a group: dx = y (g − Σ_group g y) */
+    case GM_OP_SEGMENT_SOFTMAX:
+      st = accumulate(a, gm_segment_softmax_backward(node, g));
       break;
     case GM_OP_NONE: case GM_OP_FREED: case GM_OP_COUNT:
       GM_ASSERT(!"leaves and freed nodes are handled by gm_backward");

@@ -72,6 +72,11 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
 gm_status gm_hgat_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dtails,
                            gm_tensor **dheads, gm_tensor **dw, gm_tensor **da);
 
+/* New references (NULL where the source needs no gradient). */
+gm_status gm_solve_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **da,
+                            gm_tensor **db);
+gm_tensor *gm_segment_softmax_backward(const gm_tensor *node, const gm_tensor *g);
+
 /* C = alpha op(A) op(B) + beta C on raw row-major buffers (small tiles inside kernels). */
 void gm_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
              const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,

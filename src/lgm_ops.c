@@ -268,6 +268,23 @@ static int o_index_add(lua_State *L) {
   return lgm_finish(L, b, gm_index_add(base, index, src, 1));
 }
 
+/* segment_softmax(x, index, groups): softmax of x's rows within the groups index[e] (1-based) */
+static int o_segment_softmax(lua_State *L) {
+  gm_tensor *x = lgm_check_tensor(L, 1);
+  gm_tensor *index = lgm_check_tensorish(L, 2);
+  lua_Integer groups = luaL_checkinteger(L, 3);
+  lgm_box *b = lgm_new_box(L);
+  return lgm_finish(L, b, gm_segment_softmax(x, index, (int64_t)groups, 1));
+}
+
+/* solve(A, B) → A⁻¹ B, batched */
+static int o_solve(lua_State *L) {
+  gm_tensor *a = lgm_check_tensor(L, 1);
+  gm_tensor *rhs = lgm_check_tensor(L, 2);
+  lgm_box *b = lgm_new_box(L);
+  return lgm_finish(L, b, gm_solve(a, rhs));
+}
+
 /* hgat(tails, heads, W, a, rel, start, count[, {interleaved = false}]): rel indexes the rows of
  * W and a, start the rows of heads, both 1-based; see gm.h */
 static int o_hgat(lua_State *L) {
@@ -348,6 +365,7 @@ static const luaL_Reg ops[] = {
     {"layer_norm", o_layer_norm}, {"dropout", o_dropout},
     {"cross_entropy", o_cross_entropy},
     {"index_add", o_index_add}, {"hgat", o_hgat},
+    {"segment_softmax", o_segment_softmax}, {"solve", o_solve},
     {NULL, NULL}};
 
 static const luaL_Reg operators[] = {

@@ -6,12 +6,14 @@
 -- read_jsonl(path, {on_error = "skip"|"stop"}) → records, report
 -- from_wordnet(wordnet.load(...)) → records: a synset's text is its first lemma, its gloss and
 --   its examples; its pointers are triples (head = the first lemma, tail = the target's first
---   lemma).
--- build(records, tokenizer, {roots, leaves, relations = {name → id}}) → sequences, report:
---   records are tokenised and packed into roots ([CLS] first, [SEP] after each record, [PAD]
---   and valid = 0 after the last); each triple's tail tokens go into the leaf slots of the first
---   root of its head's first occurrence in its record (one triple per root, at most `leaves`
---   tail tokens). Every skipped triple is counted by reason in the report.
+--   lemma, target = the target's synset key).
+-- build(records, tokenizer, {roots, leaves, relations = {name → id}, copies = 1}) → sequences,
+--   report: records are tokenised and packed into roots ([CLS] first, [SEP] after each record,
+--   [PAD] and valid = 0 after the last); each triple's tail tokens go into the leaf slots of the
+--   first root of its head's first occurrence in its record (one triple per root, at most
+--   `leaves` tail tokens). A record whose head root is taken can be repeated: with copies = k it
+--   is placed up to k times, each copy carrying the next usable triple (a glossary entry has one
+--   head but many relations). Every skipped triple is counted by reason in the report.
 local cjson = require "cjson"
 local gm = require "graphmert"
 
@@ -74,7 +76,7 @@ function M.from_wordnet(wn)
     for _, p in ipairs(s.pointers) do
       local target = wn.synsets[p.target]
       if target then
-        triples[#triples + 1] = { head = s.lemmas[1], relation = p.relation, tail = target.lemmas[1] }
+        triples[#triples + 1] = { head = s.lemmas[1], relation = p.relation, tail = target.lemmas[1], target = p.target }
       end
     end
     records[#records + 1] = { text = table.concat(parts, "; "), triples = triples, synset = key }
@@ -112,6 +114,36 @@ function M.build(records, tok, opts)
     for node, id in pairs(s.leaves) do ids[node], valid[node] = id, 1 end
     return { ids = ids, valid = valid, relation = s.relation, head_length = s.head_length }
   end
+  -- the record's triples that can be injected, each with its head's root offset in `toks`
+  local function usable(rec, toks)
+    local list = {}
+    for _, t in ipairs(rec.triples or {}) do
+      local rel = relations[t.relation]
+      local head, tail = tok:encode(t.head), tok:encode(t.tail)
+      local at = #head > 0 and find_run(toks, 1, #toks, head)
+      if not rel then note(report, "unknown relation")
+      elseif not at then note(report, "head not in text")
+      elseif #tail == 0 or #tail > L then note(report, "tail longer than the leaf slots")
+      else list[#list + 1] = { at = at, rel = rel, head_length = #head, tail = tail } end
+    end
+    return list
+  end
+  local function place(toks, triples)
+    if #seq.ids + #toks + 1 > R then start_sequence() end
+    local first = #seq.ids
+    for _, id in ipairs(toks) do seq.ids[#seq.ids + 1] = id end
+    seq.ids[#seq.ids + 1] = tok.sep_id
+    for _, t in ipairs(triples) do
+      local at = first + t.at
+      if seq.relation[at] ~= 0 then note(report, "root already holds a triple")
+      else
+        seq.relation[at], seq.head_length[at] = t.rel, t.head_length
+        for a, id in ipairs(t.tail) do seq.leaves[R + L * (at - 1) + a] = id end
+        report.injected = (report.injected or 0) + 1
+      end
+    end
+  end
+  local copies = opts.copies or 1
   start_sequence()
   for _, rec in ipairs(records) do
     local toks = tok:encode(rec.text)
@@ -119,23 +151,14 @@ function M.build(records, tok, opts)
       note(report, "empty text")
     else
       toks = { table.unpack(toks, 1, math.min(#toks, R - 2)) } -- a record never spans sequences
-      if #seq.ids + #toks + 1 > R then start_sequence() end
-      local first = #seq.ids + 1
-      for _, id in ipairs(toks) do seq.ids[#seq.ids + 1] = id end
-      seq.ids[#seq.ids + 1] = tok.sep_id
       report.records = report.records + 1
-      for _, t in ipairs(rec.triples or {}) do
-        local rel = relations[t.relation]
-        local head, tail = tok:encode(t.head), tok:encode(t.tail)
-        local at = #head > 0 and find_run(seq.ids, first, first + #toks - 1, head)
-        if not rel then note(report, "unknown relation")
-        elseif not at then note(report, "head not in text")
-        elseif #tail == 0 or #tail > L then note(report, "tail longer than the leaf slots")
-        elseif seq.relation[at] ~= 0 then note(report, "root already holds a triple")
-        else
-          seq.relation[at], seq.head_length[at] = rel, #head
-          for a, id in ipairs(tail) do seq.leaves[R + L * (at - 1) + a] = id end
-          report.injected = (report.injected or 0) + 1
+      local list = usable(rec, toks)
+      if #list <= 1 or copies == 1 then
+        place(toks, list)
+      else
+        for c = 1, math.min(copies, #list) do
+          -- the last copy also tries the triples left over, so the skip report stays complete
+          place(toks, c < copies and { list[c] } or { table.unpack(list, c) })
         end
       end
     end

@@ -10,6 +10,8 @@ local nn = {
   EncoderLayer = require "graphmert.nn.EncoderLayer",
   GraphMERT = require "graphmert.nn.GraphMERT",
   GraphAttentionStack = require "graphmert.nn.GraphAttentionStack",
+  NodeEdgeBlock = require "graphmert.nn.NodeEdgeBlock",
+  XEyTransformerLayer = require "graphmert.nn.XEyTransformerLayer",
 }
 for name, cls in pairs(require "graphmert.nn.activations") do nn[name] = cls end
 return nn

@@ -1,0 +1,35 @@
+-- check.lua — argument checks for layers: errors in Lua's own style, naming the function, the
+-- argument and the shapes (bad argument #2 to 'NodeEdgeBlock:forward' (E must be 2x4x4x3, got
+-- 2x4x4x5)). A nil entry in `expected` accepts any size in that dimension.
+local gm = require "graphmert"
+
+local M = {}
+
+local function shape_string(sizes)
+  local parts = {}
+  for i, v in ipairs(sizes) do parts[i] = v and tostring(v) or "*" end
+  return table.concat(parts, "x")
+end
+
+function M.fail(fn, argn, msg) error(string.format("bad argument #%d to '%s' (%s)", argn, fn, msg), 3) end
+
+-- t must be a tensor with #expected dimensions matching expected (n = the dimension count)
+function M.shape(fn, argn, name, t, expected, n)
+  if not gm.is_tensor(t) then M.fail(fn, argn, name .. " must be a graphmert.Tensor, got " .. type(t)) end
+  local ok = t:dim() == (n or #expected)
+  for d = 1, n or #expected do ok = ok and (expected[d] == nil or t:size(d) == expected[d]) end
+  if not ok then
+    local want = {}
+    for d = 1, n or #expected do want[d] = expected[d] or false end
+    M.fail(fn, argn, string.format("%s must be %s, got %s", name, shape_string(want), t:shape_string()))
+  end
+  return t
+end
+
+-- a mask given as a tensor or nested table of 0/1 → a float tensor
+function M.mask(fn, argn, name, m, expected)
+  if type(m) == "table" and not gm.is_tensor(m) then m = gm.tensor(m) end
+  return M.shape(fn, argn, name, m, expected)
+end
+
+return M
