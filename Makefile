@@ -81,6 +81,7 @@ demo: setup
 
 bench: all build/bin/bench_sgemm
 	./build/bin/graphmert scripts/bench_core.lua
+	./build/bin/graphmert scripts/bench_digress.lua
 
 asan:
 	$(MAKE) clean

@@ -158,6 +158,11 @@ local rows = {
   { "add_", function() return a23:add_(a45) end, "size mismatch" },
   { "mul_", function() return a23:mul_(a23) end, "number expected" },
   { "shape_string", function() return released:shape_string() end, "released tensor" },
+  { "solve", function() return gm.solve(a23, a45) end, "bad argument #2 to 'solve' %(solve needs A %[..., n, n%] and B %[..., n, k%] with the same batch %(got 2x3 and 4x5%)%)" },
+  { "solve", function() return gm.solve(gm.zeros(2, 2), gm.ones(2, 1)) end, "bad argument #1 to 'solve' %(solve: matrix 1 of the batch is singular%)" },
+  { "segment_softmax", function() return gm.segment_softmax(a23, gm.tensor { 1, 2, 3 }, 2) end, "one index per row %(got scores 2x3, index 3%)" },
+  { "segment_softmax", function() return gm.segment_softmax(a23, gm.tensor { 1, 3 }, 2) end, "bad argument #2 to 'segment_softmax' %(segment_softmax: index 3 at position 2 is not a group in %[1, 2%]%)" },
+  { "segment_softmax", function() return gm.segment_softmax(a23, gm.tensor { 1, 1 }, -1) end, "group count %-1 is negative" },
 }
 
 describe("bad input", function()

@@ -65,7 +65,7 @@ end
 
 function NodeEdgeBlock:forward(X, E, y, node_mask)
   local fn = "NodeEdgeBlock:forward"
-  check.shape(fn, 1, "X", X, { nil, nil, self.dx })
+  check.shape(fn, 1, "X", X, { false, false, self.dx })
   local bs, n = X:size(1), X:size(2)
   check.shape(fn, 2, "E", E, { bs, n, n, self.de })
   check.shape(fn, 3, "y", y, { bs, self.dy })

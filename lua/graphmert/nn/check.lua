@@ -1,6 +1,6 @@
 -- check.lua — argument checks for layers: errors in Lua's own style, naming the function, the
 -- argument and the shapes (bad argument #2 to 'NodeEdgeBlock:forward' (E must be 2x4x4x3, got
--- 2x4x4x5)). A nil entry in `expected` accepts any size in that dimension.
+-- 2x4x4x5)). A false entry in `expected` accepts any size in that dimension.
 local gm = require "graphmert"
 
 local M = {}
@@ -13,16 +13,12 @@ end
 
 function M.fail(fn, argn, msg) error(string.format("bad argument #%d to '%s' (%s)", argn, fn, msg), 3) end
 
--- t must be a tensor with #expected dimensions matching expected (n = the dimension count)
-function M.shape(fn, argn, name, t, expected, n)
+-- t must be a tensor with #expected dimensions matching expected
+function M.shape(fn, argn, name, t, expected)
   if not gm.is_tensor(t) then M.fail(fn, argn, name .. " must be a graphmert.Tensor, got " .. type(t)) end
-  local ok = t:dim() == (n or #expected)
-  for d = 1, n or #expected do ok = ok and (expected[d] == nil or t:size(d) == expected[d]) end
-  if not ok then
-    local want = {}
-    for d = 1, n or #expected do want[d] = expected[d] or false end
-    M.fail(fn, argn, string.format("%s must be %s, got %s", name, shape_string(want), t:shape_string()))
-  end
+  local ok = t:dim() == #expected
+  for d = 1, #expected do ok = ok and (not expected[d] or t:size(d) == expected[d]) end
+  if not ok then M.fail(fn, argn, string.format("%s must be %s, got %s", name, shape_string(expected), t:shape_string())) end
   return t
 end
 

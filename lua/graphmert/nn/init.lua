@@ -12,6 +12,9 @@ local nn = {
   GraphAttentionStack = require "graphmert.nn.GraphAttentionStack",
   NodeEdgeBlock = require "graphmert.nn.NodeEdgeBlock",
   XEyTransformerLayer = require "graphmert.nn.XEyTransformerLayer",
+  VolumePreservingAttention = require "graphmert.nn.VolumePreservingAttention",
+  GeometricMultiHeadAttention = require "graphmert.nn.GeometricMultiHeadAttention",
+  GATConv = require "graphmert.nn.GATConv",
 }
 for name, cls in pairs(require "graphmert.nn.activations") do nn[name] = cls end
 return nn
