@@ -5,7 +5,9 @@
 --   graphmert experiments/train.lua [--config experiments/configs/wordnet_small.lua]
 --                                   [--out out/wordnet_small] [--steps N] [--resume]
 -- Ctrl-C writes a checkpoint and exits; --resume continues from it bit for bit.
--- `baseline = false` in the config skips the baseline run.
+-- `baseline = false` in the config skips the baseline run. A NaN or infinite loss or gradient
+-- stops training with the step in the message (the last checkpoint is kept), or is skipped with
+-- `on_nonfinite = "skip"`.
 local gm = require "graphmert"
 local ex = gm.experiment
 
@@ -55,7 +57,8 @@ local function train(run)
   local ok, err = pcall(function()
     for step = start, c.steps do
       local t0 = gm.clock()
-      local loss, tokens = ex.step(d, c, model, opt, step)
+      local loss, tokens, skipped = ex.step(d, c, model, opt, step)
+      if skipped then io.write(string.format("\n  step %d skipped: non-finite loss or gradient\n", step)) end
       tokens_done = tokens_done + tokens
       local elapsed = gm.clock() - t_start
       log:write(string.format("%d,%.6f,%.3g,%.1f\n", step, loss, opt:get_lr(), tokens / (gm.clock() - t0)))
@@ -77,6 +80,10 @@ local function train(run)
       save(last_step)
       print(string.format("\ninterrupted: checkpoint at step %d written to %s (continue with --resume)", last_step, ckpt_path))
       os.exit(130)
+    end
+    if tostring(err):match("^non%-finite") then
+      io.stderr:write("\n", tostring(err), "\n")
+      os.exit(1)
     end
     error(err, 0)
   end

@@ -1,4 +1,5 @@
 -- experiments/train.lua and experiments/ablation.lua end to end on slices of WordNet.
+local gm = require "graphmert"
 
 -- A temporary output folder and a config file holding `body`.
 local function scratch(body)
@@ -34,6 +35,32 @@ describe("experiments/train.lua", function()
     local log = io.open(dir .. "/log.csv"):read("a")
     assert.matches("^step,loss,lr,tokens_per_s\n1,", log)
     assert.matches("\n4,", log)
+    os.execute("rm -rf " .. dir .. " " .. config)
+  end)
+end)
+
+describe("experiments/train.lua with a diverging run", function()
+  local body = [[return { seed = 2, wordnet = { pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
+      model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32 },
+      steps = 4, batch = 4, lr = 1e30, min_lr = 1e30, warmup = 0, weight_decay = 0, clip = 1e38,
+      eval_every = 100, checkpoint_every = 1, baseline = false %s }]]
+
+  it("stops at a non-finite loss, naming the step, and keeps the last good checkpoint", function()
+    local dir, config = scratch(string.format(body, ""))
+    local p = io.popen("./build/bin/graphmert experiments/train.lua --config " .. config .. " --out " .. dir .. " 2>&1")
+    local out = p:read("a")
+    assert.is_falsy(p:close())
+    assert.matches("non%-finite loss [-%a]+ at step 2: training stopped", out)
+    local _, meta = gm.safetensors.load(dir .. "/checkpoint.safetensors")
+    assert.equals("1", meta.step)
+    os.execute("rm -rf " .. dir .. " " .. config)
+  end)
+
+  it("skips non-finite steps with on_nonfinite = \"skip\"", function()
+    local dir, config = scratch(string.format(body, ', on_nonfinite = "skip"'))
+    local out = run("./build/bin/graphmert experiments/train.lua --config " .. config .. " --out " .. dir)
+    assert.matches("step 2 skipped: non%-finite loss or gradient", out)
+    assert.matches("step 4/4", out)
     os.execute("rm -rf " .. dir .. " " .. config)
   end)
 end)

@@ -115,17 +115,35 @@ function M.model(d, cfg)
   return gm.nn.GraphMERT(model_cfg)
 end
 
--- One optimisation step on the step-th batch; returns the loss and the real tokens in the batch.
+local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge end
+
+-- One optimisation step on the step-th batch; returns the loss, the real tokens in the batch and
+-- whether the step was skipped. A NaN or infinite loss or gradient norm raises an error naming
+-- the step before the optimizer touches the weights (so the last checkpoint stays the last good
+-- state), or with cfg.on_nonfinite = "skip" leaves the weights alone and goes on.
 function M.step(d, cfg, model, opt, step)
   local first = ((step - 1) * cfg.batch) % math.max(1, #d.train_seqs) + 1
   local batch = gm.masking.mask(gm.corpus.batch(d.train_seqs, first, cfg.batch), d.mask_opts)
   opt:set_lr(gm.optim.cosine(step, { peak = cfg.lr, min_lr = cfg.min_lr, warmup = cfg.warmup, total = cfg.steps }))
   opt:zero_grad()
   local loss = model:loss(batch, cfg.loss)
-  loss:backward()
-  gm.optim.clip_grad_norm(model:parameters(), cfg.clip)
+  local value, tokens = loss:item(), batch.valid:sum():item()
+  local bad
+  if not finite(value) then
+    bad = string.format("loss %s", tostring(value))
+  else
+    loss:backward()
+    local norm = gm.optim.clip_grad_norm(model:parameters(), cfg.clip)
+    if not finite(norm) then bad = string.format("gradient norm %s", tostring(norm)) end
+  end
+  if bad then
+    opt:zero_grad()
+    if cfg.on_nonfinite == "skip" then return value, tokens, true end
+    error(string.format("non-finite %s at step %d: training stopped, the last checkpoint is the last good state " ..
+      "(on_nonfinite = \"skip\" in the config skips such steps instead)", bad, step), 0)
+  end
   opt:step()
-  return loss:item(), batch.valid:sum():item()
+  return value, tokens, false
 end
 
 -- Masked-token accuracy on the held-out sequences, with fixed masks (the generator's state is
