@@ -30,7 +30,7 @@ CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 BIND_OBJ := $(patsubst src/%.c,build/obj/%.o,$(BIND_SRC))
 HEADERS  := $(wildcard src/*.h)
 
-.PHONY: all setup test test-lua test-embedded check-core bench demo install uninstall clean asan
+.PHONY: all setup test test-lua test-embedded check-core bench demo install uninstall clean asan valgrind
 
 all: build/graphmert/core.so build/bin/graphmert
 
@@ -89,6 +89,13 @@ asan:
 	ASAN_OPTIONS=detect_leaks=1 GRAPHMERT_ASAN_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 	  $(BUSTED) --run=embedded -o scripts/summary_output.lua
 	$(MAKE) clean
+
+# The specs under valgrind (stock lua5.4 loading core.so): memory errors and definite leaks fail.
+# Slow (tens of minutes); not part of make test.
+valgrind: all
+	valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+	  --suppressions=scripts/valgrind.supp --num-callers=30 \
+	  $(LUA) /usr/bin/busted --run=default -o scripts/summary_output.lua $(SPECS)
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR)/graphmert $(DESTDIR)$(LUADIR) $(DESTDIR)$(BINDIR)
