@@ -30,7 +30,7 @@ CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 BIND_OBJ := $(patsubst src/%.c,build/obj/%.o,$(BIND_SRC))
 HEADERS  := $(wildcard src/*.h)
 
-.PHONY: all setup test test-lua test-embedded check-core bench demo install uninstall clean asan valgrind
+.PHONY: all setup test test-lua test-embedded check-core bench demo install uninstall clean asan valgrind fuzz-smoke
 
 all: build/graphmert/core.so build/bin/graphmert
 
@@ -96,6 +96,19 @@ valgrind: all
 	valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
 	  --suppressions=scripts/valgrind.supp --num-callers=30 \
 	  $(LUA) /usr/bin/busted --run=default -o scripts/summary_output.lua $(SPECS)
+
+# libFuzzer harnesses (clang): the core and binding rebuilt with ASan, UBSan and coverage.
+FUZZ_TARGETS := safetensors tokenizer wordnet jsonl api
+FUZZ_SECONDS ?= 30
+FUZZ_FLAGS := -O1 -g -Wno-pass-failed -fsanitize=address,undefined -fno-omit-frame-pointer $(shell pkg-config --cflags lua5.4)
+build/fuzz/fuzz_lua: scripts/fuzz/fuzz_lua.c $(CORE_SRC) $(BIND_SRC) src/gm.h src/gm_internal.h src/lgm.h
+	@mkdir -p build/fuzz
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -fopenmp -Isrc -o $@ scripts/fuzz/fuzz_lua.c $(CORE_SRC) $(BIND_SRC) \
+	  $(shell pkg-config --libs lua5.4) -lopenblas -lm
+
+# each target for FUZZ_SECONDS (about 30 s) from its committed seed corpus; not part of make test
+fuzz-smoke: build/fuzz/fuzz_lua
+	scripts/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR)/graphmert $(DESTDIR)$(LUADIR) $(DESTDIR)$(BINDIR)

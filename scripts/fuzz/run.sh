@@ -1,0 +1,25 @@
+#!/bin/sh
+# run.sh — runs fuzz targets from their committed seed corpora (scripts/fuzz/corpus/<target>),
+# keeping new finds in build/fuzz/corpus/<target>; prints executions per target and fails on the
+# first crash (libFuzzer leaves the input as build/fuzz/crash-*).
+#   scripts/fuzz/run.sh SECONDS target...
+seconds=$1
+shift
+status=0
+for t in "$@"; do
+  mkdir -p build/fuzz/corpus/$t
+  log=build/fuzz/$t.log
+  GM_FUZZ_TARGET=$t ASAN_OPTIONS=detect_leaks=0 ./build/fuzz/fuzz_lua -max_total_time="$seconds" \
+    -max_len=4096 -print_final_stats=1 -artifact_prefix=build/fuzz/ -timeout=20 \
+    build/fuzz/corpus/$t scripts/fuzz/corpus/$t >"$log" 2>&1
+  rc=$?
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
+  if [ $rc -ne 0 ]; then
+    echo "fuzz $t: FAILED after ${runs:-?} executions (rc $rc):"
+    grep -E 'ERROR|SUMMARY|==[0-9]+==' "$log" | head -20
+    status=1
+  else
+    echo "fuzz $t: ${runs} executions in ${seconds} s, 0 crashes"
+  fi
+done
+exit $status
