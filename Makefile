@@ -30,7 +30,7 @@ CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 BIND_OBJ := $(patsubst src/%.c,build/obj/%.o,$(BIND_SRC))
 HEADERS  := $(wildcard src/*.h)
 
-.PHONY: all setup test test-lua test-embedded check-core bench demo install uninstall clean asan valgrind fuzz-smoke
+.PHONY: all setup test test-lua test-embedded check-core bench demo install uninstall clean asan valgrind fuzz-smoke long-run
 
 all: build/graphmert/core.so build/bin/graphmert
 
@@ -96,6 +96,10 @@ valgrind: all
 	valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
 	  --suppressions=scripts/valgrind.supp --num-callers=30 \
 	  $(LUA) /usr/bin/busted --run=default -o scripts/summary_output.lua $(SPECS)
+
+# 10,000 steps of a tiny model: RSS drift and live bytes (not part of make test)
+long-run: all
+	./build/bin/graphmert scripts/long_run.lua 10000
 
 # libFuzzer harnesses (clang): the core and binding rebuilt with ASan, UBSan and coverage.
 FUZZ_TARGETS := safetensors tokenizer wordnet jsonl api

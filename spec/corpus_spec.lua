@@ -67,6 +67,21 @@ describe("corpus.build", function()
     assert.equal(tok.pad_id, s.ids[R])
   end)
 
+  it("repeats a record once per usable triple with copies", function()
+    local R, L = 32, 2
+    local seqs, report = corpus.build(records, tok, { roots = R, leaves = L, relations = { hypernym = 1, hyponym = 2 }, copies = 3 })
+    assert.equal(2, report.injected) -- dog → mammal and dog → puppy, each in its own copy
+    assert.is_nil(report.skipped["root already holds a triple"])
+    local tails = {}
+    for _, s in ipairs(seqs) do
+      for r = 1, R do
+        if s.relation[r] ~= 0 then tails[#tails + 1] = s.relation[r] .. ":" .. tok:decode { s.ids[R + L * (r - 1) + 1] } end
+      end
+    end
+    table.sort(tails)
+    assert.same({ "1:mammal", "2:puppy" }, tails)
+  end)
+
   it("feeds GraphMERT", function()
     local R, L = 32, 2
     local seqs = corpus.build(records, tok, { roots = R, leaves = L, relations = { hypernym = 1, hyponym = 2 } })

@@ -82,3 +82,32 @@ describe("experiments/ablation.lua", function()
     os.execute("rm -rf " .. dir .. " " .. config)
   end)
 end)
+
+describe("experiment.prepare's split", function()
+  it("keeps held-out synsets and held-out facts (both directions) out of training", function()
+    local cfg = { seed = 1, wordnet = { pos = { "verb" }, limit = 400 }, heldout = 0.1, heldout_triples = 0.2,
+      vocab_size = 600, model = { roots = 16, leaves = 2 }, copies = 2 }
+    local d = gm.experiment.prepare(cfg)
+    local held_synsets, train_synsets, pairs_in_training = {}, {}, {}
+    local function pair(t) return t.head < t.tail and t.head .. "|" .. t.tail or t.tail .. "|" .. t.head end
+    for _, r in ipairs(d.heldout) do held_synsets[r.synset] = true end
+    for _, r in ipairs(d.train) do
+      train_synsets[r.synset] = true
+      for _, t in ipairs(r.triples) do
+        pairs_in_training[pair(t)] = true
+        assert.is_nil(held_synsets[t.target], "a training triple points into a held-out synset")
+      end
+    end
+    assert.is_true(#d.heldout > 10 and #d.heldout_facts > 10)
+    for key in pairs(held_synsets) do assert.is_nil(train_synsets[key]) end
+    local facts = 0
+    for _, r in ipairs(d.heldout_facts) do
+      assert.is_true(train_synsets[r.synset]) -- a held-out fact's text is seen in training
+      for _, t in ipairs(r.triples) do
+        assert.is_nil(pairs_in_training[pair(t)], "held-out fact in training: " .. pair(t))
+        facts = facts + 1
+      end
+    end
+    assert.is_true(facts > 10)
+  end)
+end)

@@ -2,10 +2,13 @@
 return {
   seed = 1,
   wordnet = { pos = { "noun", "verb", "adj", "adv" }, limit = 2500 }, -- synsets per part of speech
-  heldout = 0.05,           -- share of synsets kept out of training (by synset)
+  heldout = 0.05,           -- share of synsets kept out of training (text and triples)
+  heldout_triples = 0.05,   -- share of the remaining facts (both directions) kept out
+  copies = 4,               -- a glossary entry is repeated once per triple, up to 4 times
   vocab_size = 4000,
+  leaf_rate = 0.5,          -- share of injected tail groups masked per step (official 0.15)
   model = { roots = 32, leaves = 3, hidden = 128, layers = 2, heads = 4, ffn = 256, lambda = 0.6,
-            dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3 },
+            positions = true, dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3 },
   steps = 300, batch = 8, lr = 1e-3, min_lr = 1e-5, warmup = 30, weight_decay = 0.01, clip = 1.0,
   eval_every = 100, checkpoint_every = 100,
 }
