@@ -27,7 +27,8 @@ local rel = d.relations[args.relation]
 if not rel then error("extract.lua: unknown relation " .. args.relation .. " (known: " .. table.concat(d.relation_names, ", ") .. ")") end
 local model = ex.model(d, cfg)
 gm.checkpoint.load(args.out .. "/checkpoint.safetensors", { model = model })
-local lemmas = gm.extract.index(d.wordnet)
+local wordnet = gm.wordnet.load(cfg.wordnet)
+local lemmas = gm.extract.index(wordnet)
 local triples = {}
 local opts = { roots = cfg.model.roots, leaves = cfg.model.leaves, top = math.tointeger(tonumber(args.top)) }
 for _, text in ipairs(texts) do
@@ -38,5 +39,5 @@ for _, text in ipairs(texts) do
     end
   end
 end
-local s = gm.extract.score(triples, d.wordnet, lemmas)
+local s = gm.extract.score(triples, wordnet, lemmas)
 print(string.format("%d triples: %.1f%% held by WordNet, %.1f%% with a valid WordNet tail", s.n, 100 * s.held, 100 * s.valid))

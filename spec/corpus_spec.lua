@@ -49,7 +49,7 @@ describe("corpus.build", function()
     local R, L = 32, 2
     local seqs, report = corpus.build(records, tok, { roots = R, leaves = L, relations = { hypernym = 1, hyponym = 2 } })
     assert.equal(1, #seqs)
-    local s = seqs[1]
+    local s = corpus.unpack(seqs[1])
     assert.equal(R * (1 + L), #s.ids)
     assert.equal(tok.cls_id, s.ids[1])
     local dog = tok:encode("dog")
@@ -73,7 +73,8 @@ describe("corpus.build", function()
     assert.equal(2, report.injected) -- dog → mammal and dog → puppy, each in its own copy
     assert.is_nil(report.skipped["root already holds a triple"])
     local tails = {}
-    for _, s in ipairs(seqs) do
+    for _, packed in ipairs(seqs) do
+      local s = corpus.unpack(packed)
       for r = 1, R do
         if s.relation[r] ~= 0 then tails[#tails + 1] = s.relation[r] .. ":" .. tok:decode { s.ids[R + L * (r - 1) + 1] } end
       end

@@ -25,7 +25,13 @@ void lgm_box_set(lua_State *L, lgm_box *b, gm_tensor *t) {
     lua_gc(L, LUA_GCSTEP, kb);
     if (gm_memory_live() > st->gc_soft_max) {
       lua_gc(L, LUA_GCCOLLECT);
-      size_t next = gm_memory_live() / 4 * 5; /* collect again after 25% growth */
+      /* collect again after 25% growth, but not before twice the Lua heap has been allocated
+       * in C: a full collection walks the whole Lua heap, so a script holding a big dataset in
+       * Lua would otherwise spend its time collecting */
+      size_t live = gm_memory_live();
+      size_t lua_heap = ((size_t)lua_gc(L, LUA_GCCOUNT) << 10) + (size_t)lua_gc(L, LUA_GCCOUNTB);
+      size_t next = live / 4 * 5;
+      if (next < live + 2 * lua_heap) next = live + 2 * lua_heap;
       st->gc_soft_max = next > LGM_GC_SOFT_MAX_START ? next : LGM_GC_SOFT_MAX_START;
     }
   }

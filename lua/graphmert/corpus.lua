@@ -14,6 +14,8 @@
 --   `leaves` tail tokens). A record whose head root is taken can be repeated: with copies = k it
 --   is placed up to k times, each copy carrying the next usable triple (a glossary entry has one
 --   head but many relations). Every skipped triple is counted by reason in the report.
+--   Sequences are packed binary strings; unpack(seq) gives their lists, batch(seqs, first, n)
+--   a batch for GraphMERT.
 local cjson = require "cjson"
 local gm = require "graphmert"
 
@@ -95,6 +97,18 @@ local function find_run(hay, first, last, needle)
   end
 end
 
+-- A sequence is kept as binary strings (float32 ids and valid flags, uint16 relation and head
+-- length per root): a corpus of 10⁵ sequences is then a few hundred thousand Lua objects that
+-- the garbage collector never walks into, instead of tens of millions of table slots.
+local function pack(ids, valid, relation, head_length)
+  local N, R = #ids, #relation
+  if R > 0 and math.max(table.unpack(relation)) > 65535 then error("build: relation ids must be below 65536", 3) end
+  local nodes, roots = "<" .. string.rep("f", N), "<" .. string.rep("I2", R)
+  return { ids = string.pack(nodes, table.unpack(ids)), valid = string.pack(nodes, table.unpack(valid)),
+           relation = string.pack(roots, table.unpack(relation)), head_length = string.pack(roots, table.unpack(head_length)),
+           nodes = N, roots = R }
+end
+
 function M.build(records, tok, opts)
   local R, L = opts.roots, opts.leaves
   local relations = opts.relations or {}
@@ -112,7 +126,7 @@ function M.build(records, tok, opts)
     for n = 1, N do ids[n], valid[n] = tok.pad_id, 0 end
     for r = 1, #s.ids do ids[r], valid[r] = s.ids[r], 1 end
     for node, id in pairs(s.leaves) do ids[node], valid[node] = id, 1 end
-    return { ids = ids, valid = valid, relation = s.relation, head_length = s.head_length }
+    return pack(ids, valid, s.relation, s.head_length)
   end
   -- the record's triples that can be injected, each with its head's root offset in `toks`
   local function usable(rec, toks)
@@ -170,15 +184,34 @@ function M.build(records, tok, opts)
   return out, report
 end
 
+-- the per-root values after string.unpack (which appends the next position)
+local function unpack_list(fmt, bytes)
+  local t = { string.unpack(fmt, bytes) }
+  t[#t] = nil
+  return t
+end
+
 -- Sequences as a batch for GraphMERT (ids and valid tensors, per-root tables).
 function M.batch(sequences, first, count)
   local ids, valid, relation, head_length = {}, {}, {}, {}
   for i = first, math.min(#sequences, first + count - 1) do
     local s = sequences[i]
     ids[#ids + 1], valid[#valid + 1] = s.ids, s.valid
-    relation[#relation + 1], head_length[#head_length + 1] = s.relation, s.head_length
+    local fmt = "<" .. string.rep("I2", s.roots)
+    relation[#relation + 1], head_length[#head_length + 1] = unpack_list(fmt, s.relation), unpack_list(fmt, s.head_length)
   end
-  return { ids = gm.tensor(ids), valid = gm.tensor(valid), relation = relation, head_length = head_length }
+  local B, N = #ids, sequences[first].nodes
+  return { ids = gm.tensor_from_bytes(table.concat(ids), 0, B * N * 4, { B, N }),
+           valid = gm.tensor_from_bytes(table.concat(valid), 0, B * N * 4, { B, N }),
+           relation = relation, head_length = head_length }
+end
+
+-- A sequence's fields as Lua lists (for inspection): ids, valid, relation, head_length.
+function M.unpack(seq)
+  local nodes, roots = "<" .. string.rep("f", seq.nodes), "<" .. string.rep("I2", seq.roots)
+  local ids, valid = unpack_list(nodes, seq.ids), unpack_list(nodes, seq.valid)
+  for i = 1, seq.nodes do ids[i], valid[i] = math.tointeger(ids[i]), math.tointeger(valid[i]) end
+  return { ids = ids, valid = valid, relation = unpack_list(roots, seq.relation), head_length = unpack_list(roots, seq.head_length) }
 end
 
 return M

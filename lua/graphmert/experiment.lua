@@ -66,7 +66,8 @@ function M.prepare(cfg, tok)
   local wn = gm.wordnet.load(cfg.wordnet)
   local records = gm.corpus.from_wordnet(wn)
   local d = split(records, cfg)
-  d.wordnet = wn
+  -- only the counts stay: the synsets would be a large Lua heap for every collection to walk
+  d.wordnet = { count = wn.count, errors = wn.errors }
   if not tok then
     local texts = {}
     for _, r in ipairs(d.train) do texts[#texts + 1] = r.text end
