@@ -107,3 +107,16 @@ describe("memory", function()
     gm.set_memory_cache_limit(1024 * 1024 * 1024)
   end)
 end)
+
+describe("GRAPHMERT_MEMORY_LIMIT", function()
+  it("caps tensor memory from the start: a huge tensor is an error, not an out-of-memory kill", function()
+    local p = io.popen("GRAPHMERT_MEMORY_LIMIT=64 ./build/bin/graphmert -e " ..
+      "\"local gm = require 'graphmert'; print(gm.memory().limit); " ..
+      "print(pcall(gm.zeros, 8192, 8192)); print(gm.zeros(1024, 1024):numel())\" 2>&1")
+    local out = p:read("a")
+    p:close()
+    assert.matches("^67108864\n", out)
+    assert.matches("false\t.*memory limit reached", out)
+    assert.matches("1048576\n$", out)
+  end)
+end)

@@ -151,6 +151,10 @@ LGM_EXPORT int luaopen_graphmert_core(lua_State *L) {
 
   const char *threads = getenv("GRAPHMERT_NUM_THREADS");
   if (threads && atoi(threads) > 0) gm_set_num_threads(atoi(threads));
+  /* GRAPHMERT_MEMORY_LIMIT=<MiB>: a cap on tensor memory from the start, so a runaway size is
+   * an error instead of the kernel's out-of-memory kill */
+  const char *limit = getenv("GRAPHMERT_MEMORY_LIMIT");
+  if (limit && atoll(limit) > 0) gm_memory_set_limit((size_t)atoll(limit) << 20);
   lua_State *main_thread;
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   main_thread = lua_tothread(L, -1);
