@@ -12,6 +12,6 @@ return {
   -- early; without them tail prediction stays below the frequency baseline at this budget
   model = { roots = 32, leaves = 3, hidden = 160, layers = 2, heads = 4, ffn = 640, lambda = 0.6,
             positions = true, dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3 },
-  steps = 1200, batch = 16, lr = 2e-3, min_lr = 1e-5, warmup = 100, weight_decay = 0.01, clip = 1.0,
-  eval_every = 300, checkpoint_every = 300,
+  steps = 2000, batch = 16, lr = 2e-3, min_lr = 1e-5, warmup = 100, weight_decay = 0.01, clip = 1.0,
+  eval_every = 500, checkpoint_every = 500,
 }
