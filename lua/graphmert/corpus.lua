@@ -100,10 +100,18 @@ end
 -- A sequence is kept as binary strings (float32 ids and valid flags, uint16 relation and head
 -- length per root): a corpus of 10⁵ sequences is then a few hundred thousand Lua objects that
 -- the garbage collector never walks into, instead of tens of millions of table slots.
+local formats = {}
+-- the string.pack format for `count` values of `code`, made once per size
+local function pack_format(code, count)
+  local key = code .. count
+  formats[key] = formats[key] or "<" .. string.rep(code, count)
+  return formats[key]
+end
+
 local function pack(ids, valid, relation, head_length)
   local N, R = #ids, #relation
   if R > 0 and math.max(table.unpack(relation)) > 65535 then error("build: relation ids must be below 65536", 3) end
-  local nodes, roots = "<" .. string.rep("f", N), "<" .. string.rep("I2", R)
+  local nodes, roots = pack_format("f", N), pack_format("I2", R)
   return { ids = string.pack(nodes, table.unpack(ids)), valid = string.pack(nodes, table.unpack(valid)),
            relation = string.pack(roots, table.unpack(relation)), head_length = string.pack(roots, table.unpack(head_length)),
            nodes = N, roots = R }
@@ -167,13 +175,9 @@ function M.build(records, tok, opts)
       toks = { table.unpack(toks, 1, math.min(#toks, R - 2)) } -- a record never spans sequences
       report.records = report.records + 1
       local list = usable(rec, toks)
-      if #list <= 1 or copies == 1 then
-        place(toks, list)
-      else
-        for c = 1, math.min(copies, #list) do
-          -- the last copy also tries the triples left over, so the skip report stays complete
-          place(toks, c < copies and { list[c] } or { table.unpack(list, c) })
-        end
+      for c = 1, math.max(1, math.min(copies, #list)) do
+        -- the last copy also tries the triples left over, so the skip report stays complete
+        place(toks, c < copies and { list[c] } or { table.unpack(list, c) })
       end
     end
   end
@@ -194,10 +198,10 @@ end
 -- Sequences as a batch for GraphMERT (ids and valid tensors, per-root tables).
 function M.batch(sequences, first, count)
   local ids, valid, relation, head_length = {}, {}, {}, {}
+  local fmt = pack_format("I2", sequences[first].roots)
   for i = first, math.min(#sequences, first + count - 1) do
     local s = sequences[i]
     ids[#ids + 1], valid[#valid + 1] = s.ids, s.valid
-    local fmt = "<" .. string.rep("I2", s.roots)
     relation[#relation + 1], head_length[#head_length + 1] = unpack_list(fmt, s.relation), unpack_list(fmt, s.head_length)
   end
   local B, N = #ids, sequences[first].nodes
@@ -208,7 +212,7 @@ end
 
 -- A sequence's fields as Lua lists (for inspection): ids, valid, relation, head_length.
 function M.unpack(seq)
-  local nodes, roots = "<" .. string.rep("f", seq.nodes), "<" .. string.rep("I2", seq.roots)
+  local nodes, roots = pack_format("f", seq.nodes), pack_format("I2", seq.roots)
   local ids, valid = unpack_list(nodes, seq.ids), unpack_list(nodes, seq.valid)
   for i = 1, seq.nodes do ids[i], valid[i] = math.tointeger(ids[i]), math.tointeger(valid[i]) end
   return { ids = ids, valid = valid, relation = unpack_list(roots, seq.relation), head_length = unpack_list(roots, seq.head_length) }

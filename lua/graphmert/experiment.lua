@@ -174,18 +174,21 @@ function M.masked_accuracy(d, cfg, model)
   return total > 0 and hits / total or 0, total
 end
 
+local function tail_opts(d, cfg)
+  local m = cfg.model
+  return { roots = m.roots, leaves = m.leaves, relations = d.relations, max_triples = cfg.eval_triples or 500 }
+end
+
 -- Tail prediction for the model on held-out facts (seen text) and held-out synsets (unseen text).
 function M.tail_metrics(d, cfg, model)
-  local m = cfg.model
-  local o = { roots = m.roots, leaves = m.leaves, relations = d.relations, max_triples = cfg.eval_triples or 500 }
+  local o = tail_opts(d, cfg)
   return { facts = gm.evaluate.tail_prediction(model, d.tok, d.heldout_facts, o),
            synsets = gm.evaluate.tail_prediction(model, d.tok, d.heldout, o) }
 end
 
 -- The same for the most-frequent-tail-per-relation baseline.
 function M.baseline_metrics(d, cfg)
-  local m = cfg.model
-  local o = { roots = m.roots, leaves = m.leaves, relations = d.relations, max_triples = cfg.eval_triples or 500 }
+  local o = tail_opts(d, cfg)
   return { facts = gm.evaluate.most_frequent_tail(d.train, d.heldout_facts, d.tok, o),
            synsets = gm.evaluate.most_frequent_tail(d.train, d.heldout, d.tok, o) }
 end

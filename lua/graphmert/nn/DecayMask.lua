@@ -13,6 +13,7 @@
 local class = require "graphmert.class"
 local gm = require "graphmert"
 local Module = require "graphmert.nn.Module"
+local check = require "graphmert.nn.check"
 
 local DecayMask = class("graphmert.nn.DecayMask", Module)
 
@@ -27,7 +28,7 @@ function DecayMask:__init(opts)
   self.gelu = opts.gelu or "erf"
   self.per_head = opts.per_head ~= false
   local init_p = opts.init_p or 1.0
-  assert(math.type(self.heads) == "integer" and self.heads > 0, "DecayMask: heads must be a positive integer")
+  check.positive_integer("DecayMask", "heads", self.heads)
   if self.lambda ~= nil then
     assert(type(self.lambda) == "number" and self.lambda > 0 and self.lambda <= 1,
       "DecayMask: lambda must be in (0, 1] or nil")

@@ -3,13 +3,14 @@
 local class = require "graphmert.class"
 local gm = require "graphmert"
 local Module = require "graphmert.nn.Module"
+local check = require "graphmert.nn.check"
 
 local Embedding = class("graphmert.nn.Embedding", Module)
 
 function Embedding:__init(num, dim, std)
   Module.__init(self)
-  assert(math.type(num) == "integer" and num > 0, "Embedding: num must be a positive integer")
-  assert(math.type(dim) == "integer" and dim > 0, "Embedding: dim must be a positive integer")
+  check.positive_integer("Embedding", "num", num)
+  check.positive_integer("Embedding", "dim", dim)
   self.num, self.dim = num, dim
   self:register_parameter("weight", gm.randn(num, dim) * (std or 1))
 end

@@ -20,9 +20,9 @@ local GATConv = class("graphmert.nn.GATConv", Module)
 function GATConv:__init(opts)
   Module.__init(self)
   local fin, C, H = opts.in_channels, opts.out_channels, opts.heads or 1
-  for k, v in pairs { in_channels = fin, out_channels = C, heads = H } do
-    if math.type(v) ~= "integer" or v < 1 then error("GATConv: " .. k .. " must be a positive integer", 2) end
-  end
+  check.positive_integer("GATConv", "in_channels", fin)
+  check.positive_integer("GATConv", "out_channels", C)
+  check.positive_integer("GATConv", "heads", H)
   self.in_channels, self.out_channels, self.heads = fin, C, H
   self.concat = opts.concat ~= false
   self.negative_slope, self.dropout = opts.negative_slope or 0.2, opts.dropout or 0

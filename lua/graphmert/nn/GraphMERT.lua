@@ -19,6 +19,7 @@
 local class = require "graphmert.class"
 local gm = require "graphmert"
 local Module = require "graphmert.nn.Module"
+local check = require "graphmert.nn.check"
 local Linear = require "graphmert.nn.Linear"
 local LayerNorm = require "graphmert.nn.LayerNorm"
 local Embedding = require "graphmert.nn.Embedding"
@@ -38,7 +39,7 @@ function GraphMERT:__init(config)
   local c = {}
   for k, v in pairs(defaults) do c[k] = v end
   for k, v in pairs(config or {}) do c[k] = v end
-  assert(math.type(c.vocab) == "integer" and c.vocab > 0, "GraphMERT: vocab must be a positive integer")
+  check.positive_integer("GraphMERT", "vocab", c.vocab)
   self.config = c
   local H, std = c.hidden, c.init_std
   self.nodes = c.roots * (1 + c.leaves)

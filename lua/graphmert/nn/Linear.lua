@@ -3,6 +3,7 @@
 local class = require "graphmert.class"
 local gm = require "graphmert"
 local Module = require "graphmert.nn.Module"
+local check = require "graphmert.nn.check"
 
 local Linear = class("graphmert.nn.Linear", Module)
 
@@ -11,8 +12,8 @@ function Linear:__init(opts, out_features, bias)
   Module.__init(self)
   if type(opts) ~= "table" then opts = { opts, out_features, bias = bias } end
   local fin, fout = opts[1] or opts.in_features, opts[2] or opts.out_features
-  assert(math.type(fin) == "integer" and fin > 0, "Linear: in_features must be a positive integer")
-  assert(math.type(fout) == "integer" and fout > 0, "Linear: out_features must be a positive integer")
+  check.positive_integer("Linear", "in_features", fin)
+  check.positive_integer("Linear", "out_features", fout)
   self.in_features, self.out_features = fin, fout
   local bound = 1 / math.sqrt(fin)
   self:register_parameter("weight", gm.rand(fout, fin) * (2 * bound) - bound)

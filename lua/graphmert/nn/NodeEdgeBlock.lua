@@ -24,11 +24,7 @@ local NodeEdgeBlock = class("graphmert.nn.NodeEdgeBlock", Module)
 function NodeEdgeBlock:__init(opts)
   Module.__init(self)
   local dx, de, dy, heads = opts.dx, opts.de, opts.dy, opts.heads
-  for _, k in ipairs { "dx", "de", "dy", "heads" } do
-    if math.type(opts[k]) ~= "integer" or opts[k] < 1 then
-      error("NodeEdgeBlock: " .. k .. " must be a positive integer", 2)
-    end
-  end
+  for _, k in ipairs { "dx", "de", "dy", "heads" } do check.positive_integer("NodeEdgeBlock", k, opts[k]) end
   if dx % heads ~= 0 then error(string.format("NodeEdgeBlock: heads (%d) must divide dx (%d)", heads, dx), 2) end
   self.dx, self.de, self.dy, self.heads, self.df = dx, de, dy, heads, dx // heads
   for _, spec in ipairs {

@@ -19,7 +19,7 @@ local VolumePreservingAttention = class("graphmert.nn.VolumePreservingAttention"
 function VolumePreservingAttention:__init(opts)
   Module.__init(self)
   local dim = opts.dim
-  if math.type(dim) ~= "integer" or dim < 1 then error("VolumePreservingAttention: dim must be a positive integer", 2) end
+  check.positive_integer("VolumePreservingAttention", "dim", dim)
   self.dim, self.skew_sym = dim, opts.skew_sym == true
   local bound = 1 / math.sqrt(dim)
   if self.skew_sym then

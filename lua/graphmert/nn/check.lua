@@ -22,6 +22,11 @@ function M.shape(fn, argn, name, t, expected)
   return t
 end
 
+-- a constructor option that must be a positive integer: "Owner: name must be a positive integer"
+function M.positive_integer(owner, name, v)
+  if math.type(v) ~= "integer" or v < 1 then error(owner .. ": " .. name .. " must be a positive integer", 0) end
+end
+
 -- a mask given as a tensor or nested table of 0/1 → a float tensor
 function M.mask(fn, argn, name, m, expected)
   if type(m) == "table" and not gm.is_tensor(m) then m = gm.tensor(m) end
