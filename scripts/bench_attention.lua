@@ -3,6 +3,7 @@
 -- math in PyTorch (python3-torch, same thread count) when it is installed.
 --   graphmert scripts/bench_attention.lua [B H N d threads reps]
 local gm = require "graphmert"
+local bench = require "scripts.bench_common"
 
 local B, H, N, d = tonumber(arg[1]) or 8, tonumber(arg[2]) or 8, tonumber(arg[3]) or 1024, tonumber(arg[4]) or 64
 local threads, reps = tonumber(arg[5]) or 2, tonumber(arg[6]) or 5
@@ -16,11 +17,6 @@ local k = gm.randn(B, H, N, d):requires_grad(true)
 local v = gm.randn(B, H, N, d):requires_grad(true)
 local decay = gm.rand(H, N, N):requires_grad(true)
 local opts = { decay = decay, decay_mode = "scores" }
-
-local function median(xs)
-  table.sort(xs)
-  return xs[(#xs + 1) // 2]
-end
 
 local fwd, both = {}, {}
 gm.no_grad(function() gm.attention(q, k, v, opts) end)
@@ -41,7 +37,7 @@ for _ = 1, reps do
   for _, t in ipairs { q, k, v, decay } do t:zero_grad() end
 end
 local peak_extra = gm.memory().peak - live_before
-local t_fwd, t_both = median(fwd), median(both)
+local t_fwd, t_both = bench.median(fwd), bench.median(both)
 -- effective FLOPs: forward Q Kᵀ and P V (4 B H N² d); backward dV, dP, dQ, dK (8 B H N² d)
 local flops_fwd, flops_both = 4 * B * H * N * N * d, 12 * B * H * N * N * d
 
@@ -52,15 +48,8 @@ print(string.format("graphmert  forward %.3f s (%.1f GFLOP/s)   forward+backward
 print(string.format("           peak extra memory during forward+backward: %.1f MiB (an [B,H,N,N] buffer would be %.1f MiB)",
   peak_extra / 2 ^ 20, B * H * N * N * 4 / 2 ^ 20))
 
-local cmd = string.format("/usr/bin/python3 scripts/bench_attention_torch.py %d %d %d %d %d %d 2>/dev/null", B, H, N, d,
-  threads, reps)
-local p = io.popen(cmd)
-local line = p and p:read("l")
-if p then p:close() end
-local tf, tb
-if line then tf, tb = line:match("torch forward ([%d.]+) backward ([%d.]+)") end
+local tf, tb = bench.torch_forward_backward("bench_attention_torch.py", B, H, N, d, threads, reps)
 if tf then
-  tf, tb = tonumber(tf), tonumber(tb)
   print(string.format("pytorch    forward %.3f s (%.1f GFLOP/s)   forward+backward %.3f s (%.1f GFLOP/s)",
     tf, flops_fwd / tf / 1e9, tb, flops_both / tb / 1e9))
   print(string.format("speed-up   forward %.2fx   forward+backward %.2fx (target >= 3x)", tf / t_fwd, tb / t_both))

@@ -3,6 +3,7 @@
 -- PyTorch (scripts/bench_digress_torch.py, same thread count) when python3-torch is installed.
 --   graphmert scripts/bench_digress.lua [bs n dx de dy heads threads reps]
 local gm = require "graphmert"
+local bench = require "scripts.bench_common"
 
 local v = {}
 for i, default in ipairs { 8, 64, 256, 64, 64, 8, 2, 5 } do v[i] = math.tointeger(tonumber(arg[i]) or default) end
@@ -20,11 +21,6 @@ for b = 1, bs do
   for j = 1, n do rows[b][j] = j <= n - n // 8 and 1 or 0 end
 end
 local mask = gm.tensor(rows)
-
-local function median(xs)
-  table.sort(xs)
-  return xs[(#xs + 1) // 2]
-end
 
 local fwd, both = {}, {}
 gm.no_grad(function() block(X, E, y, mask) end)
@@ -44,19 +40,13 @@ for _ = 1, reps do
   for _, t in ipairs { X, E, y } do t:zero_grad() end
 end
 local peak = gm.memory().peak - live_before
-local t_fwd, t_both = median(fwd), median(both)
+local t_fwd, t_both = bench.median(fwd), bench.median(both)
 print(string.format("NodeEdgeBlock bs=%d n=%d dx=%d de=%d dy=%d heads=%d, %d threads, median of %d", bs, n, dx, de, dy, H,
   threads, reps))
 print(string.format("graphmert  forward %.4f s   forward+backward %.4f s   peak extra memory %.1f MiB", t_fwd, t_both,
   peak / 2 ^ 20))
-local p = io.popen(string.format("/usr/bin/python3 scripts/bench_digress_torch.py %d %d %d %d %d %d %d %d 2>/dev/null", bs, n,
-  dx, de, dy, H, threads, reps))
-local line = p and p:read("l")
-if p then p:close() end
-local tf, tb
-if line then tf, tb = line:match("torch forward ([%d.]+) backward ([%d.]+)") end
+local tf, tb = bench.torch_forward_backward("bench_digress_torch.py", bs, n, dx, de, dy, H, threads, reps)
 if tf then
-  tf, tb = tonumber(tf), tonumber(tb)
   print(string.format("pytorch    forward %.4f s   forward+backward %.4f s", tf, tb))
   print(string.format("speed-up   forward %.2fx   forward+backward %.2fx (target >= 1.5x)", tf / t_fwd, tb / t_both))
 else

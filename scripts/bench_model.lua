@@ -4,6 +4,7 @@
 --   graphmert scripts/bench_model.lua [steps=3] [threads=2] [fill...]
 -- Each configuration runs in its own process, so peak RSS is per configuration.
 local gm = require "graphmert"
+local bench = require "scripts.bench_common"
 
 local steps = math.tointeger(tonumber(arg[1]) or 3)
 local threads = math.tointeger(tonumber(arg[2]) or 2)
@@ -68,9 +69,7 @@ for _, fill in ipairs { 1.0, 0.15 } do
   local line = p:read("a")
   p:close()
   local t, rss = line:match("graphmert step ([%d.]+) rss_mb ([%d.]+)")
-  local tp = io.popen(string.format("/usr/bin/python3 scripts/bench_model_torch.py %g %d %d 2>/dev/null", fill, steps, threads))
-  local tl = tp and tp:read("a") or ""
-  if tp then tp:close() end
+  local tl = bench.torch_output("bench_model_torch.py", string.format("%g", fill), steps, threads) or ""
   local tt, trss = tl:match("torch step ([%d.]+) rss_mb ([%d.]+)")
   t, rss, tt, trss = tonumber(t), tonumber(rss), tonumber(tt), tonumber(trss)
   if not t then error("graphmert run failed: " .. line) end
