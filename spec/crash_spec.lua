@@ -9,10 +9,7 @@ local function sh(cmd)
   return p:close(), out
 end
 
-local function sleep(seconds)
-  local t = gm.clock() + seconds
-  while gm.clock() < t do end
-end
+local function sleep(seconds) os.execute(string.format("sleep %.3f", seconds)) end
 
 -- the tensor names of a checkpoint, sorted, after a full structural load
 local function contents(path)
