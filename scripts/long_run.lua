@@ -1,7 +1,7 @@
 -- long_run.lua — memory over a long run: STEPS (10,000) training steps of a tiny GraphMERT on
--- random sequences with masking, AdamW, clipping and a checkpoint every 1,000 steps; prints RSS
--- and gm.memory().live at steps 1,000 .. STEPS and fails when RSS drifts by 5% or more between
--- step 1,000 and the end, or live bytes grow.
+-- random sequences with masking, AdamW, clipping and a checkpoint every 1,000 steps; prints RSS,
+-- gm.memory().live and the Lua heap at steps 1,000 .. STEPS and fails when RSS drifts by 5% or
+-- more between step 1,000 and the end, or live bytes grow.
 --   graphmert scripts/long_run.lua [STEPS]
 local gm = require "graphmert"
 
@@ -46,8 +46,8 @@ for step = 1, steps do
     collectgarbage()
     local rss, live = rss_kib(), gm.memory().live
     first_rss, first_live = first_rss or rss, first_live or live
-    print(string.format("step %5d  loss %.3f  RSS %d KiB (%+.2f%% from step 1000)  live %d bytes  %.1f s", step,
-      loss:item(), rss, 100 * (rss - first_rss) / first_rss, live, gm.clock() - t0))
+    print(string.format("step %5d  loss %.3f  RSS %d KiB (%+.2f%% from step 1000)  live %d bytes  Lua heap %d KiB  %.1f s",
+      step, loss:item(), rss, 100 * (rss - first_rss) / first_rss, live, collectgarbage("count"), gm.clock() - t0))
   end
 end
 os.remove(ckpt)

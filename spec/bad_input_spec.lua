@@ -61,6 +61,8 @@ local rows = {
   { "matmul", function() return gm.matmul(gm.ones(2, 2, 3), gm.ones(3, 3, 4)) end, "size mismatch: 2x2x3 @ 3x3x4" },
   { "reshape", function() return a23:reshape(4, 2) end, "cannot reshape a tensor of size 2x3 into 4x2" },
   { "reshape", function() return a23:reshape(-1, -1) end, "invalid size %-1" },
+  { "reshape", function() return a23:reshape(3, math.maxinteger, -1) end,
+    "cannot reshape a tensor of size 2x3 into 3x9223372036854775807x%-1" },
   { "view", function() return a23:view("a") end, "sizes must be integers" },
   { "transpose", function() return a23:transpose(1, 5) end, "dimension 5 out of range" },
   { "permute", function() return a23:permute(1, 1) end, "permutation is not a reordering" },

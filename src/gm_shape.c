@@ -20,11 +20,12 @@ gm_tensor *gm_reshape(gm_tensor *a, int ndim, const int64_t *shape) {
       gm_fail(GM_ERR_ARG, 2, "invalid size %lld in dimension %d", (long long)shape[i], i + 1);
       return NULL;
     } else {
-      known = gm_numel_of(1, &shape[i]) < 0 ? -1 : known * shape[i];
+      int64_t factors[2] = { known, shape[i] };
+      known = gm_numel_of(2, factors); /* -1 from the first overflow on */
     }
   }
   if (infer >= 0) {
-    if (known == 0 || a->numel % known != 0) {
+    if (known <= 0 || a->numel % known != 0) {
       gm_fail(GM_ERR_SHAPE, 2, "cannot reshape a tensor of size %s into %s", GM_SHAPE(a, x),
               gm_shape_str(ndim, shape, y, sizeof y));
       return NULL;
