@@ -165,6 +165,8 @@ local rows = {
   { "segment_softmax", function() return gm.segment_softmax(a23, gm.tensor { 1, 2, 3 }, 2) end, "one index per row %(got scores 2x3, index 3%)" },
   { "segment_softmax", function() return gm.segment_softmax(a23, gm.tensor { 1, 3 }, 2) end, "bad argument #2 to 'segment_softmax' %(segment_softmax: index 3 at position 2 is not a group in %[1, 2%]%)" },
   { "segment_softmax", function() return gm.segment_softmax(a23, gm.tensor { 1, 1 }, -1) end, "group count %-1 is negative" },
+  { "segment_softmax", function() return gm.segment_softmax(a23, gm.tensor { 1, 1e30 }, 2) end, "index 1e%+30 at position 2 is not a group" },
+  { "segment_softmax", function() return gm.segment_softmax(a23, gm.tensor { 0 / 0, 1 }, 2) end, "index %-?nan at position 1 is not a group" },
 }
 
 describe("bad input", function()

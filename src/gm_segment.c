@@ -17,14 +17,14 @@ static int64_t *group_ids(const gm_tensor *index, int64_t groups, int index_base
   }
   for (int64_t e = 0; e < index->numel; e++) {
     float v = index->data[e];
-    int64_t id = (int64_t)v - index_base;
-    if (v != floorf(v) || id < 0 || id >= groups) {
+    /* checked as a float first: converting NaN or 1e30 to an integer is undefined */
+    if (!(v == floorf(v)) || v < (float)index_base || v >= (float)index_base + (float)groups) {
       gm_fail(GM_ERR_ARG, 2, "segment_softmax: index %g at position %lld is not a group in [%d, %lld]",
               (double)v, (long long)e + index_base, index_base, (long long)groups - 1 + index_base);
       free(ids);
       return NULL;
     }
-    ids[e] = id;
+    ids[e] = (int64_t)v - index_base;
   }
   return ids;
 }
