@@ -138,8 +138,8 @@ gm_tensor *gm_narrow(gm_tensor *a, int dim, int64_t start, int64_t length) {
   char x[GM_SHAPE_BUF];
   if (gm_check_dim(a, dim, 2) != GM_OK) return NULL;
   if (start < 0 || length < 0 || start > a->shape[dim] || length > a->shape[dim] - start) {
-    gm_fail(GM_ERR_ARG, 3, "narrow [%lld, %lld) out of range for dimension %d of size %s",
-            (long long)start + 1, (long long)(start + length) + 1, dim + 1, GM_SHAPE(a, x));
+    gm_fail(GM_ERR_ARG, 3, "narrow of length %lld from position %.0f is out of range for dimension %d of size %s",
+            (long long)length, (double)start + 1, dim + 1, GM_SHAPE(a, x));
     return NULL;
   }
   int64_t shape[GM_MAX_DIMS], outer, size, inner;

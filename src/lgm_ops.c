@@ -243,6 +243,7 @@ static int o_narrow(lua_State *L) {
   gm_tensor *a = lgm_check_tensor(L, 1);
   int dim = lgm_check_dim(L, 2, a->ndim);
   lua_Integer start = luaL_checkinteger(L, 3), length = luaL_checkinteger(L, 4);
+  luaL_argcheck(L, start >= 1, 3, "start must be at least 1");
   lgm_box *b = lgm_new_box(L);
   return lgm_finish(L, b, gm_narrow(a, dim, (int64_t)start - 1, (int64_t)length));
 }
