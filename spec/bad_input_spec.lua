@@ -90,6 +90,7 @@ local rows = {
   -- graphs, distances and the decay mask
   { "graph", function() return gm.graph(3, { { 1, 4 } }) end, "bad argument #2 to 'graph' %(edge 1 joins node 4, outside %[1, 3%]%)" },
   { "graph", function() return gm.graph(0, {}) end, "number of nodes must be in %[1," },
+  { "graph", function() return gm.graph(3, { { 2, 1 }, { math.mininteger, 1 } }) end, "edge 2 joins node %-9223372036854775808, outside %[1, 3%]" },
   { "graph", function() return gm.graph(3, { 1, 2 }) end, "edge 1 is not a {u, v} pair" },
   { "graph", function() return gm.graph(3, { { 1, "x" } }) end, "edge 1 is not a pair of integers" },
   { "graph", function() return gm.graph(3) end, "bad argument #2 to 'graph' %(table expected" },

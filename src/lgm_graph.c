@@ -65,6 +65,7 @@ static int l_graph(lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   int directed = opt_bool_field(L, 3, "directed", 0);
   lua_Integer m = luaL_len(L, 2);
+  luaL_argcheck(L, m >= 0 && m <= INT32_MAX, 2, "edge count out of range");
   int64_t *edges = lua_newuserdatauv(L, (size_t)(2 * m + 1) * sizeof(int64_t), 0); /* GC'd */
   for (lua_Integer e = 0; e < m; e++) {
     lua_geti(L, 2, e + 1);
@@ -78,6 +79,10 @@ static int l_graph(lua_State *L) {
       lua_Integer v = lua_tointegerx(L, -1, &isnum);
       if (!isnum) {
         lua_pushfstring(L, "edge %d is not a pair of integers", (int)e + 1);
+        return luaL_argerror(L, 2, lua_tostring(L, -1));
+      }
+      if (v < 1) { /* the core checks the upper end; here v - 1 must not overflow */
+        lua_pushfstring(L, "edge %d joins node %I, outside [1, %I]", (int)e + 1, v, n);
         return luaL_argerror(L, 2, lua_tostring(L, -1));
       }
       edges[2 * e + k] = (int64_t)v - 1;
@@ -162,7 +167,7 @@ static int g_neighbors(lua_State *L) {
   gm_graph *g = check_graph(L, 1);
   lua_Integer i = luaL_checkinteger(L, 2);
   if (i < 1 || i > gm_graph_num_nodes(g)) {
-    lua_pushfstring(L, "node %d out of range [1, %d]", (int)i, (int)gm_graph_num_nodes(g));
+    lua_pushfstring(L, "node %I out of range [1, %I]", i, (lua_Integer)gm_graph_num_nodes(g));
     return luaL_argerror(L, 2, lua_tostring(L, -1));
   }
   int64_t count;

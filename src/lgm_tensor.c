@@ -75,7 +75,7 @@ int lgm_check_dim(lua_State *L, int arg, int ndim) {
   lua_Integer d = luaL_checkinteger(L, arg);
   lua_Integer resolved = d < 0 ? d + ndim : d - 1;
   if (d == 0 || resolved < 0 || resolved >= ndim) {
-    lua_pushfstring(L, "dimension %d out of range for a %d-dimensional tensor", (int)d, ndim);
+    lua_pushfstring(L, "dimension %I out of range for a %d-dimensional tensor", d, ndim);
     luaL_argerror(L, arg, lua_tostring(L, -1));
   }
   return (int)resolved;
@@ -84,7 +84,7 @@ int lgm_check_dim(lua_State *L, int arg, int ndim) {
 static int64_t check_size(lua_State *L, int arg, int isnum, lua_Integer v) {
   if (!isnum) luaL_argerror(L, arg, "sizes must be integers");
   if (v < 0) {
-    lua_pushfstring(L, "negative size %d", (int)v);
+    lua_pushfstring(L, "negative size %I", v);
     luaL_argerror(L, arg, lua_tostring(L, -1));
   }
   return (int64_t)v;
@@ -325,7 +325,7 @@ static int64_t element_offset(lua_State *L, gm_tensor *t, int first) {
   for (int d = 0; d < t->ndim; d++) {
     lua_Integer i = luaL_checkinteger(L, first + d);
     if (i < 1 || i > t->shape[d]) {
-      lua_pushfstring(L, "index %d out of range [1, %d]", (int)i, (int)t->shape[d]);
+      lua_pushfstring(L, "index %I out of range [1, %I]", i, (lua_Integer)t->shape[d]);
       luaL_argerror(L, first + d, lua_tostring(L, -1));
     }
     off = off * t->shape[d] + (i - 1);
@@ -353,7 +353,7 @@ static int t_set(lua_State *L) {
 static int64_t flat_index(lua_State *L, gm_tensor *t, int arg) {
   lua_Integer i = luaL_checkinteger(L, arg);
   if (i < 1 || i > t->numel) {
-    lua_pushfstring(L, "flat index %d out of range [1, %d]", (int)i, (int)t->numel);
+    lua_pushfstring(L, "flat index %I out of range [1, %I]", i, (lua_Integer)t->numel);
     luaL_argerror(L, arg, lua_tostring(L, -1));
   }
   return (int64_t)i - 1;
