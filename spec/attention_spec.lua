@@ -175,6 +175,32 @@ describe("fused attention", function()
     assert.equal(0, (all * all):sum():item())
   end)
 
+  it("lets a NaN reach the output and the gradients as the reference path does (not a masked row)", function()
+    -- a NaN in query 2 makes all its scores NaN, over three key tiles (S = 300)
+    local q, k, v = gm.randn(1, 1, 3, 4), gm.randn(1, 1, 300, 4), gm.randn(1, 1, 300, 4)
+    q:set(0 / 0, 1, 1, 2, 1)
+    local nan_rows = {}
+    for _, impl in ipairs { "fused", "reference" } do
+      q:requires_grad(true):zero_grad()
+      local out = gm.attention(q, k, v, { impl = impl })
+      out:sum():backward()
+      local function nans(t, row)
+        local n, cols = 0, t:size(4)
+        for c = 1, cols do
+          local x = t:get(1, 1, row, c)
+          if x ~= x then n = n + 1 end
+        end
+        return n
+      end
+      local rows = {}
+      for i = 1, 3 do rows[i] = { nans(out, i), nans(q:grad(), i) } end
+      nan_rows[impl] = rows
+      q:requires_grad(false)
+    end
+    assert.same({ { 0, 0 }, { 4, 4 }, { 0, 0 } }, nan_rows.reference)
+    assert.same(nan_rows.reference, nan_rows.fused)
+  end)
+
   it("returns the weights on request, rows summing to 1", function()
     local q, k, v = gm.randn(2, 3, 5, 4), gm.randn(2, 3, 6, 4), gm.randn(2, 3, 6, 4)
     local out, w = gm.attention(q, k, v, { need_weights = true, key_mask = { { 1, 1, 1, 1, 1, 1 }, { 1, 1, 0, 0, 1, 1 } } })

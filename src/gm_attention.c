@@ -97,11 +97,17 @@ static void apply_dropout(const problem *pb, int64_t b, int64_t h, int64_t i0, i
 
 /* Row kernels, kept out of line so that each compiles once, vectorised (inlined into the
  * OpenMP bodies the vectoriser gives up on them). */
+/* The row's maximum, NaN if the row holds a NaN (so that it reaches the output as in PyTorch
+ * instead of passing for a row with nothing allowed). */
 static __attribute__((noinline)) float row_max(const float *t, int64_t n) {
   float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-  for (int64_t c = 0; c < n; c++) mx = t[c] > mx ? t[c] : mx;
-  return mx;
+  int nan = 0;
+#pragma omp simd reduction(max : mx) reduction(| : nan)
+  for (int64_t c = 0; c < n; c++) {
+    mx = t[c] > mx ? t[c] : mx;
+    nan |= t[c] != t[c];
+  }
+  return nan ? NAN : mx;
 }
 
 /* t[c] = e^(t[c] − shift); returns the sum */
@@ -137,7 +143,7 @@ static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, f
     tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
     for (int64_t r = 0; r < nq; r++) {
       float *t = tile + r * BK, mx = row_max(t, nk);
-      float m_new = mx > m[r] ? mx : m[r];
+      float m_new = mx > m[r] || isnan(mx) ? mx : m[r];
       if (m_new == -INFINITY) { /* nothing allowed so far in this row */
         memset(t, 0, (size_t)nk * sizeof(float));
         continue;

@@ -116,12 +116,12 @@ static inline float gm_gelu_tanh_grad(float x) {
 /* e^x for softmax arguments (x <= 0; −inf gives 0), in branch-free float arithmetic that the
  * compiler vectorises (libm's expf does not vectorise without -ffast-math): Cody–Waite
  * reduction by ln 2 and Cephes' degree-6 polynomial, relative error about 1e-7. x below −87
- * gives 0. */
+ * gives 0; NaN gives NaN. */
 static inline float gm_exp_softmax(float x) {
   float xc = x < -87.0f ? -87.0f : x;
   float k = xc * 1.44269504088896341f + 12582912.0f; /* + 1.5·2^23 rounds to an integer n */
   float n = k - 12582912.0f;
-  int32_t k_bits;
+  uint32_t k_bits; /* unsigned: a NaN input must not make the shift below undefined */
   memcpy(&k_bits, &k, sizeof k_bits); /* n sits in the low mantissa bits of k */
   float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -131,7 +131,7 @@ static inline float gm_exp_softmax(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  int32_t bits = (k_bits - 0x4B400000 + 127) << 23; /* 2^n */
+  uint32_t bits = (k_bits - 0x4B400000u + 127u) << 23; /* 2^n */
   float scale;
   memcpy(&scale, &bits, sizeof scale);
   float y = p * scale;
