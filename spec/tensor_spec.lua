@@ -77,6 +77,19 @@ describe("arithmetic", function()
     assert.same({ 0.5, 0.5 }, t[1])
     assert.is_true(t[2][1] ~= t[2][1])
   end)
+  it("passes a NaN on as PyTorch does (max, sum, softmax, relu, tanh), never as a number", function()
+    local x = gm.tensor { { 1, 0 / 0, 3 }, { -4, 5, 6 } }
+    local function nan_pattern(t)
+      local out = {}
+      for i = 1, t:numel() do out[i] = t:get_flat(i) ~= t:get_flat(i) end
+      return out
+    end
+    assert.same({ true, false }, nan_pattern(x:max(2)))
+    assert.same({ true, false }, nan_pattern(x:sum(2)))
+    assert.same({ true, true, true, false, false, false }, nan_pattern(x:softmax(2)))
+    assert.same({ false, true, false, false, false, false }, nan_pattern(x:relu()))
+    assert.same({ false, true, false, false, false, false }, nan_pattern(x:tanh()))
+  end)
 end)
 
 describe("shapes and views", function()

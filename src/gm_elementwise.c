@@ -153,7 +153,7 @@ static gm_tensor *unary(gm_tensor *a, unary_kind kind, float s) {
     case UN_TANH: UNARY_LOOP(tanhf(x))
     case UN_GELU: UNARY_LOOP(gm_gelu_erf_value(x))
     case UN_GELU_TANH: UNARY_LOOP(gm_gelu_tanh_value(x))
-    case UN_RELU: UNARY_LOOP(x > 0 ? x : 0.0f)
+    case UN_RELU: UNARY_LOOP(x > 0 || x != x ? x : 0.0f) /* NaN stays NaN, as in PyTorch */
     case UN_LEAKY_RELU: UNARY_LOOP(x > 0 ? x : x * s)
   }
   static const gm_op ops[] = {GM_OP_ADD_SCALAR, GM_OP_MUL_SCALAR, GM_OP_RDIV_SCALAR,
