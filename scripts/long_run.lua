@@ -46,7 +46,7 @@ for step = 1, steps do
     collectgarbage()
     local rss, live = rss_kib(), gm.memory().live
     first_rss, first_live = first_rss or rss, first_live or live
-    print(string.format("step %5d  loss %.3f  RSS %d KiB (%+.2f%% from step 1000)  live %d bytes  Lua heap %d KiB  %.1f s",
+    print(string.format("step %5d  loss %.3f  RSS %d KiB (%+.2f%% from step 1000)  live %d bytes  Lua heap %.0f KiB  %.1f s",
       step, loss:item(), rss, 100 * (rss - first_rss) / first_rss, live, collectgarbage("count"), gm.clock() - t0))
   end
 end
