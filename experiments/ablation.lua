@@ -7,15 +7,14 @@
 local gm = require "graphmert"
 local ex = gm.experiment
 
-local args = { config = "experiments/configs/wordnet_small.lua", out = "out/ablation" }
-local i = 1
-while i <= #arg do
-  if arg[i] == "--config" or arg[i] == "--out" or arg[i] == "--steps" then args[arg[i]:sub(3)] = arg[i + 1]; i = i + 1
-  else error("ablation.lua: unknown argument " .. arg[i]) end
-  i = i + 1
-end
-local cfg = assert(loadfile(args.config, "t", {}))()
-if args.steps then cfg.steps = math.tointeger(tonumber(args.steps)) end
+local args = ex.args.parse(arg, {
+  script = "ablation.lua", about = "The λ × H-GAT ablation: every variant with the same seed, data and budget.",
+  { "config", "experiments/configs/wordnet_small.lua", "config file (keys: see lua/graphmert/experiment/config.lua)" },
+  { "out", "out/ablation", "output folder" },
+  { "steps", nil, "override the config's step count", type = "integer" },
+})
+local cfg = ex.config.load(args.config)
+if args.steps then cfg.steps = args.steps end
 os.execute("mkdir -p " .. args.out)
 
 gm.manual_seed(cfg.seed)
@@ -38,8 +37,9 @@ for v, var in ipairs(variants) do
   local opt = gm.optim.adamw(model:named_parameters(), { lr = c.lr, weight_decay = c.weight_decay })
   curves[v] = {}
   local t0 = gm.clock()
+  local train_step = ex.trainer(d, c, model, opt)
   for step = 1, c.steps do
-    curves[v][step] = ex.step(d, c, model, opt, step)
+    curves[v][step] = train_step(step)
     io.write(string.format("\r%-24s step %d/%d  loss %.4f   ", var.name, step, c.steps, curves[v][step]))
     io.flush()
   end

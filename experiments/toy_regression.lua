@@ -31,10 +31,10 @@ print(model)
 
 local start = os.clock()
 for step = 1, steps do
-  opt.zero_grad()
+  opt:zero_grad()
   local loss = model(x):cross_entropy(y)
   loss:backward()
-  opt.step()
+  opt:step()
   if step == 1 or step % 25 == 0 then
     print(string.format("step %4d  loss %.4f", step, loss:item()))
   end

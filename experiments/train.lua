@@ -10,25 +10,24 @@
 -- `on_nonfinite = "skip"`.
 local gm = require "graphmert"
 local ex = gm.experiment
+local errors = gm.errors
 
-local args = { config = "experiments/configs/wordnet_small.lua", out = "out/wordnet_small" }
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  if a == "--resume" then args.resume = true
-  elseif a == "--config" or a == "--out" or a == "--steps" then args[a:sub(3)] = arg[i + 1]; i = i + 1
-  else error("train.lua: unknown argument " .. a) end
-  i = i + 1
-end
+local args = ex.args.parse(arg, {
+  script = "train.lua", about = "Train GraphMERT on WordNet, then the baseline model; print the evaluation table.",
+  { "config", "experiments/configs/wordnet_small.lua", "config file (keys: see lua/graphmert/experiment/config.lua)" },
+  { "out", "out/wordnet_small", "output folder" },
+  { "steps", nil, "override the config's step count", type = "integer" },
+  { "resume", false, "continue from the checkpoints in the output folder", flag = true },
+})
 
-local cfg = assert(loadfile(args.config, "t", {}))()
-if args.steps then cfg.steps = math.tointeger(tonumber(args.steps)) end
+local cfg = ex.config.load(args.config)
+if args.steps then cfg.steps = args.steps end
 if cfg.memory_limit then gm.set_memory_limit(cfg.memory_limit) end -- bytes of tensor memory
 os.execute("mkdir -p " .. args.out)
 local tok_path = args.out .. "/tokenizer.txt"
 
 gm.manual_seed(cfg.seed)
-local d = ex.prepare(cfg, args.resume and gm.tokenizer.load(tok_path) or nil)
+local d = ex.prepare(cfg, args.resume and gm.data.tokenizer.load(tok_path) or nil)
 if not args.resume then d.tok:save(tok_path) end
 print(ex.summary(d))
 
@@ -54,11 +53,12 @@ local function train(run)
   local log = assert(io.open(log_path, resuming and "a" or "w"))
   if not resuming then log:write("step,loss,lr,tokens_per_s\n") end
   local t_start, tokens_done, last_step = gm.clock(), 0, nil
+  local train_step = ex.trainer(d, c, model, opt)
   local function save(step) gm.checkpoint.save(ckpt_path, { model = model, optimizer = opt, step = step }) end
   local ok, err = pcall(function()
     for step = start, c.steps do
       local t0 = gm.clock()
-      local loss, tokens, skipped = ex.step(d, c, model, opt, step)
+      local loss, tokens, skipped = train_step(step)
       if skipped then io.write(string.format("\n  step %d skipped: non-finite loss or gradient\n", step)) end
       tokens_done = tokens_done + tokens
       local elapsed = gm.clock() - t_start
@@ -77,12 +77,12 @@ local function train(run)
   end)
   log:close()
   if not ok then
-    if tostring(err):match("interrupted") and last_step then
+    if errors.kind(err) == "interrupted" and last_step then
       save(last_step)
       print(string.format("\ninterrupted: checkpoint at step %d written to %s (continue with --resume)", last_step, ckpt_path))
       os.exit(130)
     end
-    if tostring(err):match("^non%-finite") then
+    if errors.kind(err) == "nonfinite" then
       io.stderr:write("\n", tostring(err), "\n")
       os.exit(1)
     end

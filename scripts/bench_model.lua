@@ -42,7 +42,7 @@ if arg[3] == "--child" then -- one configuration, in this process
     end
   end
   local batch = { ids = gm.tensor(ids), valid = gm.tensor(valid), relation = relation, head_length = head_length }
-  local masked = gm.masking.mask(batch, { vocab = V, mask_id = 4, special = { [1] = true }, roots = R, leaves = L })
+  local masked = gm.data.masking.mask(batch, { vocab = V, mask_id = 4, special = { [1] = true }, layout = gm.layout { roots = R, leaves = L } })
   local real = batch.valid:sum():item()
   local times = {}
   for step = 0, steps do

@@ -10,7 +10,7 @@ gm.manual_seed(1)
 local R, L, V = 8, 2, 50
 local model = gm.nn.GraphMERT { vocab = V, relations = 2, roots = R, leaves = L, hidden = 16, layers = 1, heads = 2, ffn = 32 }
 local opt = gm.optim.adamw(model:named_parameters(), { lr = 1e-3 })
-local mask_opts = { vocab = V, mask_id = 4, roots = R, leaves = L, special = { [1] = true, [2] = true, [3] = true } }
+local mask_opts = { vocab = V, mask_id = 4, layout = gm.layout { roots = R, leaves = L }, special = { [1] = true, [2] = true, [3] = true } }
 local ckpt = os.tmpname()
 
 local function rss_kib()
@@ -35,7 +35,7 @@ math.randomseed(1)
 local first_rss, first_live
 local t0 = gm.clock()
 for step = 1, steps do
-  local batch = gm.masking.mask(random_batch(4), mask_opts)
+  local batch = gm.data.masking.mask(random_batch(4), mask_opts)
   opt:zero_grad()
   local loss = model:loss(batch)
   loss:backward()

@@ -1,6 +1,6 @@
 -- Corpus readers and the leafy-chain sequence builder.
 local gm = require "graphmert"
-local corpus = gm.corpus
+local corpus = gm.data.corpus
 
 local function tmp_with(lines)
   local path = os.tmpname()
@@ -42,12 +42,12 @@ describe("corpus.build", function()
     { text = "", triples = {} },
     { text = "Cats meow at dogs.", triples = { { head = "cats", relation = "hypernym", tail = "a very long tail phrase indeed" } } },
   }
-  local tok = gm.tokenizer.train({ records[1].text, records[3].text, "feline puppy animal a very long tail phrase indeed" },
+  local tok = gm.data.tokenizer.train({ records[1].text, records[3].text, "feline puppy animal a very long tail phrase indeed" },
     { vocab_size = 200 })
 
   it("packs records into roots and injects tails into the first root of their head", function()
     local R, L = 32, 2
-    local seqs, report = corpus.build(records, tok, { roots = R, leaves = L, relations = { hypernym = 1, hyponym = 2 } })
+    local seqs, report = corpus.build(records, tok, { layout = gm.layout { roots = R, leaves = L }, relations = { hypernym = 1, hyponym = 2 } })
     assert.equal(1, #seqs)
     local s = corpus.unpack(seqs[1])
     assert.equal(R * (1 + L), #s.ids)
@@ -69,7 +69,7 @@ describe("corpus.build", function()
 
   it("repeats a record once per usable triple with copies", function()
     local R, L = 32, 2
-    local seqs, report = corpus.build(records, tok, { roots = R, leaves = L, relations = { hypernym = 1, hyponym = 2 }, copies = 3 })
+    local seqs, report = corpus.build(records, tok, { layout = gm.layout { roots = R, leaves = L }, relations = { hypernym = 1, hyponym = 2 }, copies = 3 })
     assert.equal(2, report.injected) -- dog → mammal and dog → puppy, each in its own copy
     assert.is_nil(report.skipped["root already holds a triple"])
     local tails = {}
@@ -85,14 +85,14 @@ describe("corpus.build", function()
 
   it("feeds GraphMERT", function()
     local R, L = 32, 2
-    local seqs = corpus.build(records, tok, { roots = R, leaves = L, relations = { hypernym = 1, hyponym = 2 } })
+    local seqs = corpus.build(records, tok, { layout = gm.layout { roots = R, leaves = L }, relations = { hypernym = 1, hyponym = 2 } })
     local batch = corpus.batch(seqs, 1, 4)
     local model = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16, roots = R, leaves = L, relations = 2 }
     assert.same({ 1, R * (1 + L), 8 }, model(batch):shape())
   end)
 
   it("turns WordNet synsets into records with their relations as triples", function()
-    local wn = gm.wordnet.load { pos = { "verb" }, limit = 50 }
+    local wn = gm.data.wordnet.load { pos = { "verb" }, limit = 50 }
     local recs = corpus.from_wordnet(wn)
     assert.equal(50, #recs)
     local with = 0

@@ -15,11 +15,11 @@ describe("evaluate", function()
   local texts = {}
   for _, r in ipairs(train) do texts[#texts + 1] = r.text .. " " .. r.triples[1].tail end
   for _, r in ipairs(test) do texts[#texts + 1] = r.text end
-  local tok = gm.tokenizer.train(texts, { vocab_size = 200 })
-  local opts = { roots = 8, leaves = 2, relations = { hypernym = 1 } }
+  local tok = gm.data.tokenizer.train(texts, { vocab_size = 200 })
+  local opts = { layout = gm.layout { roots = 8, leaves = 2 }, relations = { hypernym = 1 } }
 
   it("ranks the most frequent tail per relation first (hits@1 on canine, rank 2 on feline)", function()
-    local r = gm.evaluate.most_frequent_tail(train, test, tok, opts)
+    local r = gm.eval.most_frequent_tail(train, test, tok, opts)
     assert.equal(2, r.n) -- the unknown relation and the head missing from the text are skipped
     assert.near(0.5, r.hits1, 1e-9)
     assert.near(1, r.hits10, 1e-9)
@@ -29,7 +29,7 @@ describe("evaluate", function()
   it("scores a model's ranking of the vocabulary at the masked tail slot", function()
     local model = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16,
       roots = 8, leaves = 2, relations = 1 }
-    local r = gm.evaluate.tail_prediction(model, tok, test, opts)
+    local r = gm.eval.tail_prediction(model, tok, test, opts)
     assert.equal(2, r.n)
     for _, k in ipairs { "hits1", "hits10", "mrr", "exact" } do
       assert.is_true(r[k] >= 0 and r[k] <= 1, k)

@@ -1,6 +1,6 @@
 -- Triple extraction: finding heads, predicting tails, scoring against WordNet.
 local gm = require "graphmert"
-local ext = gm.extract
+local ext = gm.eval.extract
 
 -- a three-synset WordNet: dog → canine (hypernym), hot dog
 local wn = { synsets = {
@@ -29,15 +29,15 @@ describe("extract", function()
   end)
 
   it("ranks whole-word tails at the head's first leaf slot", function()
-    local tok = gm.tokenizer.train({ "a dog is a canine", "a cat is a feline" }, { vocab_size = 100 })
+    local tok = gm.data.tokenizer.train({ "a dog is a canine", "a cat is a feline" }, { vocab_size = 100 })
     local model = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16,
       roots = 8, leaves = 2, relations = 1 }
-    local tails = ext.predict(model, tok, "a dog is a canine", "dog", 1, { roots = 8, leaves = 2, top = 3 })
+    local tails = ext.predict(model, tok, "a dog is a canine", "dog", 1, { layout = gm.layout { roots = 8, leaves = 2 }, top = 3 })
     assert.equal(3, #tails)
     for _, t in ipairs(tails) do
       assert.is_nil(t:match("^##"))
       assert.is_nil(t:match("^%["))
     end
-    assert.same({}, ext.predict(model, tok, "a cat", "dog", 1, { roots = 8, leaves = 2 }))
+    assert.same({}, ext.predict(model, tok, "a cat", "dog", 1, { layout = gm.layout { roots = 8, leaves = 2 } }))
   end)
 end)

@@ -34,7 +34,7 @@ local function tiny(extra)
   return gm.nn.GraphMERT(cfg)
 end
 
-local mask_opts = { vocab = V, mask_id = MASK, special = SPECIAL, roots = R, leaves = L, leaf_rate = 0.5 }
+local mask_opts = { vocab = V, mask_id = MASK, special = SPECIAL, layout = gm.layout { roots = R, leaves = L }, leaf_rate = 0.5 }
 
 describe("GraphMERT", function()
   it("maps a batch to hidden states with PyTorch-style parameter names", function()
@@ -52,7 +52,7 @@ describe("GraphMERT", function()
   it("sends gradients through H-GAT to W_r, a_r, the embeddings and the decay's p", function()
     local model = tiny { dropout = 0, attention_dropout = 0, relation_dropout = 0 }
     gm.manual_seed(3)
-    local batch = gm.masking.mask(make_batch(2), mask_opts)
+    local batch = gm.data.masking.mask(make_batch(2), mask_opts)
     model:loss(batch):backward()
     for _, name in ipairs { "hgat_weight", "hgat_attention", "embed_tokens.weight", "decay.sp_param" } do
       local g = model:state_dict()[name]:grad()
@@ -80,7 +80,7 @@ describe("GraphMERT", function()
   it("masks about 15% of the roots in whole spans and whole tail groups, 80/10/10", function()
     gm.manual_seed(5)
     local batch = make_batch(6)
-    local m = gm.masking.mask(batch, { vocab = V, mask_id = MASK, special = SPECIAL, roots = R, leaves = L, leaf_rate = 1 })
+    local m = gm.data.masking.mask(batch, { vocab = V, mask_id = MASK, special = SPECIAL, layout = gm.layout { roots = R, leaves = L }, leaf_rate = 1 })
     assert.is_true(#m.labels.roots.positions >= 1)
     for _, p in ipairs(m.labels.roots.positions) do assert.is_true((p - 1) % N + 1 <= R) end
     -- leaf_rate 1: every filled leaf is a target
@@ -91,7 +91,7 @@ describe("GraphMERT", function()
     local ids = {}
     for n = 1, 200 do ids[n] = 5 + n % 30 end
     local big = { ids = gm.tensor { ids }, valid = gm.ones(1, 200) }
-    local mm = gm.masking.mask(big, { vocab = V, mask_id = MASK, special = {}, roots = 200, leaves = 0, root_rate = 1 })
+    local mm = gm.data.masking.mask(big, { vocab = V, mask_id = MASK, special = {}, layout = gm.layout { roots = 200, leaves = 0 }, root_rate = 1 })
     local masked, kept = 0, 0
     local after = mm.ids:totable()[1]
     for i, p in ipairs(mm.labels.roots.positions) do
@@ -106,7 +106,7 @@ describe("GraphMERT", function()
     gm.manual_seed(7)
     -- learned positions: without them, tokens at mirror positions of the symmetric decay look alike
     local model = tiny { dropout = 0, attention_dropout = 0, relation_dropout = 0, positions = true }
-    local batch = gm.masking.mask(make_batch(8), mask_opts)
+    local batch = gm.data.masking.mask(make_batch(8), mask_opts)
     local opt = gm.optim.adamw(model:named_parameters(), { lr = 1e-2, weight_decay = 0 })
     local loss
     for _ = 1, 300 do
@@ -130,7 +130,7 @@ describe("GraphMERT", function()
       if from then start = gm.checkpoint.load(from, { model = model, optimizer = opt }) + 1 end
       local losses = {}
       for step = start, steps do
-        local batch = gm.masking.mask(make_batch(20 + step), mask_opts) -- reseeds: fixed data per step
+        local batch = gm.data.masking.mask(make_batch(20 + step), mask_opts) -- reseeds: fixed data per step
         gm.manual_seed(1000 + step)
         opt:zero_grad()
         local loss = model:loss(batch) -- with dropout: uses the generator

@@ -76,11 +76,11 @@ describe("optim.sgd", function()
     local opt = gm.optim.sgd({ p }, { lr = 1e-3, momentum = 0.9 })
     local f
     for _ = 1, 3000 do
-      opt.zero_grad()
+      opt:zero_grad()
       local x, y = p:narrow(1, 1, 1), p:narrow(1, 2, 1)
       f = ((1 - x) ^ 2 + (y - x * x) ^ 2 * 100):sum()
       f:backward()
-      opt.step()
+      opt:step()
     end
     assert.is_true(f:item() < 1e-3, "f = " .. f:item())
   end)
@@ -93,10 +93,10 @@ describe("optim.sgd", function()
     local opt = gm.optim.sgd(lin:parameters(), { lr = 0.1 })
     local loss
     for _ = 1, 300 do
-      opt.zero_grad()
+      opt:zero_grad()
       loss = ((lin(x) - y) ^ 2):mean()
       loss:backward()
-      opt.step()
+      opt:step()
     end
     assert.is_true(loss:item() < 1e-6)
     assert.tensor_near({ { 1, -2, 0.5 } }, lin.weight, 0, 1e-3)

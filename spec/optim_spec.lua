@@ -101,3 +101,50 @@ describe("schedules and clipping", function()
     assert.tensor_near(full, w:grad(), 1e-5, 1e-6)
   end)
 end)
+
+describe("the optimizer protocol", function()
+  -- three steps, a state_dict round trip into a fresh optimizer, three more steps: the same
+  -- weights as six uninterrupted steps
+  local function resumes_exactly(make)
+    local function grads(p, k) return (p * gm.tensor { 1, -2, 3 } * k + p * p):sum() end
+    local a = gm.tensor { 0.5, -1, 2 }:requires_grad(true)
+    local opt_a = make({ { "w", a } })
+    for k = 1, 6 do opt_a:zero_grad(); grads(a, k):backward(); opt_a:step() end
+    local b = gm.tensor { 0.5, -1, 2 }:requires_grad(true)
+    local opt_b = make({ { "w", b } })
+    for k = 1, 3 do opt_b:zero_grad(); grads(b, k):backward(); opt_b:step() end
+    local tensors, meta = opt_b:state_dict()
+    local c = b:clone():requires_grad(true)
+    local opt_c = make({ { "w", c } })
+    opt_c:load_state_dict(tensors, meta)
+    for k = 4, 6 do opt_c:zero_grad(); grads(c, k):backward(); opt_c:step() end
+    assert.tensor_near(a, c, 0, 0)
+    return opt_c
+  end
+
+  it("sgd with momentum resumes from its state_dict exactly", function()
+    local opt = resumes_exactly(function(p) return gm.optim.sgd(p, { lr = 0.05, momentum = 0.9, nesterov = true }) end)
+    local tensors, meta = opt:state_dict()
+    assert.is_true(gm.is_tensor(tensors["w.momentum_buffer"]))
+    assert.equal(6, meta.step)
+  end)
+
+  it("adamw resumes from its state_dict exactly", function()
+    resumes_exactly(function(p) return gm.optim.adamw(p, { lr = 0.05 }) end)
+  end)
+
+  it("every optimizer has get_lr and set_lr", function()
+    for _, make in ipairs { gm.optim.sgd, gm.optim.adamw } do
+      local opt = make({ gm.zeros(2):requires_grad(true) }, { lr = 0.1 })
+      assert.equal(0.1, opt:get_lr())
+      opt:set_lr(0.02)
+      assert.equal(0.02, opt:get_lr())
+    end
+  end)
+
+  it("sgd refuses a momentum buffer of the wrong size, naming the parameter", function()
+    local opt = gm.optim.sgd({ { "w", gm.zeros(3):requires_grad(true) } }, { momentum = 0.9 })
+    assert.error_matches(function() opt:load_state_dict({ ["w.momentum_buffer"] = gm.zeros(2) }, { step = 1 }) end,
+      "momentum buffer of 'w' has 2, the parameter 3")
+  end)
+end)

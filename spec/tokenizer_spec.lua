@@ -1,6 +1,6 @@
 -- The WordPiece tokenizer: training, the round trip, save/load, bad files.
 local gm = require "graphmert"
-local tk = gm.tokenizer
+local tk = gm.data.tokenizer
 
 local corpus = {
   "A dog is a domesticated carnivorous mammal.",

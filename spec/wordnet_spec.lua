@@ -1,7 +1,7 @@
 -- WordNet 3.0 (wndb(5)) parsing: synsets, lemmas, glosses with examples, named relations, and
 -- bad input reported with file:line.
 local gm = require "graphmert"
-local wn = gm.wordnet
+local wn = gm.data.wordnet
 
 local BREATHE = "00001740 29 v 04 breathe 0 take_a_breath 0 respire 0 suspire 3 021 * 00005041 v 0000 * 00004227 v 0000 + 03110323 a 0301 + 00831191 n 0303 + 04080833 n 0301 + 04250850 n 0105 + 00831191 n 0101 ^ 00004227 v 0103 ^ 00005041 v 0103 $ 00002325 v 0000 $ 00002573 v 0000 ~ 00002573 v 0000 ~ 00002724 v 0000 ~ 00002942 v 0000 ~ 00003826 v 0000 ~ 00004032 v 0000 ~ 00004227 v 0000 ~ 00005041 v 0000 ~ 00006697 v 0000 ~ 00007328 v 0000 ~ 00017031 v 0000 02 + 02 00 + 08 00 | draw air into, and expel out of, the lungs; \"I can breathe better when the air is clean\"; \"The patient is respiring\"  "
 local SATELLITE = "00002956 00 s 02 abaxial 0 dorsal(a) 4 002 & 00002527 a 0000 ;c 06037666 n 0000 | facing away from the axis of an organ or organism; \"the abaxial surface of a leaf is the underside\"  "

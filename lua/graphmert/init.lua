@@ -1,6 +1,8 @@
 -- graphmert — graph-aware transformer attention on a float32 C core with autograd.
 --   local gm = require "graphmert"
--- Returns a table and sets no globals. Submodules (nn, optim, gradcheck) load on first use.
+-- Returns a table and sets no globals. Submodules load on first use: the library (nn, optim,
+-- layout, safetensors, checkpoint, gradcheck, errors, class) and the GraphMERT application that
+-- uses it (data, eval, experiment).
 local core = require "graphmert.core"
 
 local gm = {}
@@ -26,10 +28,9 @@ function gm.embedding(weight, ids)
   return rows:reshape(shape)
 end
 
-local submodules = { nn = true, optim = true, gradcheck = true, class = true, safetensors = true,
-  masking = true, checkpoint = true, wordnet = true,
-  tokenizer = true, corpus = true, evaluate = true,
-  experiment = true, extract = true }
+local submodules = { nn = true, optim = true, layout = true, safetensors = true, checkpoint = true,
+  gradcheck = true, errors = true, class = true,
+  data = true, eval = true, experiment = true }
 return setmetatable(gm, {
   __index = function(t, k)
     if submodules[k] then

@@ -24,7 +24,7 @@ function T.safetensors(data)
 end
 
 function T.tokenizer(data)
-  local ok, tok = with_file(data, gm.tokenizer.load)
+  local ok, tok = with_file(data, gm.data.tokenizer.load)
   if ok then
     local ids = tok:encode("the quick brown fox, unaffordable ünïcode 123")
     tok:decode(ids)
@@ -32,14 +32,14 @@ function T.tokenizer(data)
 end
 
 function T.wordnet(data)
-  for line in data:gmatch("[^\n]+") do gm.wordnet.parse_line(line) end
+  for line in data:gmatch("[^\n]+") do gm.data.wordnet.parse_line(line) end
 end
 
-local tok = gm.tokenizer.train({ "a dog is a domesticated mammal", "the cat sat on the mat" }, { vocab_size = 60 })
+local tok = gm.data.tokenizer.train({ "a dog is a domesticated mammal", "the cat sat on the mat" }, { vocab_size = 60 })
 function T.jsonl(data)
-  local ok, records = with_file(data, gm.corpus.read_jsonl)
+  local ok, records = with_file(data, gm.data.corpus.read_jsonl)
   if ok then
-    gm.corpus.build(records, tok, { roots = 8, leaves = 2, relations = { hypernym = 1, part = 2 } })
+    gm.data.corpus.build(records, tok, { layout = gm.layout { roots = 8, leaves = 2 }, relations = { hypernym = 1, part = 2 } })
   end
 end
 

@@ -31,18 +31,32 @@ local GraphMERT = class("graphmert.nn.GraphMERT", Module)
 local defaults = {
   hidden = 512, layers = 12, heads = 8, ffn = 2048, roots = 128, leaves = 7, leaf_edges = "path",
   lambda = 0.6, offset = 1, dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3,
-  hgat = true, hgat_interleaved = true, positions = false, init_std = 0.02, relations = 1,
+  hgat = true, hgat_interleaved = true, positions = false, init_std = 0.02, relations = 1, compact = true,
 }
+GraphMERT.defaults = defaults
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = tostring(k) end
+  table.sort(keys)
+  return keys
+end
 
 function GraphMERT:__init(config)
   Module.__init(self)
   local c = {}
   for k, v in pairs(defaults) do c[k] = v end
-  for k, v in pairs(config or {}) do c[k] = v end
-  check.positive_integer("GraphMERT", "vocab", c.vocab)
+  for k, v in pairs(config or {}) do
+    if defaults[k] == nil and k ~= "vocab" then
+      error(string.format("GraphMERT: unknown option '%s' (known: vocab, %s)", tostring(k), table.concat(sorted_keys(defaults), ", ")), 2)
+    end
+    c[k] = v
+  end
+  c.vocab = check.positive_integer("GraphMERT", "vocab", c.vocab)
   self.config = c
+  self.layout = gm.layout { roots = c.roots, leaves = c.leaves }
   local H, std = c.hidden, c.init_std
-  self.nodes = c.roots * (1 + c.leaves)
+  self.nodes = self.layout.nodes
   self:add_module("embed_tokens", Embedding(c.vocab, H, std))
   if c.positions then self:add_module("embed_positions", Embedding(self.nodes, H, std)) end
   if c.hgat then
@@ -73,7 +87,8 @@ end
 -- The H-GAT index lists of a batch: tails and heads as flat rows of [B·N, H], per tail its
 -- relation, its first head (1-based into the heads list) and the head count.
 function GraphMERT:_triples(batch, B, valid)
-  local c, N, R, L = self.config, self.nodes, self.config.roots, self.config.leaves
+  local c, layout = self.config, self.layout
+  local R = layout.roots
   local tails, heads, rel, start, count = {}, {}, {}, {}, {}
   for b = 1, B do
     local rels, lens = batch.relation and batch.relation[b] or {}, batch.head_length and batch.head_length[b] or {}
@@ -83,11 +98,11 @@ function GraphMERT:_triples(batch, B, valid)
         if k > c.relations then error(string.format("relation %d of root %d in sequence %d is not in [1, %d]", k, r, b, c.relations), 3) end
         len = math.min(len, R - r + 1)
         local first = #heads + 1
-        for j = 0, len - 1 do heads[#heads + 1] = (b - 1) * N + r + j end
-        for a = 1, L do
-          local node = R + L * (r - 1) + a
+        for j = 0, len - 1 do heads[#heads + 1] = layout:flat(b, r + j) end
+        for a = 1, layout.leaves do
+          local node = layout:leaf(r, a)
           if valid[b][node] ~= 0 then
-            tails[#tails + 1] = (b - 1) * N + node
+            tails[#tails + 1] = layout:flat(b, node)
             rel[#rel + 1], start[#start + 1], count[#count + 1] = k, first, len
           end
         end
@@ -125,7 +140,7 @@ function GraphMERT:forward(batch, need_weights)
   if c.positions then x = x + self.embed_positions.weight end
   x = x:dropout(c.dropout, self.training)
   local decay = self.decay(self.graph:distances())
-  if c.compact ~= false and not need_weights then return self:_forward_packed(x, valid, decay, B) end
+  if c.compact and not need_weights then return self:_forward_packed(x, valid, decay, B) end
   local opts = { decay = decay, key_mask = batch.valid, need_weights = need_weights }
   local weights = {}
   for i = 1, c.layers do

@@ -102,6 +102,17 @@ end
 
 function Module:eval() return self:train(false) end
 
+-- Runs fn(...) in eval mode with gradients off (PyTorch's model.eval() + torch.no_grad()) and
+-- returns its results; the previous mode comes back afterwards, also when fn raises.
+function Module:evaluating(fn, ...)
+  local was_training = self.training
+  self:eval()
+  local results = table.pack(pcall(gm.no_grad, fn, ...))
+  self:train(was_training)
+  if not results[1] then error(results[2], 0) end
+  return table.unpack(results, 2, results.n)
+end
+
 function Module:forward()
   error(tostring(getmetatable(self).__name) .. " does not define forward", 2)
 end

@@ -22,10 +22,17 @@ function M.shape(fn, argn, name, t, expected)
   return t
 end
 
--- a constructor option that must be a positive integer: "Owner: name must be a positive integer"
-function M.positive_integer(owner, name, v)
-  if math.type(v) ~= "integer" or v < 1 then error(owner .. ": " .. name .. " must be a positive integer", 0) end
+-- a constructor option that must be an integer ≥ min ("Owner: name must be an integer >= 0"); an
+-- integral float (JSON's 40.0) counts. Returns it as an integer.
+function M.integer(owner, name, v, min)
+  local n = type(v) == "number" and math.tointeger(v)
+  if not n or n < min then
+    error(string.format("%s: %s must be %s", owner, name, min == 1 and "a positive integer" or "an integer >= " .. min), 0)
+  end
+  return n
 end
+
+function M.positive_integer(owner, name, v) return M.integer(owner, name, v, 1) end
 
 -- a mask given as a tensor or nested table of 0/1 → a float tensor
 function M.mask(fn, argn, name, m, expected)

@@ -5,7 +5,8 @@ ARGS:
   config: lr (1e-3), betas ({0.9, 0.999}), eps (1e-8), weight_decay (0.01),
           no_decay (function(name, tensor) → true to exempt; default: biases, LayerNorm weights
           and every other tensor of fewer than 2 dimensions, as HF Trainer does)
-RETURN: an optimizer with :step(), :zero_grad(), :set_lr(lr), :state_dict(), :load_state_dict().
+RETURN: an optimizer with the protocol of graphmert.optim: :step(), :zero_grad(), :get_lr(),
+  :set_lr(lr), :state_dict() → tensors, meta and :load_state_dict(tensors, meta).
   state_dict() gives tensors named "<param>.exp_avg" / "<param>.exp_avg_sq" and the step count.
 ]]
 local gm = require "graphmert"

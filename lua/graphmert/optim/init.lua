@@ -1,8 +1,8 @@
--- graphmert.optim — optimizers over lists of parameters, schedules, gradient clipping.
-local schedule = require "graphmert.optim.schedule"
+-- graphmert.optim — optimizers over lists of parameters, one protocol for all (step, zero_grad,
+-- get_lr/set_lr, state_dict/load_state_dict), the cosine schedule and gradient clipping.
 return {
   sgd = require "graphmert.optim.sgd",
   adamw = require "graphmert.optim.adamw",
-  cosine = schedule.cosine,
-  clip_grad_norm = schedule.clip_grad_norm,
+  cosine = require "graphmert.optim.cosine",
+  clip_grad_norm = require "graphmert.optim.clip",
 }

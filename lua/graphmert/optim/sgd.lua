@@ -1,45 +1,75 @@
 --[[ sgd.lua — stochastic gradient descent with momentum and weight decay (torch.optim.SGD).
 
 ARGS:
-  params: a list of tensors (module:parameters())
+  named_params: module:named_parameters() ({ {name, tensor}, ... }) or a plain list of tensors
   config: lr (1e-2), momentum (0), dampening (0), weight_decay (0), nesterov (false)
-RETURN: an optimizer with :step() (uses each parameter's grad) and :zero_grad().
+RETURN: an optimizer with the protocol every optimizer here follows: :step(), :zero_grad(),
+  :get_lr(), :set_lr(lr), :state_dict() → tensors, meta and :load_state_dict(tensors, meta).
+  state_dict() gives the momentum buffers as "<param>.momentum_buffer" (PyTorch's name) and the
+  step count; a buffer not made yet (no step with a gradient) is absent, as in PyTorch.
 ]]
 local gm = require "graphmert"
 
-return function(params, config)
+return function(named_params, config)
   config = config or {}
   local lr = config.lr or 1e-2
   local momentum, dampening = config.momentum or 0, config.dampening or 0
   local weight_decay, nesterov = config.weight_decay or 0, config.nesterov or false
   assert(lr > 0, "sgd: lr must be > 0")
-  local buffers = {}
-  local opt = { params = params, config = config }
+  local params = {}
+  for i, entry in ipairs(named_params) do
+    if type(entry) == "table" then params[i] = { name = entry[1], tensor = entry[2] }
+    else params[i] = { name = tostring(i), tensor = entry } end
+  end
+  local opt = { step_count = 0, params = params }
 
-  function opt.step()
+  function opt:step()
+    self.step_count = self.step_count + 1
     gm.no_grad(function()
-      for i, p in ipairs(params) do
-        local g = p:grad()
+      for _, p in ipairs(params) do
+        local g = p.tensor:grad()
         if g then
-          if weight_decay ~= 0 then g = g + p * weight_decay end
+          if weight_decay ~= 0 then g = g + p.tensor * weight_decay end
           if momentum ~= 0 then
-            local buf = buffers[i]
-            if not buf then
-              buf = g:clone()
-              buffers[i] = buf
+            if not p.buffer then
+              p.buffer = g:clone()
             else
-              buf:mul_(momentum):add_(g, 1 - dampening)
+              p.buffer:mul_(momentum):add_(g, 1 - dampening)
             end
-            g = nesterov and (g + buf * momentum) or buf
+            g = nesterov and (g + p.buffer * momentum) or p.buffer
           end
-          p:add_(g, -lr)
+          p.tensor:add_(g, -lr)
         end
       end
     end)
   end
 
-  function opt.zero_grad()
-    for _, p in ipairs(params) do p:zero_grad() end
+  function opt:zero_grad()
+    for _, p in ipairs(params) do p.tensor:zero_grad() end
+  end
+
+  function opt:set_lr(v) lr = v end
+  function opt:get_lr() return lr end
+
+  function opt:state_dict()
+    local tensors = {}
+    for _, p in ipairs(params) do
+      if p.buffer then tensors[p.name .. ".momentum_buffer"] = p.buffer end
+    end
+    return tensors, { step = self.step_count, lr = lr }
+  end
+
+  function opt:load_state_dict(tensors, meta)
+    for _, p in ipairs(params) do
+      local b = tensors[p.name .. ".momentum_buffer"]
+      if b and b:numel() ~= p.tensor:numel() then
+        error(string.format("sgd: momentum buffer of '%s' has %s, the parameter %s", p.name, b:shape_string(),
+          p.tensor:shape_string()), 3)
+      end
+      p.buffer = b and b:clone() or nil
+    end
+    self.step_count = math.tointeger(meta.step) or 0
+    if meta.lr then lr = meta.lr end
   end
 
   return opt

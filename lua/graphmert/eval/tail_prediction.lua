@@ -1,11 +1,11 @@
--- evaluate.lua — tail prediction on held-out triples, and the most-frequent-tail baseline.
+-- tail_prediction.lua — tail prediction on held-out triples, and the most-frequent-tail baseline.
 --
 -- For a triple (head, relation, tail) of a record: the record's text fills the roots, the tail's
 -- leaf slots of the head's first root are [MASK] (as many as the tail has tokens), the relation
 -- and head length are set, and the model ranks the vocabulary at the first slot.
--- tail_prediction(model, tok, records, {roots, leaves, relations, max_triples = 500, batch = 16})
+-- tail_prediction(model, tok, records, {layout, relations, max_triples = 500, batch = 16})
 --   → {n, hits1, hits10, mrr, exact}  (exact: every tail token is the argmax at its slot)
--- most_frequent_tail(train_records, test_records, tok, {leaves, relations}) → the same metrics
+-- most_frequent_tail(train_records, test_records, tok, {layout, relations}) → the same metrics
 --   for ranking tails' first tokens by their frequency per relation in training.
 local gm = require "graphmert"
 
@@ -13,23 +13,16 @@ local M = {}
 
 -- the test cases: one per usable triple (relation known, head in text, tail fits)
 local function cases(records, tok, opts)
-  local out = {}
+  local layout, out = opts.layout, {}
   for _, rec in ipairs(records) do
-    local toks = tok:encode(rec.text)
-    toks = { table.unpack(toks, 1, math.min(#toks, opts.roots - 2)) }
+    local toks = layout:fit(tok:encode(rec.text))
     for _, t in ipairs(rec.triples) do
       if #out >= (opts.max_triples or 500) then return out end
       local rel = opts.relations[t.relation]
       local head, tail = tok:encode(t.head), tok:encode(t.tail)
-      if rel and #head > 0 and #tail > 0 and #tail <= opts.leaves then
-        for i = 1, #toks - #head + 1 do
-          local ok = true
-          for j = 1, #head do if toks[i + j - 1] ~= head[j] then ok = false break end end
-          if ok then
-            out[#out + 1] = { toks = toks, root = i + 1, rel = rel, head_len = #head, tail = tail, relation = t.relation }
-            break
-          end
-        end
+      local at = rel and #head > 0 and #tail > 0 and #tail <= layout.leaves and layout.find(toks, head)
+      if at then
+        out[#out + 1] = { toks = toks, root = at + 1, rel = rel, head_len = #head, tail = tail, relation = t.relation }
       end
     end
   end
@@ -49,33 +42,26 @@ local function score(ranks, exact)
 end
 
 function M.tail_prediction(model, tok, records, opts)
-  local R, L = opts.roots, opts.leaves
-  local N = R * (1 + L)
+  local layout = opts.layout
   local cs = cases(records, tok, opts)
   local ranks, exact = {}, {}
-  local was_training = model.training
-  model:eval()
-  gm.no_grad(function()
+  model:evaluating(function()
     local bs = opts.batch or 16
     for first = 1, #cs, bs do
-      local ids, valid, relation, head_length, positions, group = {}, {}, {}, {}, {}, {}
+      local seqs, positions, group = {}, {}, {}
       for k = first, math.min(#cs, first + bs - 1) do
-        local c, b = cs[k], #ids + 1
-        ids[b], valid[b], relation[b], head_length[b] = {}, {}, {}, {}
-        for n = 1, N do ids[b][n], valid[b][n] = tok.pad_id, 0 end
-        ids[b][1], valid[b][1] = tok.cls_id, 1
-        for j, id in ipairs(c.toks) do ids[b][j + 1], valid[b][j + 1] = id, 1 end
-        ids[b][#c.toks + 2], valid[b][#c.toks + 2] = tok.sep_id, 1
-        for r = 1, R do relation[b][r], head_length[b][r] = 0, 0 end
-        relation[b][c.root], head_length[b][c.root] = c.rel, c.head_len
+        local c, s = cs[k], layout:sequence(tok)
+        layout:append(s, c.toks)
+        local masks = {}
         for a = 1, #c.tail do
-          local node = R + L * (c.root - 1) + a
-          ids[b][node], valid[b][node] = tok.mask_id, 1
-          positions[#positions + 1] = (b - 1) * N + node
+          masks[a] = tok.mask_id
+          positions[#positions + 1] = layout:flat(#seqs + 1, layout:leaf(c.root, a))
           group[#group + 1] = { k, a }
         end
+        layout:inject(s, c.root, c.rel, c.head_len, masks)
+        seqs[#seqs + 1] = s
       end
-      local batch = { ids = gm.tensor(ids), valid = gm.tensor(valid), relation = relation, head_length = head_length }
+      local batch = layout:batch(seqs)
       local logits = model:logits(model(batch), positions):totable()
       for p, g in ipairs(group) do
         local k, a = g[1], g[2]
@@ -90,7 +76,6 @@ function M.tail_prediction(model, tok, records, opts)
       end
     end
   end)
-  if was_training then model:train() end
   return score(ranks, exact)
 end
 

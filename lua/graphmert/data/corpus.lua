@@ -7,7 +7,7 @@
 -- from_wordnet(wordnet.load(...)) → records: a synset's text is its first lemma, its gloss and
 --   its examples; its pointers are triples (head = the first lemma, tail = the target's first
 --   lemma, target = the target's synset key).
--- build(records, tokenizer, {roots, leaves, relations = {name → id}, copies = 1}) → sequences,
+-- build(records, tokenizer, {layout = gm.layout{...}, relations = {name → id}, copies = 1}) → sequences,
 --   report: records are tokenised and packed into roots ([CLS] first, [SEP] after each record,
 --   [PAD] and valid = 0 after the last); each triple's tail tokens go into the leaf slots of the
 --   first root of its head's first occurrence in its record (one triple per root, at most
@@ -86,17 +86,6 @@ function M.from_wordnet(wn)
   return records
 end
 
--- the first position of the token run `needle` in `hay` between first and last, or nil
-local function find_run(hay, first, last, needle)
-  for i = first, last - #needle + 1 do
-    local ok = true
-    for j = 1, #needle do
-      if hay[i + j - 1] ~= needle[j] then ok = false break end
-    end
-    if ok then return i end
-  end
-end
-
 -- A sequence is kept as binary strings (float32 ids and valid flags, uint16 relation and head
 -- length per root): a corpus of 10⁵ sequences is then a few hundred thousand Lua objects that
 -- the garbage collector never walks into, instead of tens of millions of table slots.
@@ -118,61 +107,45 @@ local function pack(ids, valid, relation, head_length)
 end
 
 function M.build(records, tok, opts)
-  local R, L = opts.roots, opts.leaves
+  local layout = opts.layout
   local relations = opts.relations or {}
   local report = new_report()
-  local sequences = {}
-  local seq
-  local function start_sequence()
-    seq = { ids = { tok.cls_id }, relation = {}, head_length = {}, leaves = {} }
-    for r = 1, R do seq.relation[r], seq.head_length[r] = 0, 0 end
-    sequences[#sequences + 1] = seq
-  end
-  local function finish(s)
-    local N = R * (1 + L)
-    local ids, valid = {}, {}
-    for n = 1, N do ids[n], valid[n] = tok.pad_id, 0 end
-    for r = 1, #s.ids do ids[r], valid[r] = s.ids[r], 1 end
-    for node, id in pairs(s.leaves) do ids[node], valid[node] = id, 1 end
-    return pack(ids, valid, s.relation, s.head_length)
-  end
+  local sequences = { layout:sequence(tok) }
   -- the record's triples that can be injected, each with its head's root offset in `toks`
   local function usable(rec, toks)
     local list = {}
     for _, t in ipairs(rec.triples or {}) do
       local rel = relations[t.relation]
       local head, tail = tok:encode(t.head), tok:encode(t.tail)
-      local at = #head > 0 and find_run(toks, 1, #toks, head)
+      local at = #head > 0 and layout.find(toks, head)
       if not rel then note(report, "unknown relation")
       elseif not at then note(report, "head not in text")
-      elseif #tail == 0 or #tail > L then note(report, "tail longer than the leaf slots")
+      elseif #tail == 0 or #tail > layout.leaves then note(report, "tail longer than the leaf slots")
       else list[#list + 1] = { at = at, rel = rel, head_length = #head, tail = tail } end
     end
     return list
   end
   local function place(toks, triples)
-    if #seq.ids + #toks + 1 > R then start_sequence() end
-    local first = #seq.ids
-    for _, id in ipairs(toks) do seq.ids[#seq.ids + 1] = id end
-    seq.ids[#seq.ids + 1] = tok.sep_id
+    local first = layout:append(sequences[#sequences], toks)
+    if not first then
+      sequences[#sequences + 1] = layout:sequence(tok)
+      first = layout:append(sequences[#sequences], toks)
+    end
     for _, t in ipairs(triples) do
-      local at = first + t.at
-      if seq.relation[at] ~= 0 then note(report, "root already holds a triple")
-      else
-        seq.relation[at], seq.head_length[at] = t.rel, t.head_length
-        for a, id in ipairs(t.tail) do seq.leaves[R + L * (at - 1) + a] = id end
+      if layout:inject(sequences[#sequences], first + t.at - 1, t.rel, t.head_length, t.tail) then
         report.injected = (report.injected or 0) + 1
+      else
+        note(report, "root already holds a triple")
       end
     end
   end
   local copies = opts.copies or 1
-  start_sequence()
   for _, rec in ipairs(records) do
     local toks = tok:encode(rec.text)
     if #toks == 0 then
       note(report, "empty text")
     else
-      toks = { table.unpack(toks, 1, math.min(#toks, R - 2)) } -- a record never spans sequences
+      toks = layout:fit(toks) -- a record never spans sequences
       report.records = report.records + 1
       local list = usable(rec, toks)
       for c = 1, math.max(1, math.min(copies, #list)) do
@@ -183,7 +156,7 @@ function M.build(records, tok, opts)
   end
   local out = {}
   for _, s in ipairs(sequences) do
-    if #s.ids > 1 then out[#out + 1] = finish(s) end
+    if s.used > 1 then out[#out + 1] = pack(s.ids, s.valid, s.relation, s.head_length) end
   end
   return out, report
 end

@@ -1,9 +1,16 @@
--- experiment.lua — the pieces experiments share: WordNet data prepared once (split by synset
--- and by triple, tokenizer, relation ids, sequences, masking options), a model from a config,
--- one training step, and the evaluation tables.
+-- graphmert.experiment — the pieces experiments share: WordNet data prepared once (split by
+-- synset and by triple, tokenizer, relation ids, layout, sequences, masking options), a model
+-- from a config, the trainer (experiment/trainer.lua), the config schema (experiment/config.lua),
+-- the scripts' argument parser (experiment/args.lua) and the evaluation tables.
 local gm = require "graphmert"
+local trainer = require "graphmert.experiment.trainer"
 
-local M = {}
+local M = {
+  config = require "graphmert.experiment.config",
+  args = require "graphmert.experiment.args",
+  trainer = trainer.trainer,
+  masked_accuracy = trainer.masked_accuracy,
+}
 
 -- a stable hash of a string into 0..999: the split never changes between runs
 local function bucket(key)
@@ -60,18 +67,19 @@ local function split(records, cfg)
   return d
 end
 
--- cfg: wordnet, heldout, heldout_triples, vocab_size, copies, model.roots/leaves;
--- tok: an existing tokenizer or nil
+-- cfg: a checked config (wordnet, heldout, heldout_triples, vocab_size, copies, leaf_rate,
+-- model.roots/leaves); tok: an existing tokenizer or nil
 function M.prepare(cfg, tok)
-  local wn = gm.wordnet.load(cfg.wordnet)
-  local records = gm.corpus.from_wordnet(wn)
+  local data = gm.data
+  local wn = data.wordnet.load(cfg.wordnet)
+  local records = data.corpus.from_wordnet(wn)
   local d = split(records, cfg)
   -- only the counts stay: the synsets would be a large Lua heap for every collection to walk
   d.wordnet = { count = wn.count, errors = wn.errors }
   if not tok then
     local texts = {}
     for _, r in ipairs(d.train) do texts[#texts + 1] = r.text end
-    tok = gm.tokenizer.train(texts, { vocab_size = cfg.vocab_size })
+    tok = data.tokenizer.train(texts, { vocab_size = cfg.vocab_size })
   end
   d.tok = tok
   local names = {}
@@ -81,12 +89,12 @@ function M.prepare(cfg, tok)
   table.sort(d.relation_names)
   d.relations = {}
   for id, n in ipairs(d.relation_names) do d.relations[n] = id end
-  local m = cfg.model
-  d.train_seqs, d.report = gm.corpus.build(d.train, tok,
-    { roots = m.roots, leaves = m.leaves, relations = d.relations, copies = cfg.copies })
+  d.layout = gm.layout { roots = cfg.model.roots, leaves = cfg.model.leaves }
+  d.train_seqs, d.report = data.corpus.build(d.train, tok,
+    { layout = d.layout, relations = d.relations, copies = cfg.copies })
   shuffle(d.train_seqs, cfg.seed)
-  d.eval_seqs = gm.corpus.build(d.heldout, tok, { roots = m.roots, leaves = m.leaves, relations = d.relations })
-  d.mask_opts = { vocab = tok:size(), mask_id = tok.mask_id, roots = m.roots, leaves = m.leaves,
+  d.eval_seqs = data.corpus.build(d.heldout, tok, { layout = d.layout, relations = d.relations })
+  d.mask_opts = { vocab = tok:size(), mask_id = tok.mask_id, layout = d.layout,
     special = { [tok.pad_id] = true, [tok.cls_id] = true, [tok.sep_id] = true },
     leaf_rate = cfg.leaf_rate, word_start = function(id) return tok:word_start(id) end }
   return d
@@ -116,81 +124,22 @@ function M.model(d, cfg)
   return gm.nn.GraphMERT(model_cfg)
 end
 
-local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge end
-
--- One optimisation step on the step-th batch; returns the loss, the real tokens in the batch and
--- whether the step was skipped. A NaN or infinite loss or gradient norm raises an error naming
--- the step before the optimizer touches the weights (so the last checkpoint stays the last good
--- state), or with cfg.on_nonfinite = "skip" leaves the weights alone and goes on.
-function M.step(d, cfg, model, opt, step)
-  local first = ((step - 1) * cfg.batch) % math.max(1, #d.train_seqs) + 1
-  local batch = gm.masking.mask(gm.corpus.batch(d.train_seqs, first, cfg.batch), d.mask_opts)
-  opt:set_lr(gm.optim.cosine(step, { peak = cfg.lr, min_lr = cfg.min_lr, warmup = cfg.warmup, total = cfg.steps }))
-  opt:zero_grad()
-  local loss = model:loss(batch, cfg.loss)
-  local value, tokens = loss:item(), batch.valid:sum():item()
-  local bad
-  if not finite(value) then
-    bad = string.format("loss %s", tostring(value))
-  else
-    loss:backward()
-    local norm = gm.optim.clip_grad_norm(model:parameters(), cfg.clip)
-    if not finite(norm) then bad = string.format("gradient norm %s", tostring(norm)) end
-  end
-  if bad then
-    opt:zero_grad()
-    if cfg.on_nonfinite == "skip" then return value, tokens, true end
-    error(string.format("non-finite %s at step %d: training stopped, the last checkpoint is the last good state " ..
-      "(on_nonfinite = \"skip\" in the config skips such steps instead)", bad, step), 0)
-  end
-  opt:step()
-  return value, tokens, false
-end
-
--- Masked-token accuracy on the held-out sequences, with fixed masks (the generator's state is
--- put back afterwards, so evaluating does not change training).
-function M.masked_accuracy(d, cfg, model)
-  model:eval()
-  local state = gm.get_rng_state()
-  gm.manual_seed(12345)
-  local hits, total = 0, 0
-  gm.no_grad(function()
-    for first = 1, #d.eval_seqs, cfg.batch do
-      local b = gm.masking.mask(gm.corpus.batch(d.eval_seqs, first, cfg.batch), d.mask_opts)
-      local hidden = model(b)
-      for _, part in ipairs { b.labels.roots, b.labels.leaves } do
-        if #part.positions > 0 then
-          local _, pred = model:logits(hidden, part.positions):max(2)
-          for k, p in ipairs(pred:totable()) do
-            total = total + 1
-            if p == part.targets[k] then hits = hits + 1 end
-          end
-        end
-      end
-    end
-  end)
-  gm.set_rng_state(state)
-  model:train()
-  return total > 0 and hits / total or 0, total
-end
-
 local function tail_opts(d, cfg)
-  local m = cfg.model
-  return { roots = m.roots, leaves = m.leaves, relations = d.relations, max_triples = cfg.eval_triples or 500 }
+  return { layout = d.layout, relations = d.relations, max_triples = cfg.eval_triples }
 end
 
 -- Tail prediction for the model on held-out facts (seen text) and held-out synsets (unseen text).
 function M.tail_metrics(d, cfg, model)
   local o = tail_opts(d, cfg)
-  return { facts = gm.evaluate.tail_prediction(model, d.tok, d.heldout_facts, o),
-           synsets = gm.evaluate.tail_prediction(model, d.tok, d.heldout, o) }
+  return { facts = gm.eval.tail_prediction(model, d.tok, d.heldout_facts, o),
+           synsets = gm.eval.tail_prediction(model, d.tok, d.heldout, o) }
 end
 
 -- The same for the most-frequent-tail-per-relation baseline.
 function M.baseline_metrics(d, cfg)
   local o = tail_opts(d, cfg)
-  return { facts = gm.evaluate.most_frequent_tail(d.train, d.heldout_facts, d.tok, o),
-           synsets = gm.evaluate.most_frequent_tail(d.train, d.heldout, d.tok, o) }
+  return { facts = gm.eval.most_frequent_tail(d.train, d.heldout_facts, d.tok, o),
+           synsets = gm.eval.most_frequent_tail(d.train, d.heldout, d.tok, o) }
 end
 
 local function rule(widths)

@@ -3,7 +3,7 @@
 --
 -- heads(text, lemma_index, tok) → head strings found in the text (WordNet lemmas, longest
 --   first, at most one per position)
--- predict(model, tok, text, head, relation_id, {roots, leaves, top = 5}) → up to `top` tails
+-- predict(model, tok, text, head, relation_id, {layout, top = 5}) → up to `top` tails
 --   (whole-word tokens ranked at the first leaf slot of the head's root)
 -- index(wordnet) → lemma_index: lemma → list of synset keys
 -- score(triples, wordnet, lemma_index) → {n, held, valid}: held = the share that WordNet holds
@@ -26,7 +26,7 @@ function M.index(wn)
 end
 
 function M.heads(text, lemma_index, max_words)
-  local words = gm.tokenizer.pretokenize(text)
+  local words = gm.data.tokenizer.pretokenize(text)
   local found, i = {}, 1
   while i <= #words do
     local hit
@@ -45,34 +45,16 @@ function M.heads(text, lemma_index, max_words)
 end
 
 function M.predict(model, tok, text, head, relation_id, opts)
-  local R, L = opts.roots, opts.leaves
-  local N = R * (1 + L)
-  local toks = tok:encode(text)
-  toks = { table.unpack(toks, 1, math.min(#toks, R - 2)) }
+  local layout = opts.layout
+  local toks = layout:fit(tok:encode(text))
   local h = tok:encode(head)
-  local at
-  for i = 1, #toks - #h + 1 do
-    local ok = true
-    for j = 1, #h do if toks[i + j - 1] ~= h[j] then ok = false break end end
-    if ok then at = i + 1 break end
-  end
+  local at = layout.find(toks, h)
   if not at then return {} end
-  local ids, valid, relation, head_length = {}, {}, {}, {}
-  for n = 1, N do ids[n], valid[n] = tok.pad_id, 0 end
-  ids[1], valid[1] = tok.cls_id, 1
-  for j, id in ipairs(toks) do ids[j + 1], valid[j + 1] = id, 1 end
-  ids[#toks + 2], valid[#toks + 2] = tok.sep_id, 1
-  for r = 1, R do relation[r], head_length[r] = 0, 0 end
-  relation[at], head_length[at] = relation_id, #h
-  local slot = R + L * (at - 1) + 1
-  ids[slot], valid[slot] = tok.mask_id, 1
-  local batch = { ids = gm.tensor { ids }, valid = gm.tensor { valid }, relation = { relation }, head_length = { head_length } }
-  local row = gm.no_grad(function()
-    local was = model.training
-    model:eval()
-    local logits = model:logits(model(batch), { slot }):totable()[1]
-    if was then model:train() end
-    return logits
+  local s = layout:sequence(tok)
+  local root = layout:append(s, toks) + at - 1
+  layout:inject(s, root, relation_id, #h, { tok.mask_id })
+  local row = model:evaluating(function()
+    return model:logits(model(layout:batch { s }), { layout:leaf(root, 1) }):totable()[1]
   end)
   local order = {}
   for id = 6, #row do -- skip the special tokens

@@ -5,7 +5,7 @@
 -- mask(batch, opts) → a new batch sharing valid/relation/head_length, with ids replaced and
 -- labels = { roots = {positions, targets}, leaves = {positions, targets} } (flat 1-based
 -- positions into [B·N], original token ids as targets).
--- opts: vocab, mask_id, special (a set of ids never masked: [CLS], [SEP], [PAD]), roots, leaves,
+-- opts: vocab, mask_id, special (a set of ids never masked: [CLS], [SEP], [PAD]), layout (gm.layout),
 -- root_rate = 0.15, span_p = 0.2, max_span = 7, leaf_rate = 0.15, replace = {0.8, 0.1},
 -- word_start (function(id) → true when the token starts a word; default: every token).
 -- Random draws come from gm's generator, so gm.manual_seed makes masks reproducible.
@@ -30,8 +30,8 @@ local function span_length(u, p, max)
 end
 
 function M.mask(batch, opts)
-  local R, L = opts.roots, opts.leaves
-  local N = R * (1 + L)
+  local layout = opts.layout
+  local R = layout.roots
   local ids, valid = batch.ids:totable(), batch.valid:totable()
   local B = #ids
   local special = opts.special or {}
@@ -71,8 +71,8 @@ function M.mask(batch, opts)
     local draws = uniform(R)
     for r = 1, R do
       local group = {}
-      for a = 1, L do
-        local node = R + L * (r - 1) + a
+      for a = 1, layout.leaves do
+        local node = layout:leaf(r, a)
         if valid[b][node] ~= 0 and not special[row[node]] then group[#group + 1] = node end
       end
       if #group > 0 and draws[r] < leaf_rate then
@@ -86,7 +86,7 @@ function M.mask(batch, opts)
     local b, node, part = c[1], c[2], c[3]
     local original = ids[b][node]
     local lb = labels[part]
-    lb.positions[#lb.positions + 1] = (b - 1) * N + node
+    lb.positions[#lb.positions + 1] = layout:flat(b, node)
     lb.targets[#lb.targets + 1] = original
     if u[i] < p_mask then
       ids[b][node] = opts.mask_id

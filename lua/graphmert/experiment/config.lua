@@ -1,0 +1,107 @@
+-- config.lua — the one schema of the training configs (experiments/configs/*.lua): every key,
+-- its default and what it means. load() rejects a key the schema does not know, naming it, so a
+-- typo such as `leaf_rte` cannot run silently with the default. The keys of `model` are
+-- GraphMERT's constructor options (gm.nn.GraphMERT.defaults), checked the same way and
+-- completed with GraphMERT's defaults, so roots and leaves are read from cfg.model alone.
+--   config.load(path) → cfg        config.check(cfg, where) → cfg (defaults filled in)
+--   config.describe() → the schema as text (one line a key)
+local GraphMERT = require "graphmert.nn.GraphMERT"
+
+local M = {}
+
+local REQUIRED = {} -- a default that marks a key every config must give
+
+-- key → { default, type, what it means }
+M.schema = {
+  seed = { 1, "number", "random seed: initialisation, masks and the order of batches" },
+  wordnet = { {}, "table", "options of gm.data.wordnet.load: pos (parts of speech), limit (synsets per part), dir" },
+  heldout = { 0.05, "number", "share of synsets kept out of training (their text and triples)" },
+  heldout_triples = { 0, "number", "share of the remaining facts (both directions) kept out of training" },
+  copies = { 1, "number", "a record is repeated once per usable triple, up to this many times" },
+  vocab_size = { REQUIRED, "number", "WordPiece vocabulary size of the tokenizer trained on the training text" },
+  leaf_rate = { 0.15, "number", "share of injected tail groups masked per step (official 0.15)" },
+  model = { REQUIRED, "table", "gm.nn.GraphMERT options: roots, leaves, hidden, layers, heads, ffn, lambda, ..." },
+  loss = { {}, "table", "GraphMERT:loss options: normalization = \"joint\" (official) or \"separate\", mu" },
+  steps = { REQUIRED, "number", "optimisation steps per model" },
+  batch = { REQUIRED, "number", "sequences per step" },
+  lr = { REQUIRED, "number", "peak learning rate (AdamW)" },
+  min_lr = { 0, "number", "learning rate at the end of the cosine schedule" },
+  warmup = { 0, "number", "steps of linear warm-up" },
+  weight_decay = { 0.01, "number", "AdamW's decoupled weight decay" },
+  clip = { 1.0, "number", "maximum global gradient norm" },
+  eval_every = { 1000, "number", "steps between held-out masked-token evaluations (and at the end)" },
+  checkpoint_every = { 1000, "number", "steps between checkpoints (and at the end)" },
+  eval_triples = { 500, "number", "held-out triples per tail-prediction table" },
+  baseline = { true, "boolean", "also train the model without decay and without H-GAT on the same budget" },
+  on_nonfinite = { "stop", "string", "\"stop\" (training stops naming the step) or \"skip\" (the step is skipped)" },
+  memory_limit = { false, "number", "cap on tensor memory in bytes (false: none)" },
+}
+
+local function fail(where, msg) error(string.format("%s: %s", where, msg), 0) end
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
+-- cfg with every default filled in; an unknown key, a missing required one or a value of the
+-- wrong type is an error naming it (`where` names the config, e.g. its file).
+function M.check(cfg, where)
+  for _, key in ipairs(sorted_keys(cfg)) do
+    local entry = M.schema[key]
+    if not entry then
+      fail(where, string.format("unknown key '%s' (known: %s)", tostring(key), table.concat(sorted_keys(M.schema), ", ")))
+    end
+    if type(cfg[key]) ~= entry[2] and not (entry[1] == false and cfg[key] == false) then
+      fail(where, string.format("'%s' must be a %s, got %s", key, entry[2], type(cfg[key])))
+    end
+  end
+  local out = {}
+  for key, entry in pairs(M.schema) do
+    local v = cfg[key]
+    if v == nil then
+      if entry[1] == REQUIRED then fail(where, string.format("'%s' is required (%s)", key, entry[3])) end
+      v = entry[1]
+    end
+    out[key] = v
+  end
+  -- vocab and relations come from the data, every other GraphMERT option may be set
+  local model_keys = {}
+  for key in pairs(GraphMERT.defaults) do if key ~= "relations" then model_keys[key] = true end end
+  local model = {}
+  for key in pairs(model_keys) do model[key] = GraphMERT.defaults[key] end
+  for _, key in ipairs(sorted_keys(out.model)) do
+    if not model_keys[key] then
+      fail(where, string.format("unknown model key '%s' (known: %s)", tostring(key), table.concat(sorted_keys(model_keys), ", ")))
+    end
+    model[key] = out.model[key]
+  end
+  out.model = model
+  if out.on_nonfinite ~= "stop" and out.on_nonfinite ~= "skip" then
+    fail(where, "on_nonfinite must be \"stop\" or \"skip\", got \"" .. out.on_nonfinite .. "\"")
+  end
+  return out
+end
+
+function M.load(path)
+  local chunk, err = loadfile(path, "t", {})
+  if not chunk then error("config: " .. err, 0) end
+  local ok, cfg = pcall(chunk)
+  if not ok then error("config " .. path .. ": " .. tostring(cfg), 0) end
+  if type(cfg) ~= "table" then error("config " .. path .. ": must return a table, got " .. type(cfg), 0) end
+  return M.check(cfg, "config " .. path)
+end
+
+function M.describe()
+  local lines = {}
+  for _, key in ipairs(sorted_keys(M.schema)) do
+    local entry = M.schema[key]
+    local default = entry[1] == REQUIRED and "required" or "default " .. (type(entry[1]) == "table" and "{}" or tostring(entry[1]))
+    lines[#lines + 1] = string.format("  %-16s %s (%s)", key, entry[3], default)
+  end
+  return table.concat(lines, "\n")
+end
+
+return M

@@ -1,0 +1,101 @@
+-- The application's shared pieces: the config schema, the scripts' argument parser, errors with
+-- a kind, and the eval-mode helper.
+local gm = require "graphmert"
+local config = gm.experiment.config
+
+local function minimal(extra)
+  local c = { vocab_size = 100, model = { roots = 4, leaves = 2 }, steps = 2, batch = 2, lr = 1e-3 }
+  for k, v in pairs(extra or {}) do c[k] = v end
+  return c
+end
+
+describe("experiment.config", function()
+  it("fills every default, the model's from GraphMERT's", function()
+    local c = config.check(minimal(), "test")
+    assert.equal(0.15, c.leaf_rate)
+    assert.equal("stop", c.on_nonfinite)
+    assert.equal(4, c.model.roots)
+    assert.equal(gm.nn.GraphMERT.defaults.hidden, c.model.hidden)
+  end)
+
+  it("rejects an unknown key, naming it", function()
+    assert.error_matches(function() config.check(minimal { leaf_rte = 0.5 }, "cfg.lua") end,
+      "cfg.lua: unknown key 'leaf_rte'")
+    assert.error_matches(function() config.check(minimal { model = { roots = 4, hiden = 8 } }, "cfg.lua") end,
+      "cfg.lua: unknown model key 'hiden'")
+  end)
+
+  it("rejects a missing required key and a value of the wrong type", function()
+    local c = minimal()
+    c.lr = nil
+    assert.error_matches(function() config.check(c, "cfg.lua") end, "cfg.lua: 'lr' is required")
+    assert.error_matches(function() config.check(minimal { steps = "10" }, "cfg.lua") end, "'steps' must be a number, got string")
+    assert.error_matches(function() config.check(minimal { on_nonfinite = "ignore" }, "cfg.lua") end, "on_nonfinite must be")
+  end)
+
+  it("loads every config under experiments/configs", function()
+    for _, name in ipairs { "wordnet_small", "wordnet_10min", "wordnet_long" } do
+      local c = config.load("experiments/configs/" .. name .. ".lua")
+      assert.equal(c.model.roots * (1 + c.model.leaves), gm.layout(c.model).nodes)
+    end
+    assert.matches("leaf_rate", config.describe())
+  end)
+end)
+
+describe("experiment.args", function()
+  local spec = { script = "x.lua", { "out", "out/x", "folder" }, { "steps", nil, "steps", type = "integer" },
+    { "resume", false, "resume", flag = true } }
+
+  it("parses values, integers and flags over the defaults", function()
+    local a = gm.experiment.args.parse({ "--steps", "7", "--resume" }, spec)
+    assert.same({ out = "out/x", steps = 7, resume = true }, a)
+  end)
+
+  it("names an unknown argument, a missing value and a bad integer", function()
+    local parse = gm.experiment.args.parse
+    assert.error_matches(function() parse({ "--stpes", "7" }, spec) end, "x.lua: unknown argument %-%-stpes")
+    assert.error_matches(function() parse({ "--out" }, spec) end, "x.lua: %-%-out needs a value")
+    assert.error_matches(function() parse({ "--steps", "many" }, spec) end, "%-%-steps must be an integer, got many")
+  end)
+
+  it("prints the usage for --help in every script", function()
+    for _, script in ipairs { "train", "ablation", "extract" } do
+      local p = io.popen("./build/bin/graphmert experiments/" .. script .. ".lua --help 2>&1")
+      local out = p:read("a")
+      assert.is_true(p:close(), out)
+      assert.matches("usage: graphmert experiments/" .. script .. ".lua", out)
+      assert.matches("%-%-config", out)
+    end
+  end)
+end)
+
+describe("gm.errors", function()
+  it("gives a caught error's kind, and tostring its message", function()
+    local ok, err = pcall(gm.errors.raise, "nonfinite", "loss nan at step 3")
+    assert.is_false(ok)
+    assert.equal("nonfinite", gm.errors.kind(err))
+    assert.equal("loss nan at step 3", tostring(err))
+    assert.equal("interrupted", gm.errors.kind("interrupted!"))
+    assert.is_nil(gm.errors.kind("some other error"))
+  end)
+end)
+
+describe("Module:evaluating", function()
+  it("runs in eval mode without gradients and restores the previous mode, also after an error", function()
+    local m = gm.nn.Sequential { gm.nn.Linear(2, 2) }
+    local x = gm.ones(1, 2)
+    local training, y = m:evaluating(function() return m.training, m(x) end)
+    assert.is_false(training)
+    assert.is_false(y:requires_grad())
+    assert.is_true(m.training)
+    m:eval()
+    assert.has_error(function() m:evaluating(function() error("boom") end) end)
+    assert.is_false(m.training)
+  end)
+
+  it("GraphMERT rejects an unknown option and takes integral floats from JSON", function()
+    assert.error_matches(function() gm.nn.GraphMERT { vocab = 10, hiden = 8 } end, "GraphMERT: unknown option 'hiden'")
+    local m = gm.nn.GraphMERT { vocab = 40.0, hidden = 8, layers = 1, heads = 2, ffn = 16, roots = 4, leaves = 1 }
+    assert.equal(8, m.layout.nodes)
+  end)
+end)
