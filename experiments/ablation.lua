@@ -7,12 +7,8 @@
 local gm = require "graphmert"
 local ex = gm.experiment
 
-local args = ex.args.parse(arg, {
-  script = "ablation.lua", about = "The λ × H-GAT ablation: every variant with the same seed, data and budget.",
-  { "config", "experiments/configs/wordnet_small.lua", "config file (keys: see lua/graphmert/experiment/config.lua)" },
-  { "out", "out/ablation", "output folder" },
-  { "steps", nil, "override the config's step count", type = "integer" },
-})
+local args = ex.args.parse(arg, ex.args.training("ablation.lua",
+  "The λ × H-GAT ablation: every variant with the same seed, data and budget.", "out/ablation"))
 local cfg = ex.config.load(args.config)
 if args.steps then cfg.steps = args.steps end
 os.execute("mkdir -p " .. args.out)

@@ -12,13 +12,9 @@ local gm = require "graphmert"
 local ex = gm.experiment
 local errors = gm.errors
 
-local args = ex.args.parse(arg, {
-  script = "train.lua", about = "Train GraphMERT on WordNet, then the baseline model; print the evaluation table.",
-  { "config", "experiments/configs/wordnet_small.lua", "config file (keys: see lua/graphmert/experiment/config.lua)" },
-  { "out", "out/wordnet_small", "output folder" },
-  { "steps", nil, "override the config's step count", type = "integer" },
-  { "resume", false, "continue from the checkpoints in the output folder", flag = true },
-})
+local args = ex.args.parse(arg, ex.args.training("train.lua",
+  "Train GraphMERT on WordNet, then the baseline model; print the evaluation table.", "out/wordnet_small",
+  { { "resume", false, "continue from the checkpoints in the output folder", flag = true } }))
 
 local cfg = ex.config.load(args.config)
 if args.steps then cfg.steps = args.steps end

@@ -21,6 +21,16 @@ function M.usage(spec)
   return table.concat(lines, "\n")
 end
 
+-- The spec of a script that trains from a config: --config, --out and --steps, then `extra`.
+function M.training(script, about, out, extra)
+  local spec = { script = script, about = about,
+    { "config", "experiments/configs/wordnet_small.lua", "config file (keys: lua/graphmert/experiment/config.lua)" },
+    { "out", out, "output folder" },
+    { "steps", nil, "override the config's step count", type = "integer" } }
+  for _, o in ipairs(extra or {}) do spec[#spec + 1] = o end
+  return spec
+end
+
 function M.parse(argv, spec)
   local by_name, out = {}, {}
   for _, o in ipairs(spec) do
