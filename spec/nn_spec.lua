@@ -71,20 +71,6 @@ describe("nn.Module", function()
 end)
 
 describe("optim.sgd", function()
-  it("minimises the Rosenbrock function", function()
-    local p = gm.tensor { -1.5, 2 }:requires_grad(true)
-    local opt = gm.optim.sgd({ p }, { lr = 1e-3, momentum = 0.9 })
-    local f
-    for _ = 1, 3000 do
-      opt:zero_grad()
-      local x, y = p:narrow(1, 1, 1), p:narrow(1, 2, 1)
-      f = ((1 - x) ^ 2 + (y - x * x) ^ 2 * 100):sum()
-      f:backward()
-      opt:step()
-    end
-    assert.is_true(f:item() < 1e-3, "f = " .. f:item())
-  end)
-
   it("fits a linear regression", function()
     gm.manual_seed(3)
     local x = gm.randn(64, 3)

@@ -19,20 +19,6 @@ describe("optim.adamw", function()
     end
   end)
 
-  it("minimises the Rosenbrock function", function()
-    local p = gm.tensor { -1.5, 2 }:requires_grad(true)
-    local opt = gm.optim.adamw({ { "p", p } }, { lr = 0.02, weight_decay = 0 })
-    local f
-    for _ = 1, 4000 do
-      opt:zero_grad()
-      local x, y = p:narrow(1, 1, 1), p:narrow(1, 2, 1)
-      f = ((1 - x) ^ 2 + (y - x * x) ^ 2 * 100):sum()
-      f:backward()
-      opt:step()
-    end
-    assert.is_true(f:item() < 1e-3, "f = " .. f:item())
-  end)
-
   it("exempts biases and norms from weight decay by default", function()
     local lin = gm.nn.Linear(2, 2)
     local opt = gm.optim.adamw(lin:named_parameters(), { weight_decay = 0.5 })
@@ -103,6 +89,22 @@ describe("schedules and clipping", function()
 end)
 
 describe("the optimizer protocol", function()
+  for _, case in ipairs { { "sgd", { lr = 1e-3, momentum = 0.9 }, 3000 }, { "adamw", { lr = 0.02, weight_decay = 0 }, 4000 } } do
+    it(case[1] .. " minimises the Rosenbrock function", function()
+      local p = gm.tensor { -1.5, 2 }:requires_grad(true)
+      local opt = gm.optim[case[1]]({ { "p", p } }, case[2])
+      local f
+      for _ = 1, case[3] do
+        opt:zero_grad()
+        local x, y = p:narrow(1, 1, 1), p:narrow(1, 2, 1)
+        f = ((1 - x) ^ 2 + (y - x * x) ^ 2 * 100):sum()
+        f:backward()
+        opt:step()
+      end
+      assert.is_true(f:item() < 1e-3, "f = " .. f:item())
+    end)
+  end
+
   -- three steps, a state_dict round trip into a fresh optimizer, three more steps: the same
   -- weights as six uninterrupted steps
   local function resumes_exactly(make)

@@ -10,6 +10,7 @@ RETURN: an optimizer with the protocol of graphmert.optim: :step(), :zero_grad()
   state_dict() gives tensors named "<param>.exp_avg" / "<param>.exp_avg_sq" and the step count.
 ]]
 local gm = require "graphmert"
+local protocol = require "graphmert.optim.protocol"
 
 local function default_no_decay(name, t)
   return t:dim() < 2 or name:match("bias$") ~= nil or name:lower():match("norm") ~= nil
@@ -18,26 +19,19 @@ end
 return function(named_params, config)
   config = config or {}
   local betas = config.betas or { 0.9, 0.999 }
-  local settings = { lr = config.lr or 1e-3, beta1 = betas[1], beta2 = betas[2], eps = config.eps or 1e-8 }
   local weight_decay = config.weight_decay or 0.01
   local no_decay = config.no_decay or default_no_decay
-  assert(settings.lr > 0, "adamw: lr must be > 0")
-  local params = {}
-  for i, entry in ipairs(named_params) do
-    local name, t = entry, entry
-    if type(entry) == "table" then name, t = entry[1], entry[2] else name = tostring(i) end
-    params[#params + 1] = {
-      name = name, tensor = t, exp_avg = gm.zeros(t:shape()), exp_avg_sq = gm.zeros(t:shape()),
-      weight_decay = no_decay(name, t) and 0 or weight_decay,
-    }
+  local opt = protocol.new(named_params, config.lr or 1e-3, "adamw")
+  local params = opt.params
+  for _, p in ipairs(params) do
+    p.exp_avg, p.exp_avg_sq = gm.zeros(p.tensor:shape()), gm.zeros(p.tensor:shape())
+    p.weight_decay = no_decay(p.name, p.tensor) and 0 or weight_decay
   end
-  local opt = { step_count = 0, params = params }
+  local step = { beta1 = betas[1], beta2 = betas[2], eps = config.eps or 1e-8 }
 
   function opt:step()
     self.step_count = self.step_count + 1
-    local step = {}
-    for k, v in pairs(settings) do step[k] = v end
-    step.step = self.step_count
+    step.step, step.lr = self.step_count, self.lr
     gm.no_grad(function()
       for _, p in ipairs(params) do
         local g = p.tensor:grad()
@@ -49,20 +43,13 @@ return function(named_params, config)
     end)
   end
 
-  function opt:zero_grad()
-    for _, p in ipairs(params) do p.tensor:zero_grad() end
-  end
-
-  function opt:set_lr(lr) settings.lr = lr end
-  function opt:get_lr() return settings.lr end
-
   function opt:state_dict()
     local tensors = {}
     for _, p in ipairs(params) do
       tensors[p.name .. ".exp_avg"] = p.exp_avg
       tensors[p.name .. ".exp_avg_sq"] = p.exp_avg_sq
     end
-    return tensors, { step = self.step_count, lr = settings.lr }
+    return tensors, { step = self.step_count, lr = self.lr }
   end
 
   function opt:load_state_dict(tensors, meta)
@@ -75,7 +62,7 @@ return function(named_params, config)
       end
     end)
     self.step_count = math.tointeger(meta.step) or 0
-    if meta.lr then settings.lr = meta.lr end
+    if meta.lr then self.lr = meta.lr end
   end
 
   return opt

@@ -9,19 +9,14 @@ RETURN: an optimizer with the protocol every optimizer here follows: :step(), :z
   step count; a buffer not made yet (no step with a gradient) is absent, as in PyTorch.
 ]]
 local gm = require "graphmert"
+local protocol = require "graphmert.optim.protocol"
 
 return function(named_params, config)
   config = config or {}
-  local lr = config.lr or 1e-2
   local momentum, dampening = config.momentum or 0, config.dampening or 0
   local weight_decay, nesterov = config.weight_decay or 0, config.nesterov or false
-  assert(lr > 0, "sgd: lr must be > 0")
-  local params = {}
-  for i, entry in ipairs(named_params) do
-    if type(entry) == "table" then params[i] = { name = entry[1], tensor = entry[2] }
-    else params[i] = { name = tostring(i), tensor = entry } end
-  end
-  local opt = { step_count = 0, params = params }
+  local opt = protocol.new(named_params, config.lr or 1e-2, "sgd")
+  local params = opt.params
 
   function opt:step()
     self.step_count = self.step_count + 1
@@ -38,25 +33,18 @@ return function(named_params, config)
             end
             g = nesterov and (g + p.buffer * momentum) or p.buffer
           end
-          p.tensor:add_(g, -lr)
+          p.tensor:add_(g, -self.lr)
         end
       end
     end)
   end
-
-  function opt:zero_grad()
-    for _, p in ipairs(params) do p.tensor:zero_grad() end
-  end
-
-  function opt:set_lr(v) lr = v end
-  function opt:get_lr() return lr end
 
   function opt:state_dict()
     local tensors = {}
     for _, p in ipairs(params) do
       if p.buffer then tensors[p.name .. ".momentum_buffer"] = p.buffer end
     end
-    return tensors, { step = self.step_count, lr = lr }
+    return tensors, { step = self.step_count, lr = self.lr }
   end
 
   function opt:load_state_dict(tensors, meta)
@@ -69,7 +57,7 @@ return function(named_params, config)
       p.buffer = b and b:clone() or nil
     end
     self.step_count = math.tointeger(meta.step) or 0
-    if meta.lr then lr = meta.lr end
+    if meta.lr then self.lr = meta.lr end
   end
 
   return opt
