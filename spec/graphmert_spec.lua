@@ -29,7 +29,7 @@ local function make_batch(seed)
 end
 
 local function tiny(extra)
-  local cfg = { vocab = V, hidden = 16, layers = 2, heads = 2, ffn = 32, roots = R, leaves = L, relations = 3 }
+  local cfg = { vocab = V, hidden = 16, layers = 2, heads = 2, ffn = 32, roots = R, leaves = L, relations = 3, sbo = false }
   for k, v in pairs(extra or {}) do cfg[k] = v end
   return gm.nn.GraphMERT(cfg)
 end

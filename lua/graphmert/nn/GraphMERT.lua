@@ -5,14 +5,23 @@
 --     of the triple's head (relation-embedding dropout on W_r and a_r while training)
 --   → embedding dropout → post-LN encoder layers, all with one shared decay mask
 --     λ^GELU(√(sp + offset) − p_h) (one learnable p per head, `decay.sp_param`)
---   → LM head: Linear → GELU → LayerNorm → decoder tied to the token embedding (+ bias).
+--   → (head = "official") the LM transform LN(GELU(Linear)) of GraphMertModel, then the LM head:
+--     Linear → GELU → LayerNorm → decoder tied to the token embedding (+ bias); head = "single"
+--     has the LM head only
+--   → (sbo = true) the span-boundary head on the transformed states (SpanBoundaryHead.lua)
+-- With graph_token = true a learned vector is prepended at position 0: it attends to every real
+-- token and none attends to it; its decay row and column use softplus(graph_token_distance,
+-- threshold 1) as the distance (0 to itself). Its final state is the sequence representation.
 --
 -- config (a Lua table): vocab, hidden = 512, layers = 12, heads = 8, ffn = 2048, relations (K:
 -- relation ids are 1..K, 0 meaning none; W_r is `hgat_weight` [K, H, H], a_r `hgat_attention`
 -- [K, 2H] — the official tables without their padding row 0), roots = 128, leaves = 7,
 -- leaf_edges = "path", lambda = 0.6 (false: no decay), offset = 1, dropout = 0.1,
 -- attention_dropout = 0.1, relation_dropout = 0.3, hgat = true, hgat_interleaved = true (the
--- official layout of a_r), positions = false, init_std = 0.02, compact = true (skip padding).
+-- official layout of a_r), positions = false, init_std = 0.02, compact = true (skip padding),
+-- head = "official" | "single", sbo = true, graph_token = true (the official model's three).
+-- GraphMERT.from_pretrained(dir) / model:save_pretrained(dir): official checkpoint folders
+-- (config.json + model.safetensors with the official names, nn/pretrained.lua).
 --
 -- A batch: ids [B, N] (1-based token ids, N = roots·(1 + leaves)), valid [B, N] (1 for real
 -- tokens, 0 for empty leaf slots), relation[b][r] and head_length[b][r] (Lua tables, per root).
@@ -20,11 +29,11 @@ local class = require "graphmert.class"
 local gm = require "graphmert"
 local Module = require "graphmert.nn.Module"
 local check = require "graphmert.nn.check"
-local Linear = require "graphmert.nn.Linear"
-local LayerNorm = require "graphmert.nn.LayerNorm"
 local Embedding = require "graphmert.nn.Embedding"
 local EncoderLayer = require "graphmert.nn.EncoderLayer"
 local DecayMask = require "graphmert.nn.DecayMask"
+local Transform = require "graphmert.nn.Transform"
+local SpanBoundaryHead = require "graphmert.nn.SpanBoundaryHead"
 
 local GraphMERT = class("graphmert.nn.GraphMERT", Module)
 
@@ -32,6 +41,7 @@ local defaults = {
   hidden = 512, layers = 12, heads = 8, ffn = 2048, roots = 128, leaves = 7, leaf_edges = "path",
   lambda = 0.6, offset = 1, dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3,
   hgat = true, hgat_interleaved = true, positions = false, init_std = 0.02, relations = 1, compact = true,
+  head = "official", sbo = true, graph_token = true,
 }
 GraphMERT.defaults = defaults
 
@@ -52,7 +62,11 @@ function GraphMERT:__init(config)
     end
     c[k] = v
   end
-  c.vocab = check.positive_integer("GraphMERT", "vocab", c.vocab)
+  -- integral floats (JSON numbers from a config.json) are taken as integers
+  for _, key in ipairs { "vocab", "hidden", "heads", "ffn", "roots", "relations" } do
+    c[key] = check.positive_integer("GraphMERT", key, c[key])
+  end
+  c.layers, c.leaves = check.integer("GraphMERT", "layers", c.layers, 0), check.integer("GraphMERT", "leaves", c.leaves, 0)
   self.config = c
   self.layout = gm.layout { roots = c.roots, leaves = c.leaves }
   local H, std = c.hidden, c.init_std
@@ -70,15 +84,27 @@ function GraphMERT:__init(config)
     self.layers:add_module(tostring(i - 1), EncoderLayer {
       dim = H, heads = c.heads, ffn = c.ffn, dropout = c.dropout, attention_dropout = c.attention_dropout })
   end
-  self:add_module("lm_head", Module())
-  self.lm_head:add_module("dense", Linear(H, H))
-  self.lm_head:add_module("layer_norm", LayerNorm(H))
+  self:add_module("lm_head", Transform(H, H))
   self.lm_head:register_parameter("bias", gm.zeros(c.vocab))
+  if c.head ~= "official" and c.head ~= "single" then
+    error("GraphMERT: head must be \"official\" or \"single\", got " .. tostring(c.head), 2)
+  end
+  if c.sbo and c.head ~= "official" then error("GraphMERT: sbo = true needs head = \"official\"", 2) end
+  if c.head == "official" then self:add_module("lm_transform", Transform(H, H)) end
+  if c.sbo then
+    self:add_module("lm_pair_head", SpanBoundaryHead { hidden = H, vocab = c.vocab, max_targets = c.leaves, std = std })
+  end
+  if c.graph_token then
+    self:register_parameter("graph_token", gm.randn(1, H) * std)
+    self:register_parameter("graph_token_distance", gm.ones(1, self.nodes))
+  end
   gm.no_grad(function() -- N(0, std) linear weights with zero biases, as the official code
     for _, np in ipairs(self:named_parameters()) do
       local name, t = np[1], np[2]
-      if name:match("fc%d%.weight$") or name:match("dense%.weight$") then t:copy_(gm.randn(t:shape()) * std) end
-      if name:match("fc%d%.bias$") or name:match("dense%.bias$") then t:zero_() end
+      if name:match("fc%d%.weight$") or name:match("dense%.weight$") or name:match("decoder%.weight$") then
+        t:copy_(gm.randn(t:shape()) * std)
+      end
+      if name:match("fc%d%.bias$") or name:match("dense%.bias$") or name:match("decoder%.bias$") then t:zero_() end
     end
   end)
   self.graph = gm.leafy_chain { roots = c.roots, leaves = c.leaves, leaf_edges = c.leaf_edges }
@@ -112,12 +138,50 @@ function GraphMERT:_triples(batch, B, valid)
   return tails, heads, rel, start, count
 end
 
--- batch → hidden states [B, N, H] (and the per-layer head-averaged attention weights when
--- need_weights is true). By default padding costs nothing: the real nodes of all sequences are
--- packed into one [T, H] matrix for the token-wise layers, and each sequence attends with the
--- rows and columns of the decay mask at its own nodes; the result is scattered back, with zeros
--- at empty leaf slots. config.compact = false (or need_weights) runs the dense masked version,
--- which gives the same values at the real nodes.
+-- softplus with threshold 1 (torch's softplus(x, threshold = 1)): x above 1, log(1 + eˣ) below
+local function softplus1(x)
+  local above = {}
+  for i, v in ipairs(x:reshape(-1):totable()) do above[i] = v > 1 and 1 or 0 end
+  above = gm.tensor(above):reshape(x:shape())
+  return x * above + (x:exp() + 1):log() * (1 - above)
+end
+
+-- The decay mask [heads, N+1, N+1] with the graph token's row and column first: its distance to
+-- node n is softplus(graph_token_distance[n]), to itself 0; λ^GELU(√d − p) as for the tokens.
+function GraphMERT:_graph_token_decay(decay)
+  local c, N = self.config, self.nodes
+  local row
+  if c.lambda then
+    local d = softplus1(self.graph_token_distance):sqrt():reshape(1, 1, N)
+    local log_lambda, p = math.log(c.lambda), self.decay.sp_param
+    local to_nodes = ((d - p):gelu() * log_lambda):exp()                    -- [heads, 1, N]
+    local to_itself = ((p * -1):gelu() * log_lambda):exp():reshape(c.heads, 1, 1)
+    row = gm.cat({ to_itself, to_nodes }, 3)
+  else
+    row = gm.ones(c.heads, 1, N + 1)
+  end
+  local column = row:narrow(3, 2, N):permute(1, 3, 2)
+  return gm.cat({ row, gm.cat({ column, decay }, 3) }, 2)
+end
+
+-- [n, n] ones with column 1 (the graph token) closed to every other row, made once per size
+function GraphMERT:_graph_token_mask(n)
+  self._masks = self._masks or {}
+  if not self._masks[n] then
+    local m = gm.ones(n, n)
+    for r = 2, n do m:set(0, r, 1) end
+    self._masks[n] = m
+  end
+  return self._masks[n]
+end
+
+-- batch → hidden states [B, N, H], the sequence representation [B, H] (the graph token's final
+-- state; nil without graph_token) and, when need_weights is true, the per-layer head-averaged
+-- attention weights (over the graph token too when there is one). By default padding costs
+-- nothing: the real nodes of all sequences are packed into one [T, H] matrix for the token-wise
+-- layers, and each sequence attends with the rows and columns of the decay mask at its own
+-- nodes; the result is scattered back, with zeros at empty leaf slots. config.compact = false
+-- (or need_weights) runs the dense masked version, which gives the same values at real nodes.
 function GraphMERT:forward(batch, need_weights)
   local c, N, H = self.config, self.nodes, self.config.hidden
   local B = batch.ids:size(1)
@@ -138,55 +202,80 @@ function GraphMERT:forward(batch, need_weights)
   end
   x = x:reshape(B, N, H)
   if c.positions then x = x + self.embed_positions.weight end
-  x = x:dropout(c.dropout, self.training)
-  local decay = self.decay(self.graph:distances())
-  if c.compact and not need_weights then return self:_forward_packed(x, valid, decay, B) end
-  local opts = { decay = decay, key_mask = batch.valid, need_weights = need_weights }
-  local weights = {}
-  for i = 1, c.layers do
-    local w
-    x, w = self.layers[tostring(i - 1)](x, opts)
-    weights[i] = w
+  local decay, key_mask, attn_mask = self.decay(self.graph:distances()), batch.valid, nil
+  local n = N
+  if c.graph_token then
+    x = gm.cat({ gm.ones(B, 1, 1) * self.graph_token, x }, 2)
+    for b = 1, B do table.insert(valid[b], 1, 1) end
+    decay, key_mask, attn_mask = self:_graph_token_decay(decay), gm.tensor(valid), self:_graph_token_mask(N + 1)
+    n = N + 1
   end
-  return x, need_weights and weights or nil
+  x = x:dropout(c.dropout, self.training)
+  local weights
+  if c.compact and not need_weights then
+    x = self:_forward_packed(x, valid, decay, B, n)
+  else
+    local opts = { decay = decay, key_mask = key_mask, attn_mask = attn_mask, need_weights = need_weights }
+    weights = {}
+    for i = 1, c.layers do
+      x, weights[i] = self.layers[tostring(i - 1)](x, opts)
+    end
+  end
+  if not c.graph_token then return x, nil, weights end
+  return x:narrow(2, 2, N), x:narrow(2, 1, 1):reshape(B, H), weights
 end
 
-function GraphMERT:_forward_packed(x, valid, decay, B)
-  local N, H = self.nodes, self.config.hidden
+function GraphMERT:_forward_packed(x, valid, decay, B, n)
+  local H = self.config.hidden
   local rows, segments, opts_list = {}, {}, {}
   for b = 1, B do
     local nodes = {}
-    for n = 1, N do
-      if valid[b][n] ~= 0 then
-        nodes[#nodes + 1] = n
-        rows[#rows + 1] = (b - 1) * N + n
+    for i = 1, n do
+      if valid[b][i] ~= 0 then
+        nodes[#nodes + 1] = i
+        rows[#rows + 1] = (b - 1) * n + i
       end
     end
     if #nodes > 0 then
       segments[#segments + 1] = { #rows - #nodes + 1, #nodes }
-      local d = #nodes == N and decay or decay:index_select(2, nodes):index_select(3, nodes)
-      opts_list[#opts_list + 1] = { decay = d }
+      local d = #nodes == n and decay or decay:index_select(2, nodes):index_select(3, nodes)
+      opts_list[#opts_list + 1] = { decay = d, attn_mask = self.config.graph_token and self:_graph_token_mask(#nodes) or nil }
     end
   end
-  if #rows == 0 then return gm.zeros(B, N, H) end
-  local packed = x:reshape(B * N, H):index_select(1, rows)
+  if #rows == 0 then return gm.zeros(B, n, H) end
+  local packed = x:reshape(B * n, H):index_select(1, rows)
   for i = 1, self.config.layers do
     packed = self.layers[tostring(i - 1)]:forward_packed(packed, segments, opts_list)
   end
-  return gm.index_add(gm.zeros(B * N, H), rows, packed):reshape(B, N, H)
+  return gm.index_add(gm.zeros(B * n, H), rows, packed):reshape(B, n, H)
+end
+
+-- The rows of hidden at flat 1-based positions of [B·N], as the heads read them: through the
+-- LM transform with head = "official" (the official last_hidden_state).
+function GraphMERT:_head_input(hidden, positions)
+  local rows = hidden:reshape(-1, self.config.hidden):index_select(1, positions)
+  if self.lm_transform then rows = self.lm_transform(rows) end
+  return rows
 end
 
 -- Vocabulary logits at flat 1-based positions of [B·N] (only where there are labels).
 function GraphMERT:logits(hidden, positions)
-  local H = self.config.hidden
-  local rows = hidden:reshape(-1, H):index_select(1, positions)
-  local h = self.lm_head.layer_norm(self.lm_head.dense(rows):gelu())
+  local h = self.lm_head(self:_head_input(hidden, positions))
   return h:matmul(self.embed_tokens.weight, false, true) + self.lm_head.bias
 end
 
--- The masked-token loss of a masked batch (graphmert.masking): targets at root and leaf
--- positions. normalization = "joint" (default, the official code: one average over every
--- masked token) or "separate" (L_MLM + mu · L_MNM, each averaged over its own tokens).
+-- Span-boundary logits [n, vocab] for sbo = {left, right, offset} (flat positions of the span's
+-- boundary tokens and 1-based offsets in the span, as gm.data.masking's labels.sbo).
+function GraphMERT:sbo_logits(hidden, sbo)
+  if not self.lm_pair_head then error("GraphMERT:sbo_logits: the model has no span-boundary head (sbo = false)", 2) end
+  return self.lm_pair_head(self:_head_input(hidden, sbo.left), self:_head_input(hidden, sbo.right), sbo.offset)
+end
+
+-- The loss of a masked batch (gm.data.masking) → total, parts. The masked-token term pools root
+-- and leaf targets: normalization = "joint" (default, the official code: one average over every
+-- masked token, parts.mlm) or "separate" (L_MLM + mu · L_MNM, each averaged over its own tokens,
+-- parts.mlm and parts.mnm). With sbo the span-boundary term is added with weight 1 (parts.sbo);
+-- a batch with no SBO target has no such term (the official code gives NaN there).
 function GraphMERT:loss(batch, opts)
   opts = opts or {}
   local hidden = self:forward(batch)
@@ -194,7 +283,7 @@ function GraphMERT:loss(batch, opts)
     if #positions == 0 then return nil end
     return self:logits(hidden, positions):cross_entropy(targets)
   end
-  local lb = batch.labels
+  local lb, parts, total = batch.labels, {}, nil
   if (opts.normalization or "joint") == "joint" then
     local pos, tgt = {}, {}
     for _, part in ipairs { lb.roots, lb.leaves } do
@@ -202,14 +291,33 @@ function GraphMERT:loss(batch, opts)
         pos[#pos + 1], tgt[#tgt + 1] = part.positions[i], part.targets[i]
       end
     end
-    return ce(pos, tgt) or gm.zeros(1):sum()
+    parts.mlm = ce(pos, tgt)
+    total = parts.mlm
+  else
+    parts.mlm = ce(lb.roots.positions, lb.roots.targets)
+    parts.mnm = ce(lb.leaves.positions, lb.leaves.targets)
+    local mu = opts.mu or 1
+    if parts.mlm and parts.mnm then total = parts.mlm + parts.mnm * mu
+    else total = parts.mlm or (parts.mnm and parts.mnm * mu) end
   end
-  local mlm = ce(lb.roots.positions, lb.roots.targets)
-  local mnm = ce(lb.leaves.positions, lb.leaves.targets)
-  local mu = opts.mu or 1
-  if mlm and mnm then return mlm + mnm * mu end
-  return mlm or (mnm and mnm * mu) or gm.zeros(1):sum()
+  if self.lm_pair_head then
+    if not lb.sbo then
+      error("GraphMERT:loss: the model has a span-boundary head (sbo = true) but the batch has no labels.sbo " ..
+        "(gm.data.masking.mask makes them)", 2)
+    end
+    if #lb.sbo.targets > 0 then
+      parts.sbo = self:sbo_logits(hidden, lb.sbo):cross_entropy(lb.sbo.targets)
+      total = total and total + parts.sbo or parts.sbo
+    end
+  end
+  return total or gm.zeros(1):sum(), parts
 end
+
+-- An official checkpoint folder (config.json + model.safetensors) → a model in eval mode.
+function GraphMERT.from_pretrained(dir) return require("graphmert.nn.pretrained").load(GraphMERT, dir) end
+
+-- Writes this model as an official checkpoint folder that GraphMertForMaskedLM.from_pretrained opens.
+function GraphMERT:save_pretrained(dir) require("graphmert.nn.pretrained").save(self, dir) end
 
 function GraphMERT:extra_repr()
   local c = self.config
