@@ -305,6 +305,8 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
   if (weights) *weights = w;
   gm_tensor *srcs[8] = {q, k, v, opts->decay, opts->key_mask, opts->key_bias, opts->attn_mask,
                         opts->attn_bias};
+  /* iarg[0] = decay mode (1: weights), iarg[1] = renormalize, iarg[2] = dropout seed;
+   * farg[0] = scale, farg[1] = dropout probability; saved = the row statistics */
   out = gm_record(out, GM_OP_ATTENTION, srcs, 8);
   if (out && out->op == GM_OP_ATTENTION) {
     out->saved = stats;

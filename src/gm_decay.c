@@ -105,6 +105,7 @@ gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset
   }
   gm_free(table);
   gm_free(idx);
+  /* iarg[0] = gelu_tanh; farg[0] = lambda, farg[1] = offset; saved = sp */
   out = gm_record(out, GM_OP_DECAY_MASK, &p, 1);
   if (out && out->op == GM_OP_DECAY_MASK) {
     out->saved = sp;

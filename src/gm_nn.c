@@ -52,6 +52,7 @@ gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float
     }
   });
   gm_tensor *srcs[3] = {x, weight, bias};
+  /* no iarg; saved = mean and 1/std per row */
   out = gm_record(out, GM_OP_LAYER_NORM, srcs, 3);
   if (out && out->op == GM_OP_LAYER_NORM) out->saved = stats;
   else gm_tensor_release(stats);
@@ -113,6 +114,7 @@ gm_tensor *gm_dropout(gm_tensor *x, float p, gm_rng *rng) {
   if (!out) return NULL;
   uint64_t seed = gm_rng_next(rng);
   gm_dropout_apply(x->data, out->data, x->numel, seed, p);
+  /* iarg[0] = the mask seed; farg[0] = p */
   out = gm_record(out, GM_OP_DROPOUT, &x, 1);
   if (out && out->op == GM_OP_DROPOUT) {
     out->iarg[0] = (int64_t)seed;
@@ -168,6 +170,8 @@ gm_tensor *gm_cross_entropy(gm_tensor *logits, gm_tensor *target, int index_base
   }
   loss->data[0] = (float)(total / (double)count); /* 0/0 = NaN when all are ignored, as PyTorch */
   gm_tensor *srcs[2] = {logits, target};
+  /* iarg[0] = the class index base, iarg[1] = ignore_index, iarg[2] = the rows counted;
+   * saved = the softmax probabilities */
   loss = gm_record(loss, GM_OP_CROSS_ENTROPY, srcs, 1);
   if (loss && loss->op == GM_OP_CROSS_ENTROPY) {
     loss->saved = probs;

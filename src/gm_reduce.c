@@ -65,6 +65,7 @@ static gm_tensor *reduce(gm_tensor *a, int dim, int keepdim, reduce_kind kind,
       }
   });
   static const gm_op ops[] = {GM_OP_SUM, GM_OP_MEAN, GM_OP_MAX};
+  /* iarg[0] = dim (< 0: all), iarg[1] = keepdim; saved = the argmax for max */
   out = gm_record(out, ops[kind], &a, 1);
   if (!out) {
     gm_tensor_release(idx);
@@ -116,6 +117,7 @@ static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
         for (int64_t j = 0; j < size; j++) q[j * inner] = expf(p[j * inner] - m) * inv;
       }
   });
+  /* iarg[0] = dim */
   out = gm_record(out, log_softmax ? GM_OP_LOG_SOFTMAX : GM_OP_SOFTMAX, &a, 1);
   if (out) out->iarg[0] = dim;
   return out;
