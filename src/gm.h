@@ -59,7 +59,11 @@ gm_status gm_last_status(void);
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
-/* Every byte the core allocates goes through gm_malloc and is counted. */
+/* Every tensor, storage, node list and buffer that outlives a call goes through gm_malloc and is
+ * counted. The short-lived scratch of a kernel (attention backward tiles, decay-mask sums, LU
+ * factors, BFS queues, segment ids) comes from malloc, freed before the call returns, and is
+ * not counted: it is taken inside parallel regions, where the counted allocator's shared
+ * limit, cache lock and thread-local error message do not fit. */
 void *gm_malloc(size_t bytes);  /* 64-byte aligned; NULL + message on failure or over the limit */
 void gm_free(void *p);
 size_t gm_memory_live(void);
@@ -368,7 +372,7 @@ gm_tensor *gm_segment_softmax(gm_tensor *x, gm_tensor *index, int64_t groups, in
  * error. Differentiable with respect to A and B. */
 gm_tensor *gm_solve(gm_tensor *a, gm_tensor *b);
 
-/* ---- files and optimizers (gm_io.c) --------------------------------------------------------- */
+/* ---- files (gm_io.c) ------------------------------------------------------------------------ */
 
 /* Writes the chunks to path.tmp.<pid>, fsyncs, renames over path, fsyncs the directory: the file
  * on disk is always either the old complete one or the new complete one. */
@@ -377,6 +381,9 @@ gm_status gm_file_write_atomic(const char *path, const void *const *chunks, cons
 /* A new tensor from little-endian F32 (or F64, converted) bytes; the byte count must match. */
 gm_tensor *gm_tensor_from_bytes(const void *data, size_t bytes, int ndim, const int64_t *shape,
                                 int float64);
+
+/* ---- optimizers (gm_optim.c) ---------------------------------------------------------------- */
+
 /* One torch.optim.AdamW step in place on p (m, v: its moment buffers); step counts from 1. */
 gm_status gm_adamw_step(gm_tensor *p, const gm_tensor *g, gm_tensor *m, gm_tensor *v, float lr,
                         float beta1, float beta2, float eps, float weight_decay, int64_t step);
