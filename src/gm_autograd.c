@@ -70,7 +70,7 @@ static gm_tensor *reduce_to(gm_tensor *g, const gm_tensor *t) {
   });                        \
   break;
 
-static gm_tensor *unary_backward(const gm_tensor *node, const gm_tensor *g) {
+GM_HOT static gm_tensor *unary_backward(const gm_tensor *node, const gm_tensor *g) {
   const gm_tensor *a = node->src[0];
   gm_tensor *res = gm_tensor_empty(a->ndim, a->shape);
   if (!res) return NULL;

@@ -40,7 +40,7 @@ typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV } binary_kind;
  * operands have the output's shape: one flat loop. Otherwise rows of the last dimension, each
  * with its own broadcast offsets. */
 #define BINARY_KERNEL(NAME, EXPR)                                                             \
-  static void NAME(const float *pa, const float *pb, float *po, int ndim,                   \
+  GM_HOT static void NAME(const float *pa, const float *pb, float *po, int ndim,            \
                    const int64_t *shape, const int64_t *sa, const int64_t *sb, int64_t n) {   \
     if (ndim == 0) {                                                                         \
       GM_FOR(i, n, n, {                                                                      \
@@ -135,7 +135,7 @@ typedef enum {
   });                      \
   break;
 
-static gm_tensor *unary(gm_tensor *a, unary_kind kind, float s) {
+GM_HOT static gm_tensor *unary(gm_tensor *a, unary_kind kind, float s) {
   gm_tensor *res = gm_tensor_empty(a->ndim, a->shape);
   if (!res) return NULL;
   const float *in = a->data;

@@ -156,6 +156,17 @@ static inline float gm_dropout_keep(uint64_t seed, uint64_t index, uint32_t thre
   return (h >> 8) < threshold ? 0.0f : scale; /* threshold = p · 2^24 */
 }
 
+/* The hot loops are compiled three times, for AVX-512 (x86-64-v4), AVX2 + FMA (x86-64-v3) and
+ * the portable baseline the build targets, and the loader picks one for the CPU it runs on (an
+ * ifunc): the installed binary runs anywhere and still vectorises 8 or 16 wide. -std=c11 keeps
+ * FMA contraction off, so every version gives the same bits. Not needed when the build already
+ * targets AVX2 (make NATIVE=1), nor under clang (the fuzzers), whose clones differ. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__AVX2__)
+#define GM_HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GM_HOT
+#endif
+
 /* A parallel loop threshold: below it, threads cost more than they save. */
 #define GM_PAR_MIN 32768
 

@@ -7,7 +7,7 @@
 
 /* ---- layer norm over the last dimension --------------------------------------------------- */
 
-gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float eps) {
+GM_HOT gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float eps) {
   char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
   if (x->ndim < 1) {
     gm_fail(GM_ERR_SHAPE, 1, "layer_norm needs at least one dimension");
@@ -62,7 +62,7 @@ gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float
 /* With x̂ = (x − μ) r and ĝ = g ⊙ w:
  *   dx = r (ĝ − mean(ĝ) − x̂ mean(ĝ ⊙ x̂)),  dw = Σ_rows g ⊙ x̂,  db = Σ_rows g.
  * dx, dw, db may be NULL when not needed; dw and db are accumulated into (zeroed by caller). */
-void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const gm_tensor *stats,
+GM_HOT void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const gm_tensor *stats,
                             const gm_tensor *g, float *dx, float *dw, float *db) {
   int64_t d = x->shape[x->ndim - 1], rows = d ? x->numel / d : 0;
   if (dx) {
@@ -98,7 +98,7 @@ void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const g
 
 /* The mask is not stored: one seed is drawn, and forward and backward both recompute each
  * element's multiplier from (seed, index). */
-void gm_dropout_apply(const float *in, float *out, int64_t n, uint64_t seed, float p) {
+GM_HOT void gm_dropout_apply(const float *in, float *out, int64_t n, uint64_t seed, float p) {
   uint32_t threshold = (uint32_t)(p * 16777216.0f);
   float scale = p < 1 ? 1.0f / (1.0f - p) : 0.0f;
   if (p >= 1.0f) threshold = 1u << 24;

@@ -2,7 +2,7 @@
  * schedule, is Lua: lua/graphmert/optim). */
 #include "gm_internal.h"
 
-gm_status gm_adamw_step(gm_tensor *p, const gm_tensor *g, gm_tensor *m, gm_tensor *v, float lr,
+GM_HOT gm_status gm_adamw_step(gm_tensor *p, const gm_tensor *g, gm_tensor *m, gm_tensor *v, float lr,
                         float beta1, float beta2, float eps, float weight_decay, int64_t step) {
   char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
   if (g->numel != p->numel || m->numel != p->numel || v->numel != p->numel)

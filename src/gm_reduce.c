@@ -17,7 +17,7 @@ static int reduced_shape(const gm_tensor *t, int dim, int keepdim, int64_t *shap
 
 typedef enum { RED_SUM, RED_MEAN, RED_MAX } reduce_kind;
 
-static gm_tensor *reduce(gm_tensor *a, int dim, int keepdim, reduce_kind kind,
+GM_HOT static gm_tensor *reduce(gm_tensor *a, int dim, int keepdim, reduce_kind kind,
                          gm_tensor **indices) {
   int64_t outer, size, inner, shape[GM_MAX_DIMS];
   int ndim;
@@ -92,7 +92,7 @@ gm_tensor *gm_max(gm_tensor *a, int dim, int keepdim, gm_tensor **indices) {
 
 /* ---- softmax ----------------------------------------------------------------------------- */
 
-static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
+GM_HOT static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
   if (gm_check_dim(a, dim, 2) != GM_OK) return NULL;
   int64_t outer, size, inner;
   gm_dim_split(a, dim, &outer, &size, &inner);
@@ -128,7 +128,7 @@ gm_tensor *gm_log_softmax(gm_tensor *a, int dim) { return softmax_any(a, dim, 1)
 
 /* softmax:     dx = y ⊙ (g − Σ_j g_j y_j)
  * log-softmax: dx = g − softmax(x) Σ_j g_j  with softmax(x) = exp(y) */
-void gm_softmax_backward_kernel(const gm_tensor *y, const gm_tensor *g, gm_tensor *dx, int dim,
+GM_HOT void gm_softmax_backward_kernel(const gm_tensor *y, const gm_tensor *g, gm_tensor *dx, int dim,
                                 int log_softmax) {
   int64_t outer, size, inner;
   gm_dim_split(y, dim, &outer, &size, &inner);
