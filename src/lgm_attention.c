@@ -17,8 +17,11 @@ static int l_attention(lua_State *L) {
   o.decay = lgm_field_tensor(L, 4, "decay");
   o.decay_weights = lgm_field_option(L, 4, "decay_mode", decay_modes) == 1;
   o.renormalize = lgm_field_boolean(L, 4, "renormalize", 0);
-  o.scale = (float)lgm_field_number(L, 4, "scale", 0.0); /* 0: 1/sqrt(d) */
-  if (!(o.scale >= 0)) return luaL_argerror(L, 4, "scale must be > 0");
+  /* no scale leaves 0, which the core reads as 1/sqrt(d); a given one must be > 0 */
+  if (lgm_field_boolean(L, 4, "scale", 0)) {
+    o.scale = (float)lgm_field_number(L, 4, "scale", 0.0);
+    if (!(o.scale > 0)) return luaL_argerror(L, 4, "scale must be > 0");
+  }
   o.dropout = (float)lgm_field_number(L, 4, "dropout", 0.0);
   if (!lgm_field_boolean(L, 4, "training", 1)) o.dropout = 0.0f; /* eval: no dropout */
   int need_weights = lgm_field_boolean(L, 4, "need_weights", 0);
