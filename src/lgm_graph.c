@@ -1,7 +1,7 @@
-/* lgm_graph.c — graphmert.Graph and graphmert.Distances for Lua, the graph cache's statistics
- * (gm.decay_mask, which reads distances, is bound in lgm_attention.c). Node numbers are 1-based here and 0-based in the core. */
+/* lgm_graph.c — graphmert.Graph and graphmert.Distances for Lua, and the graph cache's
+ * statistics (gm.decay_mask, which reads distances, is bound in lgm_attention.c). Node numbers
+ * are 1-based here and 0-based in the core. */
 #include <math.h>
-#include <string.h>
 
 #include "lgm.h"
 

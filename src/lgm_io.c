@@ -1,5 +1,4 @@
 /* lgm_io.c — atomic file writes and tensors from and to raw bytes. */
-#include <string.h>
 
 #include "lgm.h"
 
