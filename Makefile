@@ -6,6 +6,7 @@ PREFIX      ?= /usr/local
 DESTDIR     ?=
 LUA_CFLAGS  ?= $(shell pkg-config --cflags $(LUA_PC))
 LUA_STATIC  ?= $(shell pkg-config --variable=libdir $(LUA_PC))/liblua$(LUA_VERSION).a
+LUA_LIBS    ?= $(shell pkg-config --libs $(LUA_PC))
 BLAS_CFLAGS ?= $(shell pkg-config --cflags openblas)
 BLAS_LIBS   ?= $(shell pkg-config --libs openblas)
 LUA         ?= lua$(LUA_VERSION)
@@ -13,9 +14,17 @@ BUSTED      ?= $(LUA) /usr/bin/busted
 LUADIR      ?= $(PREFIX)/share/lua/$(LUA_VERSION)
 LIBDIR      ?= $(PREFIX)/lib/lua/$(LUA_VERSION)
 BINDIR      ?= $(PREFIX)/bin
-# AVX2 + FMA where the build machine has them (the inner loops vectorise), SSE4.2 otherwise
-MARCH       ?= $(shell grep -q avx2 /proc/cpuinfo 2>/dev/null && echo x86-64-v3 || echo x86-64-v2)
+# A portable binary by default: x86-64-v2 (SSE4.2, any x86-64 CPU since about 2009), with the hot
+# loops also built for AVX2 and AVX-512 and chosen at load time (GM_HOT in src/gm_internal.h).
+# `make NATIVE=1` builds for this machine's CPU only (-march=native), e.g. for a local benchmark;
+# such a binary may not run on another CPU.
+NATIVE      ?= 0
+MARCH       ?= $(if $(filter 1,$(NATIVE)),native,x86-64-v2)
 CFLAGS      ?= -O3 -g -march=$(MARCH)
+# `make test SETUP=0` skips the setup script (apt) when the packages are known to be there.
+SETUP       ?= 1
+# `make valgrind SPECS=spec/tensor_spec.lua` limits the valgrind run (default: every spec).
+SPECS       ?=
 WARN        := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # -fno-trapping-math: no code here relies on FP traps, and without it GCC will not if-convert
 # (so not vectorise) loops with float comparisons. Results are unchanged.
@@ -63,7 +72,7 @@ check-core:
 setup:
 	@sh scripts/setup.sh
 
-test: setup
+test: $(if $(filter 1,$(SETUP)),setup)
 	$(MAKE) all
 	$(MAKE) check-core
 	sh scripts/run_tests.sh
@@ -74,7 +83,7 @@ test-lua: all
 test-embedded: all
 	$(BUSTED) --run=embedded -o scripts/summary_output.lua
 
-demo: setup
+demo: $(if $(filter 1,$(SETUP)),setup)
 	$(MAKE) all
 	./build/bin/graphmert experiments/train.lua --config experiments/configs/wordnet_10min.lua \
 	  --out out/wordnet_10min
@@ -107,11 +116,12 @@ long-run: all
 # libFuzzer harnesses (clang): the core and binding rebuilt with ASan, UBSan and coverage.
 FUZZ_TARGETS := safetensors tokenizer wordnet jsonl api
 FUZZ_SECONDS ?= 30
-FUZZ_FLAGS := -O1 -g -Wno-pass-failed -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer $(shell pkg-config --cflags lua5.4)
+FUZZ_FLAGS := -O1 -g -Wno-pass-failed -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+              $(LUA_CFLAGS) $(BLAS_CFLAGS)
 build/fuzz/fuzz_lua: scripts/fuzz/fuzz_lua.c $(CORE_SRC) $(BIND_SRC) src/gm.h src/gm_internal.h src/lgm.h
 	@mkdir -p build/fuzz
 	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -fopenmp -Isrc -o $@ scripts/fuzz/fuzz_lua.c $(CORE_SRC) $(BIND_SRC) \
-	  $(shell pkg-config --libs lua5.4) -lopenblas -lm
+	  $(LUA_LIBS) $(BLAS_LIBS) -lm
 
 # each target for FUZZ_SECONDS (about 30 s) from its committed seed corpus; not part of make test
 fuzz-smoke: build/fuzz/fuzz_lua

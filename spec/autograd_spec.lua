@@ -1,5 +1,6 @@
--- Autograd: every differentiable op against finite differences (one row per op), and the
--- behaviour of the tape (accumulation, no_grad, freed graphs, non-scalar roots).
+-- Autograd: every differentiable op against finite differences (at least one row per op of the
+-- core's op table, checked below), and the behaviour of the tape (accumulation, no_grad, freed
+-- graphs, non-scalar roots).
 local gm = require "graphmert"
 
 local function randn(...) return gm.randn(...):requires_grad(true) end
@@ -20,6 +21,9 @@ local rows = {
   { "div", function() return { randn(3, 4), positive(3, 4) } end, function(a, b) return a / b end },
   { "scalar ops", function() return { positive(5) } end,
     function(a) return (2 - a) * 3 + 1 / a - a / 4 end },
+  { "add_scalar", function() return { randn(2, 3) } end, function(a) return a + 2.5 end },
+  { "mul_scalar", function() return { randn(2, 3) } end, function(a) return a * -1.5 end },
+  { "rdiv_scalar", function() return { positive(2, 3) } end, function(a) return 2 / a end },
   { "pow", function() return { positive(2, 3) } end, function(a) return a ^ 1.7 end },
   { "neg", function() return { randn(4) } end, function(a) return -a end },
   { "exp", function() return { randn(3, 3) } end, function(a) return a:exp() end },
@@ -64,6 +68,24 @@ local rows = {
     function(l) return l:cross_entropy({ 4, 1, -100, 2, 3 }) end },
   { "dropout (fixed mask)", function() return { randn(4, 4) } end,
     function(a) gm.manual_seed(7); return a:dropout(0.3) end },
+  { "decay_mask", function() return { gm.tensor { 1.0, 0.3 }:requires_grad(true) } end,
+    function(p) return gm.decay_mask(gm.tensor { { 0, 1 }, { 1, 2.5 } }, { lambda = 0.6, p = p:reshape(2, 1, 1) }) end,
+    { rtol = 2e-3 } },
+  { "attention", function()
+      return { randn(1, 2, 3, 2), randn(1, 2, 4, 2), randn(1, 2, 4, 2), (gm.rand(2, 3, 4) + 0.2):requires_grad(true) }
+    end,
+    function(q, k, v, decay) return gm.attention(q, k, v, { decay = decay, key_mask = { { 1, 1, 1, 0 } } }) end },
+  { "hgat", function() return { randn(3, 3), randn(4, 3), (gm.randn(2, 3, 3) * 0.5):requires_grad(true), randn(2, 6) } end,
+    function(t, h, w, a) return gm.hgat(t, h, w, a, { 1, 2, 2 }, { 1, 2, 4 }, { 1, 2, 1 }) end },
+  { "index_add (repeated rows)", function() return { randn(4, 3), randn(3, 3) } end,
+    function(base, src) return gm.index_add(base, { 4, 1, 4 }, src) end },
+  { "solve (batched)", function()
+      local diagonal = gm.tensor { { 4, 0, 0 }, { 0, 4, 0 }, { 0, 0, 4 } } -- well conditioned
+      return { (gm.randn(2, 3, 3) * 0.5 + diagonal):detach():requires_grad(true), randn(2, 3, 2) }
+    end,
+    function(a, b) return gm.solve(a, b) end },
+  { "segment_softmax", function() return { randn(5, 2) } end,
+    function(x) return gm.segment_softmax(x, { 2, 1, 2, 3, 2 }, 3) end },
   { "composite", function() return { randn(3, 4), randn(4, 4), randn(4) } end,
     function(x, w, b) return (x:matmul(w) + b):gelu():layer_norm():softmax(2) * x end },
 }
@@ -77,6 +99,21 @@ describe("gradients by finite differences", function()
       assert.is_true(ok, table.concat(report.failures, "\n"))
     end)
   end
+end)
+
+describe("the finite-difference rows", function()
+  it("cover every op autograd records", function()
+    local covered = {}
+    for _, row in ipairs(rows) do
+      gm.manual_seed(42)
+      covered[row[3](table.unpack(row[2]())):grad_fn()] = true
+    end
+    local missing = {}
+    for _, op in ipairs(gm.autograd_ops()) do
+      if not covered[op] then missing[#missing + 1] = op end
+    end
+    assert.are.same({}, missing)
+  end)
 end)
 
 describe("the tape", function()

@@ -187,7 +187,7 @@ describe("bad input", function()
     -- functions that take no arguments, or accept any value
     local no_input = { clock = true, memory = true, reset_peak_memory = true, get_num_threads = true,
       is_grad_enabled = true, get_rng_state = true, is_tensor = true, version = true, type = true,
-      graph_cache_clear = true, graph_cache_stats = true, release_memory_cache = true,
+      graph_cache_clear = true, graph_cache_stats = true, release_memory_cache = true, autograd_ops = true,
       nn = true, optim = true, class = true }
     local missing = {}
     for name, v in pairs(gm) do

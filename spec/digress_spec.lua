@@ -1,5 +1,5 @@
 -- DiGress NodeEdgeBlock and XEyTransformerLayer against the float64 references of
--- ../shared/refs/gen_refs.py (outputs, and gradients of Σ⟨G, out⟩ to every input and parameter),
+-- scripts/refs/gen_refs.py (outputs, and gradients of Σ⟨G, out⟩ to every input and parameter),
 -- finite differences, and the edge cases (no real node, all-masked batch, one node).
 local gm = require "graphmert"
 local fixture = require "spec.fixture"

@@ -1,5 +1,5 @@
 -- fixture.lua — reads the JSON reference vectors under spec/fixtures (made with PyTorch by the
--- generators in scripts/refs and ../shared/refs) into graphmert tensors.
+-- generators in scripts/refs) into graphmert tensors.
 local gm = require "graphmert"
 local cjson = require "cjson"
 

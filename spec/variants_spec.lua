@@ -1,5 +1,5 @@
 -- Volume-preserving (Cayley) attention, GeometricMachineLearning's multi-head attention and
--- GATConv against the float64 references of ../shared/refs/gen_refs.py, finite differences,
+-- GATConv against the float64 references of scripts/refs/gen_refs.py, finite differences,
 -- the Cayley invariants, and edge cases (T = 1, nodes without incoming edges).
 local gm = require "graphmert"
 local fixture = require "spec.fixture"

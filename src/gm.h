@@ -59,7 +59,11 @@ gm_status gm_last_status(void);
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
-/* Every byte the core allocates goes through gm_malloc and is counted. */
+/* Every tensor, storage, node list and buffer that outlives a call goes through gm_malloc and is
+ * counted. The short-lived scratch of a kernel (attention backward tiles, decay-mask sums, LU
+ * factors, BFS queues, segment ids) comes from malloc, freed before the call returns, and is
+ * not counted: it is taken inside parallel regions, where the counted allocator's shared
+ * limit, cache lock and thread-local error message do not fit. */
 void *gm_malloc(size_t bytes);  /* 64-byte aligned; NULL + message on failure or over the limit */
 void gm_free(void *p);
 size_t gm_memory_live(void);
@@ -96,23 +100,56 @@ double gm_rng_normal(gm_rng *rng);   /* standard normal (Box–Muller, one value
 
 /* ---- tensors ----------------------------------------------------------------------------- */
 
-typedef enum gm_op {
-  GM_OP_NONE = 0, /* a leaf (or a tensor made without grad) */
-  GM_OP_FREED,    /* its graph was freed by a backward pass */
-  GM_OP_ADD, GM_OP_SUB, GM_OP_MUL, GM_OP_DIV,
-  GM_OP_ADD_SCALAR, GM_OP_MUL_SCALAR, GM_OP_RDIV_SCALAR, GM_OP_POW_SCALAR,
-  GM_OP_NEG, GM_OP_EXP, GM_OP_LOG, GM_OP_SQRT, GM_OP_TANH,
-  GM_OP_GELU, GM_OP_GELU_TANH, GM_OP_RELU, GM_OP_LEAKY_RELU,
-  GM_OP_SUM, GM_OP_MEAN, GM_OP_MAX, /* over one dimension, or all when iarg[0] < 0 */
-  GM_OP_SOFTMAX, GM_OP_LOG_SOFTMAX,
-  GM_OP_MATMUL,
-  GM_OP_RESHAPE, GM_OP_PERMUTE, GM_OP_CONCAT, GM_OP_NARROW,
-  GM_OP_INDEX_SELECT, GM_OP_GATHER,
-  GM_OP_LAYER_NORM, GM_OP_DROPOUT, GM_OP_CROSS_ENTROPY,
-  GM_OP_DECAY_MASK, GM_OP_ATTENTION, GM_OP_HGAT, GM_OP_INDEX_ADD,
-  GM_OP_SOLVE, GM_OP_SEGMENT_SOFTMAX,
-  GM_OP_COUNT
-} gm_op;
+/* Every op autograd records, in the one list that makes both gm_op and the op table of
+ * gm_autograd.c, so that neither can miss an op: X(ID, name, reads_srcs, reads_output), where bit
+ * i of reads_srcs says that backward reads the values of src[i], and reads_output that it reads
+ * the op's own output. Those are the values a recorded node pins (see data_pins below); values
+ * kept in ->saved are not counted here. */
+#define GM_OP_LIST(X) \
+  X(NONE, "leaf", 0x0, 0)                       /* a leaf (or a tensor made without grad) */      \
+  X(FREED, "freed", 0x0, 0)                     /* its graph was freed by a backward pass */      \
+  X(ADD, "add", 0x0, 0)                                                                           \
+  X(SUB, "sub", 0x0, 0)                                                                           \
+  X(MUL, "mul", 0x3, 0)                                                                           \
+  X(DIV, "div", 0x2, 1)                                                                           \
+  X(ADD_SCALAR, "add_scalar", 0x0, 0)                                                             \
+  X(MUL_SCALAR, "mul_scalar", 0x0, 0)                                                             \
+  X(RDIV_SCALAR, "rdiv_scalar", 0x1, 1)                                                           \
+  X(POW_SCALAR, "pow_scalar", 0x1, 0)                                                             \
+  X(NEG, "neg", 0x0, 0)                                                                           \
+  X(EXP, "exp", 0x0, 1)                                                                           \
+  X(LOG, "log", 0x1, 0)                                                                           \
+  X(SQRT, "sqrt", 0x0, 1)                                                                         \
+  X(TANH, "tanh", 0x0, 1)                                                                         \
+  X(GELU, "gelu", 0x1, 0)                                                                         \
+  X(GELU_TANH, "gelu_tanh", 0x1, 0)                                                               \
+  X(RELU, "relu", 0x1, 0)                                                                         \
+  X(LEAKY_RELU, "leaky_relu", 0x1, 0)                                                             \
+  X(SUM, "sum", 0x0, 0)                         /* over one dimension, or all when iarg[0] < 0 */ \
+  X(MEAN, "mean", 0x0, 0)                                                                         \
+  X(MAX, "max", 0x0, 0)                         /* the argmax is saved */                         \
+  X(SOFTMAX, "softmax", 0x0, 1)                                                                   \
+  X(LOG_SOFTMAX, "log_softmax", 0x0, 1)                                                           \
+  X(MATMUL, "matmul", 0x3, 0)                                                                     \
+  X(RESHAPE, "reshape", 0x0, 0)                                                                   \
+  X(PERMUTE, "permute", 0x0, 0)                                                                   \
+  X(CONCAT, "concat", 0x0, 0)                                                                     \
+  X(NARROW, "narrow", 0x0, 0)                                                                     \
+  X(INDEX_SELECT, "index_select", 0x0, 0)       /* the index is saved */                          \
+  X(GATHER, "gather", 0x0, 0)                                                                     \
+  X(LAYER_NORM, "layer_norm", 0x3, 0)           /* x and the weight */                            \
+  X(DROPOUT, "dropout", 0x0, 0)                 /* the mask is recomputed from its seed */        \
+  X(CROSS_ENTROPY, "cross_entropy", 0x2, 0)     /* the target */                                  \
+  X(DECAY_MASK, "decay_mask", 0x1, 0)           /* p */                                           \
+  X(ATTENTION, "attention", 0xff, 1)            /* q, k, v, decay and the masks */                \
+  X(HGAT, "hgat", 0x7f, 0)                      /* all seven inputs */                            \
+  X(INDEX_ADD, "index_add", 0x0, 0)                                                               \
+  X(SOLVE, "solve", 0x1, 1)                     /* A (B's values are not needed) */               \
+  X(SEGMENT_SOFTMAX, "segment_softmax", 0x0, 1)
+
+#define GM_OP_ENUM_ENTRY(id, name, reads_srcs, reads_output) GM_OP_##id,
+typedef enum gm_op { GM_OP_LIST(GM_OP_ENUM_ENTRY) GM_OP_COUNT } gm_op;
+#undef GM_OP_ENUM_ENTRY
 
 const char *gm_op_name(gm_op op);
 
@@ -335,7 +372,7 @@ gm_tensor *gm_segment_softmax(gm_tensor *x, gm_tensor *index, int64_t groups, in
  * error. Differentiable with respect to A and B. */
 gm_tensor *gm_solve(gm_tensor *a, gm_tensor *b);
 
-/* ---- files and optimizers (gm_io.c) --------------------------------------------------------- */
+/* ---- files (gm_io.c) ------------------------------------------------------------------------ */
 
 /* Writes the chunks to path.tmp.<pid>, fsyncs, renames over path, fsyncs the directory: the file
  * on disk is always either the old complete one or the new complete one. */
@@ -344,6 +381,9 @@ gm_status gm_file_write_atomic(const char *path, const void *const *chunks, cons
 /* A new tensor from little-endian F32 (or F64, converted) bytes; the byte count must match. */
 gm_tensor *gm_tensor_from_bytes(const void *data, size_t bytes, int ndim, const int64_t *shape,
                                 int float64);
+
+/* ---- optimizers (gm_optim.c) ---------------------------------------------------------------- */
+
 /* One torch.optim.AdamW step in place on p (m, v: its moment buffers); step counts from 1. */
 gm_status gm_adamw_step(gm_tensor *p, const gm_tensor *g, gm_tensor *m, gm_tensor *v, float lr,
                         float beta1, float beta2, float eps, float weight_decay, int64_t step);

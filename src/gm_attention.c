@@ -51,7 +51,7 @@ static const float *decay_plane(const problem *pb, int64_t h) {
 
 /* Turns the raw tile qk [nq, nk] (row stride BK) into scores s: scaled, decayed in scores mode,
  * biased, −inf where attending is not allowed. f receives the decay tile (or NULL). */
-static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
+GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
                         int64_t j0, int64_t nk, const float *qk, float *s, float *f) {
   const float *am = plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h);
   const float *ab = plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h);
@@ -83,7 +83,7 @@ static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t i0, int
 }
 
 /* Multiplies each weight of a tile by its dropout factor. */
-static void apply_dropout(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
+GM_HOT static void apply_dropout(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
                           int64_t j0, int64_t nk, float *t) {
   if (pb->dropout == 0.0f) return;
   for (int64_t r = 0; r < nq; r++) {
@@ -99,7 +99,7 @@ static void apply_dropout(const problem *pb, int64_t b, int64_t h, int64_t i0, i
  * OpenMP bodies the vectoriser gives up on them). */
 /* The row's maximum, NaN if the row holds a NaN (so that it reaches the output as in PyTorch
  * instead of passing for a row with nothing allowed). */
-static __attribute__((noinline)) float row_max(const float *t, int64_t n) {
+GM_HOT static __attribute__((noinline)) float row_max(const float *t, int64_t n) {
   float mx = -INFINITY;
   int nan = 0;
 #pragma omp simd reduction(max : mx) reduction(| : nan)
@@ -111,7 +111,7 @@ static __attribute__((noinline)) float row_max(const float *t, int64_t n) {
 }
 
 /* t[c] = e^(t[c] − shift); returns the sum */
-static __attribute__((noinline)) float row_exp(float *t, int64_t n, float shift) {
+GM_HOT static __attribute__((noinline)) float row_exp(float *t, int64_t n, float shift) {
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int64_t c = 0; c < n; c++) {
@@ -125,7 +125,7 @@ static __attribute__((noinline)) float row_exp(float *t, int64_t n, float shift)
 /* ---- forward ----------------------------------------------------------------------------- */
 
 /* One (b, h, query block): out rows and their statistics (logsumexp, renormaliser). */
-static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, float *out,
+GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, float *out,
                           float *stats, float *scratch) {
   int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d, dv = pb->dv;
   const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
@@ -185,7 +185,7 @@ static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, f
 }
 
 /* The final weights of one (b, h, query block), recomputed from the statistics. */
-static void weights_block(const problem *pb, int64_t b, int64_t h, int64_t i0,
+GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_t i0,
                           const float *stats, float *weights, float *scratch) {
   int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d;
   const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
@@ -305,6 +305,8 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
   if (weights) *weights = w;
   gm_tensor *srcs[8] = {q, k, v, opts->decay, opts->key_mask, opts->key_bias, opts->attn_mask,
                         opts->attn_bias};
+  /* iarg[0] = decay mode (1: weights), iarg[1] = renormalize, iarg[2] = dropout seed;
+   * farg[0] = scale, farg[1] = dropout probability; saved = the row statistics */
   out = gm_record(out, GM_OP_ATTENTION, srcs, 8);
   if (out && out->op == GM_OP_ATTENTION) {
     out->saved = stats;
@@ -327,7 +329,7 @@ typedef struct grads {
 } grads;
 
 /* Accumulates the gradients of one (b, h) into g (dq, dk, dv rows of this (b, h) only). */
-static void backward_head(const problem *pb, int64_t b, int64_t h, const float *out,
+GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, const float *out,
                           const float *stats, const float *dout, grads g, float *ddecay_plane,
                           float *scratch) {
   int64_t d = pb->d, dv = pb->dv, L = pb->L, S = pb->S, bh = b * pb->H + h;

@@ -10,37 +10,21 @@
 
 #include "gm_internal.h"
 
-static const char *const op_names[GM_OP_COUNT] = {
-    "leaf", "freed", "add", "sub", "mul", "div", "add_scalar", "mul_scalar", "rdiv_scalar",
-    "pow_scalar", "neg", "exp", "log", "sqrt", "tanh", "gelu", "gelu_tanh", "relu", "leaky_relu",
-    "sum", "mean", "max", "softmax", "log_softmax", "matmul", "reshape", "permute", "concat",
-    "narrow", "index_select", "gather", "layer_norm", "dropout", "cross_entropy", "decay_mask", "attention", "hgat", "index_add",
-    "solve", "segment_softmax"};
+/* The op table, indexed by gm_op through designated initialisers; GM_OP_LIST (gm.h) makes it
+ * and the enum from one list, so every op has its entry. */
+typedef struct op_info {
+  const char *name;
+  unsigned reads_srcs; /* bit i: backward reads the values of src[i] */
+  int reads_output;    /* backward reads the op's own output */
+} op_info;
+#define OP_INFO_ENTRY(id, op_name, srcs, output) [GM_OP_##id] = {op_name, srcs, output},
+static const op_info op_table[] = {GM_OP_LIST(OP_INFO_ENTRY)};
+#undef OP_INFO_ENTRY
+_Static_assert(sizeof op_table / sizeof op_table[0] == GM_OP_COUNT, "an op table entry per gm_op");
 
-/* What each backward reads, besides g and op->saved (keep in step with node_backward). */
-unsigned gm_op_needs_src_data(gm_op op) {
-  switch (op) {
-    case GM_OP_MUL: case GM_OP_MATMUL: return 0x3;
-    case GM_OP_DIV: return 0x2;
-    case GM_OP_RDIV_SCALAR: case GM_OP_POW_SCALAR: case GM_OP_LOG: case GM_OP_GELU:
-    case GM_OP_GELU_TANH: case GM_OP_RELU: case GM_OP_LEAKY_RELU: case GM_OP_DECAY_MASK:
-      return 0x1;
-    case GM_OP_LAYER_NORM: return 0x3;      /* x and the weight */
-    case GM_OP_CROSS_ENTROPY: return 0x2;   /* the target */
-    case GM_OP_ATTENTION: return 0xff;      /* q, k, v, decay and the masks */
-    case GM_OP_HGAT: return 0x7f;
-    case GM_OP_SOLVE: return 0x1;           /* A (B's values are not needed) */
-    default: return 0;
-  }
-}
-
-int gm_op_needs_output(gm_op op) {
-  return op == GM_OP_DIV || op == GM_OP_RDIV_SCALAR || op == GM_OP_EXP || op == GM_OP_SQRT ||
-         op == GM_OP_TANH || op == GM_OP_SOFTMAX || op == GM_OP_LOG_SOFTMAX ||
-         op == GM_OP_ATTENTION || op == GM_OP_SOLVE || op == GM_OP_SEGMENT_SOFTMAX;
-}
-
-const char *gm_op_name(gm_op op) { return op >= 0 && op < GM_OP_COUNT ? op_names[op] : "?"; }
+unsigned gm_op_needs_src_data(gm_op op) { return op_table[op].reads_srcs; }
+int gm_op_needs_output(gm_op op) { return op_table[op].reads_output; }
+const char *gm_op_name(gm_op op) { return op >= 0 && op < GM_OP_COUNT ? op_table[op].name : "?"; }
 
 /* A tensor we may add into in place: nobody else holds it or its storage. */
 static int exclusive(const gm_tensor *t) {
@@ -86,7 +70,7 @@ static gm_tensor *reduce_to(gm_tensor *g, const gm_tensor *t) {
   });                        \
   break;
 
-static gm_tensor *unary_backward(const gm_tensor *node, const gm_tensor *g) {
+GM_HOT static gm_tensor *unary_backward(const gm_tensor *node, const gm_tensor *g) {
   const gm_tensor *a = node->src[0];
   gm_tensor *res = gm_tensor_empty(a->ndim, a->shape);
   if (!res) return NULL;

@@ -111,6 +111,7 @@ gm_tensor *gm_matmul(gm_tensor *a, gm_tensor *b, int trans_a, int trans_b) {
   if (!c) return NULL;
   gm_matmul_into(c, a, b, trans_a, trans_b, 0.0f);
   gm_tensor *srcs[2] = {a, b};
+  /* iarg[0] = trans_a, iarg[1] = trans_b */
   c = gm_record(c, GM_OP_MATMUL, srcs, 2);
   if (c) {
     c->iarg[0] = trans_a;

@@ -75,7 +75,7 @@ static gm_status check_inputs(const gm_tensor *sp, const gm_tensor *p, float lam
   return GM_OK;
 }
 
-gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset, int gelu_tanh) {
+GM_HOT gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset, int gelu_tanh) {
   if (check_inputs(sp, p, lambda, offset) != GM_OK) return NULL;
   int64_t n = sp->shape[0], pairs = n * n, heads = p->numel, slots = 0;
   int64_t shape[3] = {heads, n, n};
@@ -105,6 +105,7 @@ gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset
   }
   gm_free(table);
   gm_free(idx);
+  /* iarg[0] = gelu_tanh; farg[0] = lambda, farg[1] = offset; saved = sp */
   out = gm_record(out, GM_OP_DECAY_MASK, &p, 1);
   if (out && out->op == GM_OP_DECAY_MASK) {
     out->saved = sp;
@@ -117,7 +118,7 @@ gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset
 }
 
 /* dL/dp_h = Σ_ij g_hij · df/dp(sp_ij, p_h), with the sum grouped by distance when possible. */
-gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g) {
+GM_HOT gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g) {
   const gm_tensor *sp = node->saved, *p = node->src[0];
   float lambda = node->farg[0], offset = node->farg[1], log_lambda = logf(lambda);
   int gelu_tanh = (int)node->iarg[0];

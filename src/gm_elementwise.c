@@ -40,7 +40,7 @@ typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV } binary_kind;
  * operands have the output's shape: one flat loop. Otherwise rows of the last dimension, each
  * with its own broadcast offsets. */
 #define BINARY_KERNEL(NAME, EXPR)                                                             \
-  static void NAME(const float *pa, const float *pb, float *po, int ndim,                   \
+  GM_HOT static void NAME(const float *pa, const float *pb, float *po, int ndim,            \
                    const int64_t *shape, const int64_t *sa, const int64_t *sb, int64_t n) {   \
     if (ndim == 0) {                                                                         \
       GM_FOR(i, n, n, {                                                                      \
@@ -91,7 +91,7 @@ static gm_tensor *binary(gm_tensor *a, gm_tensor *b, binary_kind kind) {
   }
   static const gm_op ops[] = {GM_OP_ADD, GM_OP_SUB, GM_OP_MUL, GM_OP_DIV};
   gm_tensor *srcs[2] = {a, b};
-  return gm_record(out, ops[kind], srcs, 2);
+  return gm_record(out, ops[kind], srcs, 2); /* no iarg or farg */
 }
 
 gm_tensor *gm_add(gm_tensor *a, gm_tensor *b) { return binary(a, b, BIN_ADD); }
@@ -135,7 +135,7 @@ typedef enum {
   });                      \
   break;
 
-static gm_tensor *unary(gm_tensor *a, unary_kind kind, float s) {
+GM_HOT static gm_tensor *unary(gm_tensor *a, unary_kind kind, float s) {
   gm_tensor *res = gm_tensor_empty(a->ndim, a->shape);
   if (!res) return NULL;
   const float *in = a->data;
@@ -160,6 +160,7 @@ static gm_tensor *unary(gm_tensor *a, unary_kind kind, float s) {
                               GM_OP_POW_SCALAR, GM_OP_NEG, GM_OP_EXP, GM_OP_LOG, GM_OP_SQRT,
                               GM_OP_TANH, GM_OP_GELU, GM_OP_GELU_TANH, GM_OP_RELU,
                               GM_OP_LEAKY_RELU};
+  /* farg[0] = the scalar (the slope for leaky_relu; unused by the others); no iarg */
   res = gm_record(res, ops[kind], &a, 1);
   if (res) res->farg[0] = s;
   return res;

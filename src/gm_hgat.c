@@ -207,6 +207,7 @@ gm_tensor *gm_hgat(gm_tensor *tails, gm_tensor *heads, gm_tensor *w, gm_tensor *
   }
   buffers_free(&b);
   gm_tensor *srcs[7] = {tails, heads, w, a, rel, start, count};
+  /* iarg[0] = interleaved, iarg[1] = the index base of rel and start */
   out = gm_record(out, GM_OP_HGAT, srcs, 7);
   if (out && out->op == GM_OP_HGAT) {
     out->iarg[0] = pb.interleaved;

@@ -37,7 +37,8 @@ gm_tensor *gm_tensor_view(gm_tensor *base, int64_t offset, int ndim, const int64
  * retains its sources. Returns out (so ops can `return gm_record(...)`). */
 int gm_needs_grad(gm_tensor *const *srcs, int n);
 gm_tensor *gm_record(gm_tensor *out, gm_op op, gm_tensor *const *srcs, int n);
-/* Which sources' values (bit i = src[i]) and whether its own output an op's backward reads. */
+/* Which sources' values (bit i = src[i]) and whether its own output an op's backward reads
+ * (the op table of gm_autograd.c, made from GM_OP_LIST). */
 unsigned gm_op_needs_src_data(gm_op op);
 int gm_op_needs_output(gm_op op);
 /* Drops the node's sources and saved buffer (keeps requires_grad and op). */
@@ -154,6 +155,17 @@ static inline float gm_dropout_keep(uint64_t seed, uint64_t index, uint32_t thre
   h = gm_mix32(h ^ (uint32_t)(index >> 32) ^ (uint32_t)(seed >> 32));
   return (h >> 8) < threshold ? 0.0f : scale; /* threshold = p · 2^24 */
 }
+
+/* The hot loops are compiled three times, for AVX-512 (x86-64-v4), AVX2 + FMA (x86-64-v3) and
+ * the portable baseline the build targets, and the loader picks one for the CPU it runs on (an
+ * ifunc): the installed binary runs anywhere and still vectorises 8 or 16 wide. -std=c11 keeps
+ * FMA contraction off, so every version gives the same bits. Not needed when the build already
+ * targets AVX2 (make NATIVE=1), nor under clang (the fuzzers), whose clones differ. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__AVX2__)
+#define GM_HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GM_HOT
+#endif
 
 /* A parallel loop threshold: below it, threads cost more than they save. */
 #define GM_PAR_MIN 32768

@@ -76,29 +76,3 @@ gm_tensor *gm_tensor_from_bytes(const void *data, size_t bytes, int ndim, const 
   }
   return t;
 }
-
-gm_status gm_adamw_step(gm_tensor *p, const gm_tensor *g, gm_tensor *m, gm_tensor *v, float lr,
-                        float beta1, float beta2, float eps, float weight_decay, int64_t step) {
-  char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
-  if (g->numel != p->numel || m->numel != p->numel || v->numel != p->numel)
-    return gm_fail(GM_ERR_SHAPE, 2, "adamw: gradient or state of size %s for a parameter of size %s",
-                   GM_SHAPE(g, a), GM_SHAPE(p, b));
-  if (step < 1) return gm_fail(GM_ERR_ARG, 10, "adamw: step must be >= 1");
-  gm_status st = gm_tensor_check_writable(p);
-  if (st != GM_OK) return st;
-  /* torch.optim.AdamW: p ← p − lr·wd·p;  m ← β1 m + (1−β1) g;  v ← β2 v + (1−β2) g²;
-   * p ← p − lr/(1−β1^t) · m / (√v / √(1−β2^t) + ε) */
-  double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
-  float step_size = (float)(lr / bc1), inv_sqrt_bc2 = (float)(1.0 / sqrt(bc2));
-  float decay = 1.0f - lr * weight_decay;
-  float *pd = p->data, *md = m->data, *vd = v->data;
-  const float *gd = g->data;
-  GM_FOR(i, p->numel, p->numel, {
-    float gi = gd[i];
-    pd[i] *= decay;
-    md[i] = beta1 * md[i] + (1.0f - beta1) * gi;
-    vd[i] = beta2 * vd[i] + (1.0f - beta2) * gi * gi;
-    pd[i] -= step_size * md[i] / (sqrtf(vd[i]) * inv_sqrt_bc2 + eps);
-  });
-  return GM_OK;
-}

@@ -89,7 +89,7 @@ gm_tensor *gm_solve(gm_tensor *a, gm_tensor *b) {
     return NULL;
   }
   gm_tensor *srcs[2] = {a, b};
-  return gm_record(out, GM_OP_SOLVE, srcs, 2);
+  return gm_record(out, GM_OP_SOLVE, srcs, 2); /* no iarg: backward reads A and X */
 }
 
 gm_status gm_solve_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **da,

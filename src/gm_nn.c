@@ -7,7 +7,7 @@
 
 /* ---- layer norm over the last dimension --------------------------------------------------- */
 
-gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float eps) {
+GM_HOT gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float eps) {
   char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
   if (x->ndim < 1) {
     gm_fail(GM_ERR_SHAPE, 1, "layer_norm needs at least one dimension");
@@ -52,6 +52,7 @@ gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float
     }
   });
   gm_tensor *srcs[3] = {x, weight, bias};
+  /* no iarg; saved = mean and 1/std per row */
   out = gm_record(out, GM_OP_LAYER_NORM, srcs, 3);
   if (out && out->op == GM_OP_LAYER_NORM) out->saved = stats;
   else gm_tensor_release(stats);
@@ -61,7 +62,7 @@ gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float
 /* With x̂ = (x − μ) r and ĝ = g ⊙ w:
  *   dx = r (ĝ − mean(ĝ) − x̂ mean(ĝ ⊙ x̂)),  dw = Σ_rows g ⊙ x̂,  db = Σ_rows g.
  * dx, dw, db may be NULL when not needed; dw and db are accumulated into (zeroed by caller). */
-void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const gm_tensor *stats,
+GM_HOT void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const gm_tensor *stats,
                             const gm_tensor *g, float *dx, float *dw, float *db) {
   int64_t d = x->shape[x->ndim - 1], rows = d ? x->numel / d : 0;
   if (dx) {
@@ -97,7 +98,7 @@ void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const g
 
 /* The mask is not stored: one seed is drawn, and forward and backward both recompute each
  * element's multiplier from (seed, index). */
-void gm_dropout_apply(const float *in, float *out, int64_t n, uint64_t seed, float p) {
+GM_HOT void gm_dropout_apply(const float *in, float *out, int64_t n, uint64_t seed, float p) {
   uint32_t threshold = (uint32_t)(p * 16777216.0f);
   float scale = p < 1 ? 1.0f / (1.0f - p) : 0.0f;
   if (p >= 1.0f) threshold = 1u << 24;
@@ -113,6 +114,7 @@ gm_tensor *gm_dropout(gm_tensor *x, float p, gm_rng *rng) {
   if (!out) return NULL;
   uint64_t seed = gm_rng_next(rng);
   gm_dropout_apply(x->data, out->data, x->numel, seed, p);
+  /* iarg[0] = the mask seed; farg[0] = p */
   out = gm_record(out, GM_OP_DROPOUT, &x, 1);
   if (out && out->op == GM_OP_DROPOUT) {
     out->iarg[0] = (int64_t)seed;
@@ -168,6 +170,8 @@ gm_tensor *gm_cross_entropy(gm_tensor *logits, gm_tensor *target, int index_base
   }
   loss->data[0] = (float)(total / (double)count); /* 0/0 = NaN when all are ignored, as PyTorch */
   gm_tensor *srcs[2] = {logits, target};
+  /* iarg[0] = the class index base, iarg[1] = ignore_index, iarg[2] = the rows counted;
+   * saved = the softmax probabilities */
   loss = gm_record(loss, GM_OP_CROSS_ENTROPY, srcs, 1);
   if (loss && loss->op == GM_OP_CROSS_ENTROPY) {
     loss->saved = probs;

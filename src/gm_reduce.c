@@ -17,7 +17,7 @@ static int reduced_shape(const gm_tensor *t, int dim, int keepdim, int64_t *shap
 
 typedef enum { RED_SUM, RED_MEAN, RED_MAX } reduce_kind;
 
-static gm_tensor *reduce(gm_tensor *a, int dim, int keepdim, reduce_kind kind,
+GM_HOT static gm_tensor *reduce(gm_tensor *a, int dim, int keepdim, reduce_kind kind,
                          gm_tensor **indices) {
   int64_t outer, size, inner, shape[GM_MAX_DIMS];
   int ndim;
@@ -65,6 +65,7 @@ static gm_tensor *reduce(gm_tensor *a, int dim, int keepdim, reduce_kind kind,
       }
   });
   static const gm_op ops[] = {GM_OP_SUM, GM_OP_MEAN, GM_OP_MAX};
+  /* iarg[0] = dim (< 0: all), iarg[1] = keepdim; saved = the argmax for max */
   out = gm_record(out, ops[kind], &a, 1);
   if (!out) {
     gm_tensor_release(idx);
@@ -91,7 +92,7 @@ gm_tensor *gm_max(gm_tensor *a, int dim, int keepdim, gm_tensor **indices) {
 
 /* ---- softmax ----------------------------------------------------------------------------- */
 
-static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
+GM_HOT static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
   if (gm_check_dim(a, dim, 2) != GM_OK) return NULL;
   int64_t outer, size, inner;
   gm_dim_split(a, dim, &outer, &size, &inner);
@@ -116,6 +117,7 @@ static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
         for (int64_t j = 0; j < size; j++) q[j * inner] = expf(p[j * inner] - m) * inv;
       }
   });
+  /* iarg[0] = dim */
   out = gm_record(out, log_softmax ? GM_OP_LOG_SOFTMAX : GM_OP_SOFTMAX, &a, 1);
   if (out) out->iarg[0] = dim;
   return out;
@@ -126,7 +128,7 @@ gm_tensor *gm_log_softmax(gm_tensor *a, int dim) { return softmax_any(a, dim, 1)
 
 /* softmax:     dx = y ⊙ (g − Σ_j g_j y_j)
  * log-softmax: dx = g − softmax(x) Σ_j g_j  with softmax(x) = exp(y) */
-void gm_softmax_backward_kernel(const gm_tensor *y, const gm_tensor *g, gm_tensor *dx, int dim,
+GM_HOT void gm_softmax_backward_kernel(const gm_tensor *y, const gm_tensor *g, gm_tensor *dx, int dim,
                                 int log_softmax) {
   int64_t outer, size, inner;
   gm_dim_split(y, dim, &outer, &size, &inner);

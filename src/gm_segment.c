@@ -68,6 +68,7 @@ gm_tensor *gm_segment_softmax(gm_tensor *x, gm_tensor *index, int64_t groups, in
   free(ids);
   gm_tensor_release(mx);
   gm_tensor_release(sum);
+  /* iarg[0] = the group count, iarg[1] = the index base; saved = the group index */
   out = gm_record(out, GM_OP_SEGMENT_SOFTMAX, &x, 1);
   if (out && out->op == GM_OP_SEGMENT_SOFTMAX) {
     out->saved = index;

@@ -38,7 +38,7 @@ gm_tensor *gm_reshape(gm_tensor *a, int ndim, const int64_t *shape) {
     return NULL;
   }
   gm_tensor *out = gm_tensor_view(a, a->data - a->storage->data, ndim, resolved);
-  return gm_record(out, GM_OP_RESHAPE, &a, 1);
+  return gm_record(out, GM_OP_RESHAPE, &a, 1); /* no iarg: the source has the shape */
 }
 
 /* out[j0..jn] = a[i] where out dimension d is a's dimension perm[d]. */
@@ -81,6 +81,7 @@ gm_tensor *gm_permute(gm_tensor *a, const int *perm) {
   gm_tensor *out = gm_tensor_empty(a->ndim, shape);
   if (!out) return NULL;
   permute_copy(a, out->data, perm);
+  /* iarg[d] = perm[d] for each dimension d */
   out = gm_record(out, GM_OP_PERMUTE, &a, 1);
   if (out)
     for (int d = 0; d < a->ndim; d++) out->iarg[d] = perm[d];
@@ -129,6 +130,7 @@ gm_tensor *gm_concat(gm_tensor **ts, int n, int dim) {
              (size_t)chunk * sizeof(float));
     at += chunk;
   }
+  /* iarg[0] = dim */
   out = gm_record(out, GM_OP_CONCAT, ts, n);
   if (out) out->iarg[0] = dim;
   return out;
@@ -156,6 +158,7 @@ gm_tensor *gm_narrow(gm_tensor *a, int dim, int64_t start, int64_t length) {
       memcpy(out->data + o * length * inner, a->data + (o * size + start) * inner,
              (size_t)(length * inner) * sizeof(float));
   }
+  /* iarg[0] = dim, iarg[1] = start */
   out = gm_record(out, GM_OP_NARROW, &a, 1);
   if (out) {
     out->iarg[0] = dim;
@@ -196,6 +199,7 @@ gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_ba
     memcpy(out->data + r * inner, a->data + (o * size + row) * inner, (size_t)inner * sizeof(float));
   });
   gm_tensor *srcs[2] = {a, index};
+  /* iarg[0] = dim, iarg[1] = the index base; saved = the index */
   out = gm_record(out, GM_OP_INDEX_SELECT, srcs, 1);
   if (out && out->op == GM_OP_INDEX_SELECT) {
     out->iarg[0] = dim;
@@ -240,6 +244,7 @@ gm_tensor *gm_gather(gm_tensor *a, int dim, gm_tensor *index, int index_base) {
   gm_tensor *out = gm_tensor_empty(index->ndim, index->shape);
   if (!out) return NULL;
   gm_gather_kernel(a, index, dim, index_base, a->data, out->data, 0);
+  /* iarg[0] = dim, iarg[1] = the index base; saved = the index */
   out = gm_record(out, GM_OP_GATHER, &a, 1);
   if (out && out->op == GM_OP_GATHER) {
     out->iarg[0] = dim;
@@ -273,6 +278,7 @@ gm_tensor *gm_index_add(gm_tensor *base, gm_tensor *index, gm_tensor *src, int i
     for (int64_t c = 0; c < row; c++) dst[c] += s[c];
   }
   gm_tensor *srcs[3] = {base, NULL, src};
+  /* iarg[0] = the index base; saved = the index (src[1] stays NULL: no gradient) */
   out = gm_record(out, GM_OP_INDEX_ADD, srcs, 3);
   if (out && out->op == GM_OP_INDEX_ADD) {
     out->saved = index;

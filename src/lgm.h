@@ -65,6 +65,21 @@ int lgm_check_shape(lua_State *L, int first, int64_t *shape);
 /* A tensor argument, or a Lua table of numbers converted to one (pushed box kept on stack). */
 gm_tensor *lgm_check_tensorish(lua_State *L, int arg);
 
+/* Fields of an options table at index opts (lgm_fields.c). A none or nil opts reads as an empty
+ * table and nil fields give the default; a wrong type raises an argument error on opts naming
+ * the field ("lr must be a number"). */
+#define LGM_NO_DEFAULT LUA_MININTEGER /* lgm_field_integer: the field is required */
+lua_Number lgm_field_number(lua_State *L, int opts, const char *name, lua_Number def);
+lua_Integer lgm_field_integer(lua_State *L, int opts, const char *name, lua_Integer def);
+int lgm_field_boolean(lua_State *L, int opts, const char *name, int def); /* Lua truth */
+/* nil or false gives NULL; opts keeps the tensor alive */
+gm_tensor *lgm_field_tensor(lua_State *L, int opts, const char *name);
+/* The index of the string in names (NULL-terminated); nil gives 0, the first. */
+int lgm_field_option(lua_State *L, int opts, const char *name, const char *const names[]);
+
+/* The graphmert.Distances at arg, or NULL when arg holds something else (lgm_graph.c). */
+gm_paths *lgm_test_paths(lua_State *L, int arg);
+
 /* Registers reg into the table on top of the stack, with the state as upvalue 1. */
 void lgm_set_functions(lua_State *L, const luaL_Reg *reg);
 /* Registration: functions of the module table and tensor methods, all with the state upvalue. */
@@ -73,5 +88,6 @@ void lgm_open_ops(lua_State *L, int module_index);
 void lgm_open_graph(lua_State *L, int module_index);
 void lgm_open_attention(lua_State *L, int module_index);
 void lgm_open_io(lua_State *L, int module_index);
+void lgm_open_optim(lua_State *L, int module_index);
 
 #endif

@@ -101,6 +101,19 @@ static int l_no_grad(lua_State *L) {
   return lua_gettop(L) - base + 1;
 }
 
+/* gm.autograd_ops(): the names of the ops autograd records, in gm_op order (the op table of
+ * gm_autograd.c without its leaf and freed entries), for specs that must cover every op */
+static int l_autograd_ops(lua_State *L) {
+  lua_createtable(L, GM_OP_COUNT, 0);
+  int n = 0;
+  for (int op = 0; op < GM_OP_COUNT; op++)
+    if (op != GM_OP_NONE && op != GM_OP_FREED) {
+      lua_pushstring(L, gm_op_name((gm_op)op));
+      lua_rawseti(L, -2, ++n);
+    }
+  return 1;
+}
+
 /* gm.clock(): monotonic wall-clock seconds, for timing (os.clock counts CPU time of all threads) */
 static int l_clock(lua_State *L) {
   struct timespec ts;
@@ -124,6 +137,7 @@ static const luaL_Reg core_functions[] = {
     {"is_grad_enabled", l_is_grad_enabled},
     {"set_grad_enabled", l_set_grad_enabled},
     {"no_grad", l_no_grad},
+    {"autograd_ops", l_autograd_ops},
     {NULL, NULL}};
 
 LGM_EXPORT int luaopen_graphmert_core(lua_State *L);
@@ -145,6 +159,7 @@ LGM_EXPORT int luaopen_graphmert_core(lua_State *L) {
   lgm_open_graph(L, module);
   lgm_open_attention(L, module);
   lgm_open_io(L, module);
+  lgm_open_optim(L, module);
 
   lua_pushstring(L, GM_VERSION);
   lua_setfield(L, module, "version");

@@ -1,7 +1,7 @@
-/* lgm_graph.c — graphmert.Graph and graphmert.Distances for Lua, the graph cache's statistics
- * and gm.decay_mask. Node numbers are 1-based here and 0-based in the core. */
+/* lgm_graph.c — graphmert.Graph and graphmert.Distances for Lua, and the graph cache's
+ * statistics (gm.decay_mask, which reads distances, is bound in lgm_attention.c). Node numbers
+ * are 1-based here and 0-based in the core. */
 #include <math.h>
-#include <string.h>
 
 #include "lgm.h"
 
@@ -22,6 +22,10 @@ static gm_paths *check_paths(lua_State *L, int arg) {
   paths_box *b = luaL_checkudata(L, arg, LGM_DISTANCES);
   if (!b->p) luaL_argerror(L, arg, "attempt to use released distances");
   return b->p;
+}
+
+gm_paths *lgm_test_paths(lua_State *L, int arg) {
+  return luaL_testudata(L, arg, LGM_DISTANCES) ? check_paths(L, arg) : NULL;
 }
 
 static graph_box *new_graph_box(lua_State *L) {
@@ -49,21 +53,13 @@ static void push_paths(lua_State *L, gm_paths *p) {
   lua_remove(L, -2);
 }
 
-static int opt_bool_field(lua_State *L, int t, const char *k, int def) {
-  if (lua_type(L, t) != LUA_TTABLE) return def;
-  int type = lua_getfield(L, t, k);
-  int v = type == LUA_TNIL ? def : lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  return v;
-}
-
 /* ---- construction ------------------------------------------------------------------------ */
 
 /* gm.graph(n, {{u, v}, ...}[, {directed = false}]) with 1-based nodes */
 static int l_graph(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
-  int directed = opt_bool_field(L, 3, "directed", 0);
+  int directed = lgm_field_boolean(L, 3, "directed", 0);
   lua_Integer m = luaL_len(L, 2);
   luaL_argcheck(L, m >= 0 && m <= INT32_MAX, 2, "edge count out of range");
   int64_t *edges = lua_newuserdatauv(L, (size_t)(2 * m + 1) * sizeof(int64_t), 0); /* GC'd */
@@ -101,21 +97,9 @@ static const char *const leaf_edge_names[] = {"path", "clique", "none", NULL};
 /* gm.leafy_chain{roots = 128, leaves = 7, leaf_edges = "path"} */
 static int l_leafy_chain(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
-  lua_getfield(L, 1, "roots");
-  lua_getfield(L, 1, "leaves");
-  lua_getfield(L, 1, "leaf_edges");
-  int isnum_r, isnum_l;
-  lua_Integer roots = lua_tointegerx(L, -3, &isnum_r), leaves = lua_tointegerx(L, -2, &isnum_l);
-  if (!isnum_r) return luaL_argerror(L, 1, "roots must be an integer");
-  if (!isnum_l) return luaL_argerror(L, 1, "leaves must be an integer");
-  int kind = 0;
-  if (!lua_isnil(L, -1)) {
-    const char *name = lua_tostring(L, -1);
-    kind = -1;
-    for (int i = 0; name && leaf_edge_names[i]; i++)
-      if (strcmp(name, leaf_edge_names[i]) == 0) kind = i;
-    if (kind < 0) return luaL_argerror(L, 1, "leaf_edges must be \"path\", \"clique\" or \"none\"");
-  }
+  lua_Integer roots = lgm_field_integer(L, 1, "roots", LGM_NO_DEFAULT);
+  lua_Integer leaves = lgm_field_integer(L, 1, "leaves", LGM_NO_DEFAULT);
+  int kind = lgm_field_option(L, 1, "leaf_edges", leaf_edge_names);
   graph_box *b = new_graph_box(L);
   b->g = gm_graph_leafy_chain((int64_t)roots, (int64_t)leaves, (gm_leaf_edges)kind);
   if (!b->g) return lgm_raise(L);
@@ -182,29 +166,21 @@ static int g_neighbors(lua_State *L) {
 
 static int g_adjacency(lua_State *L) {
   gm_graph *g = check_graph(L, 1);
-  int self_loops = opt_bool_field(L, 2, "self_loops", 0);
+  int self_loops = lgm_field_boolean(L, 2, "self_loops", 0);
   lgm_box *b = lgm_new_box(L);
   return lgm_finish(L, b, gm_graph_adjacency(g, self_loops));
 }
 
 static gm_paths_method check_method(lua_State *L, int opts) {
-  static const char *const names[] = {"auto", "bfs", "closed_form", NULL};
-  if (lua_type(L, opts) != LUA_TTABLE) return GM_PATHS_AUTO;
-  lua_getfield(L, opts, "method");
-  int m = lua_isnil(L, -1) ? 0 : -1;
-  const char *name = lua_tostring(L, -1);
-  for (int i = 0; m < 0 && name && names[i]; i++)
-    if (strcmp(name, names[i]) == 0) m = i;
-  lua_pop(L, 1);
-  if (m < 0) luaL_argerror(L, opts, "method must be \"auto\", \"bfs\" or \"closed_form\"");
-  return (gm_paths_method)m;
+  static const char *const names[] = {"auto", "bfs", "closed_form", NULL}; /* gm_paths_method order */
+  return (gm_paths_method)lgm_field_option(L, opts, "method", names);
 }
 
 /* g:distances{method = "auto"}: the shared, cached hop counts (a graphmert.Distances) */
 static int g_distances(lua_State *L) {
   gm_graph *g = check_graph(L, 1);
   gm_paths_method method = check_method(L, 2);
-  int cache = opt_bool_field(L, 2, "cache", 1);
+  int cache = lgm_field_boolean(L, 2, "cache", 1);
   gm_paths *p = gm_graph_paths(g, method, cache);
   if (!p) return lgm_raise(L);
   push_paths(L, p);
@@ -215,7 +191,7 @@ static int g_distances(lua_State *L) {
 static int g_shortest_paths(lua_State *L) {
   gm_graph *g = check_graph(L, 1);
   gm_paths_method method = check_method(L, 2);
-  int cache = opt_bool_field(L, 2, "cache", 1);
+  int cache = lgm_field_boolean(L, 2, "cache", 1);
   lgm_box *b = lgm_new_box(L);
   gm_paths *p = gm_graph_paths(g, method, cache);
   if (!p) return lgm_raise(L);
@@ -340,68 +316,11 @@ static int l_graph_cache_clear(lua_State *L) {
   return 0;
 }
 
-/* ---- the decay mask ---------------------------------------------------------------------- */
-
-/* gm.decay_mask(sp, {lambda = 0.6, p = 1.0, offset = 1, gelu = "erf"}); sp is a distance
- * tensor or a graphmert.Distances; lambda = nil (or false) means no decay: all ones. */
-static int l_decay_mask(lua_State *L) {
-  gm_tensor *sp = NULL;
-  gm_paths *paths = NULL;
-  if (luaL_testudata(L, 1, LGM_DISTANCES)) paths = check_paths(L, 1);
-  else sp = lgm_check_tensor(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  lua_getfield(L, 2, "lambda");
-  float lambda = 1.0f;
-  if (lua_toboolean(L, -1)) {
-    if (!lua_isnumber(L, -1)) return luaL_argerror(L, 2, "lambda must be a number or nil");
-    lambda = (float)lua_tonumber(L, -1);
-  }
-  lua_getfield(L, 2, "offset");
-  if (!lua_isnil(L, -1) && !lua_isnumber(L, -1)) return luaL_argerror(L, 2, "offset must be a number");
-  float offset = lua_isnil(L, -1) ? 1.0f : (float)lua_tonumber(L, -1);
-  lua_getfield(L, 2, "gelu");
-  const char *gelu = lua_isnil(L, -1) ? "erf" : lua_tostring(L, -1);
-  if (!gelu || (strcmp(gelu, "erf") != 0 && strcmp(gelu, "tanh") != 0))
-    return luaL_argerror(L, 2, "gelu must be \"erf\" or \"tanh\"");
-  int gelu_tanh = strcmp(gelu, "tanh") == 0;
-  lua_getfield(L, 2, "p");
-  gm_tensor *p = NULL;
-  float p_value = 1.0f;
-  if (lua_isnil(L, -1)) p_value = 1.0f;
-  else if (lua_type(L, -1) == LUA_TNUMBER) p_value = (float)lua_tonumber(L, -1);
-  else if (lgm_is_tensor(L, -1)) p = lgm_check_tensor(L, -1);
-  else return luaL_argerror(L, 2, "p must be a number or a tensor");
-  lua_settop(L, 2);
-  /* temporaries are boxed at once, so an error below frees them */
-  if (!p) {
-    lgm_box *pb = lgm_new_box(L);
-    p = gm_tensor_full(0, NULL, p_value);
-    if (!p) return lgm_raise(L);
-    lgm_box_set(L, pb, p);
-  }
-  if (paths) {
-    lgm_box *sb = lgm_new_box(L);
-    sp = gm_paths_tensor(paths);
-    if (!sp) return lgm_raise(L);
-    lgm_box_set(L, sb, sp);
-  }
-  lgm_box *b = lgm_new_box(L);
-  gm_tensor *f = gm_decay_mask(sp, p, lambda, offset, gelu_tanh);
-  if (!f) {
-    /* blame the options table for p, lambda and offset */
-    if (gm_last_error_arg() >= 2) return luaL_argerror(L, 2, gm_last_error());
-    return lgm_raise(L);
-  }
-  lgm_box_set(L, b, f);
-  return 1;
-}
-
 static const luaL_Reg graph_functions[] = {
     {"graph", l_graph},
     {"leafy_chain", l_leafy_chain},
     {"graph_cache_stats", l_graph_cache_stats},
     {"graph_cache_clear", l_graph_cache_clear},
-    {"decay_mask", l_decay_mask},
     {NULL, NULL}};
 
 static const luaL_Reg graph_methods[] = {

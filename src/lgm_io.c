@@ -1,5 +1,4 @@
-/* lgm_io.c — atomic file writes, tensors from and to raw bytes, and the fused AdamW step. */
-#include <string.h>
+/* lgm_io.c — atomic file writes and tensors from and to raw bytes. */
 
 #include "lgm.h"
 
@@ -57,39 +56,8 @@ static int t_to_bytes(lua_State *L) {
   return 1;
 }
 
-static float number_field(lua_State *L, int t, const char *k, float def) {
-  lua_getfield(L, t, k);
-  float v = def;
-  if (!lua_isnil(L, -1)) {
-    if (!lua_isnumber(L, -1)) {
-      lua_pushfstring(L, "%s must be a number", k);
-      luaL_argerror(L, t, lua_tostring(L, -1));
-    }
-    v = (float)lua_tonumber(L, -1);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-/* gm.adamw_step(p, grad, exp_avg, exp_avg_sq, {lr, beta1, beta2, eps, weight_decay, step}) */
-static int l_adamw_step(lua_State *L) {
-  gm_tensor *p = lgm_check_tensor(L, 1), *g = lgm_check_tensor(L, 2);
-  gm_tensor *m = lgm_check_tensor(L, 3), *v = lgm_check_tensor(L, 4);
-  luaL_checktype(L, 5, LUA_TTABLE);
-  float lr = number_field(L, 5, "lr", 1e-3f), b1 = number_field(L, 5, "beta1", 0.9f);
-  float b2 = number_field(L, 5, "beta2", 0.999f), eps = number_field(L, 5, "eps", 1e-8f);
-  float wd = number_field(L, 5, "weight_decay", 0.01f);
-  lua_getfield(L, 5, "step");
-  int isnum;
-  lua_Integer step = lua_tointegerx(L, -1, &isnum);
-  if (!isnum || step < 1) return luaL_argerror(L, 5, "step must be an integer >= 1");
-  if (gm_adamw_step(p, g, m, v, lr, b1, b2, eps, wd, (int64_t)step) != GM_OK) return lgm_raise(L);
-  return 0;
-}
-
 static const luaL_Reg io_functions[] = {{"write_atomic", l_write_atomic},
                                         {"tensor_from_bytes", l_tensor_from_bytes},
-                                        {"adamw_step", l_adamw_step},
                                         {NULL, NULL}};
 
 static const luaL_Reg io_methods[] = {{"to_bytes", t_to_bytes}, {NULL, NULL}};

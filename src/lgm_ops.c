@@ -292,13 +292,7 @@ static int o_hgat(lua_State *L) {
   gm_tensor *args[7];
   for (int i = 0; i < 4; i++) args[i] = lgm_check_tensor(L, i + 1);
   for (int i = 4; i < 7; i++) args[i] = lgm_check_tensorish(L, i + 1);
-  int interleaved = 0;
-  if (!lua_isnoneornil(L, 8)) {
-    luaL_checktype(L, 8, LUA_TTABLE);
-    lua_getfield(L, 8, "interleaved");
-    interleaved = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-  }
+  int interleaved = lgm_field_boolean(L, 8, "interleaved", 0);
   lgm_box *b = lgm_new_box(L);
   return lgm_finish(L, b, gm_hgat(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
                                   interleaved, 1));
@@ -333,17 +327,7 @@ static int o_dropout(lua_State *L) {
 static int o_cross_entropy(lua_State *L) {
   gm_tensor *logits = lgm_check_tensor(L, 1);
   gm_tensor *target = lgm_check_tensorish(L, 2);
-  lua_Integer ignore = -100;
-  if (!lua_isnoneornil(L, 3)) {
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_getfield(L, 3, "ignore_index");
-    if (!lua_isnil(L, -1)) {
-      int isnum;
-      ignore = lua_tointegerx(L, -1, &isnum);
-      if (!isnum) return luaL_argerror(L, 3, "ignore_index must be an integer");
-    }
-    lua_pop(L, 1);
-  }
+  lua_Integer ignore = lgm_field_integer(L, 3, "ignore_index", -100);
   lgm_box *b = lgm_new_box(L);
   return lgm_finish(L, b, gm_cross_entropy(logits, target, 1, (int64_t)ignore));
 }

@@ -1,7 +1,8 @@
 /* main.c — the graphmert interpreter: Lua 5.4 with the C core and every module under lua/
  * preloaded. Command line as lua(1): graphmert [options] [script [args]], with -e stat,
  * -l mod, -i, -v, -E, -- and -. With a terminal on stdin and no script it opens a REPL
- * (readline, history in $GRAPHMERT_HISTORY or ~/.graphmert_history, bare expressions print). */
+ * (readline, history in $GRAPHMERT_HISTORY or ~/.graphmert_history, bare expressions print, TAB
+ * completes names and ?name prints help: both from lua/graphmert/repl.lua). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,67 @@ static int read_line(lua_State *L, int first) {
   return 1;
 }
 
+/* TAB: the completions of the word before the cursor, from graphmert.repl's complete (kept in
+ * the registry by repl()). Readline frees the strings it is given. */
+#define REPL_COMPLETE_KEY "graphmert.repl.complete"
+static lua_State *completion_L;
+static int completion_next, completion_count;
+
+static char *next_completion(const char *text, int state) {
+  (void)text; /* the list on the stack was made for it */
+  lua_State *L = completion_L;
+  if (state == 0) completion_next = 1;
+  if (completion_next > completion_count) return NULL;
+  lua_rawgeti(L, -1, completion_next++);
+  char *word = strdup(lua_tostring(L, -1));
+  lua_pop(L, 1);
+  return word;
+}
+
+static char **complete_word(const char *text, int start, int end) {
+  (void)start, (void)end;
+  rl_attempted_completion_over = 1;      /* no file names when nothing matches */
+  rl_completion_append_character = '\0'; /* "gm.nn" may go on with "." */
+  lua_State *L = completion_L;
+  int top = lua_gettop(L);
+  char **matches = NULL;
+  lua_getfield(L, LUA_REGISTRYINDEX, REPL_COMPLETE_KEY);
+  lua_pushstring(L, text);
+  if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1)) {
+    completion_count = (int)luaL_len(L, -1);
+    matches = rl_completion_matches(text, next_completion);
+  }
+  lua_settop(L, top);
+  return matches;
+}
+
+/* Sets up completion and the global help(); without graphmert.repl the REPL still runs. */
+static void repl_helpers_open(lua_State *L) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "graphmert.repl");
+  if (docall(L, 1, 1) != LUA_OK) {
+    report(L, LUA_ERRRUN);
+    return;
+  }
+  lua_getfield(L, -1, "help");
+  lua_setglobal(L, "help");
+  lua_getfield(L, -1, "complete");
+  lua_setfield(L, LUA_REGISTRYINDEX, REPL_COMPLETE_KEY);
+  lua_pop(L, 1);
+  completion_L = L;
+  /* '.' and ':' stay inside a word, so gm.nn.Li and t:ma complete as one */
+  rl_completer_word_break_characters = " \t\n\"'`@$><=;|&{}()[],+-*/%^~#";
+  rl_attempted_completion_function = complete_word;
+}
+
+/* "?name" is help("name") (name: letters, digits, '_', '.', ':'); "?" alone is help(). */
+static int is_help_line(const char *line) {
+  if (line[0] != '?') return 0;
+  size_t n = strlen(line + 1);
+  while (n > 0 && line[n] == ' ') n--;
+  return strspn(line + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:") == n;
+}
+
 /* A line ending in ';' is run without printing its value (trepl). */
 static int ends_with_semicolon(const char *s) {
   size_t n = strlen(s);
@@ -164,7 +226,13 @@ static int ends_with_semicolon(const char *s) {
 static int load_line(lua_State *L, int *print_results) {
   if (!read_line(L, 1)) return -1;
   const char *line = lua_tostring(L, -1);
-  if (line[0] == '=') { /* =expr, as in Lua 5.1 */
+  if (is_help_line(line)) {
+    size_t n = strspn(line + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:");
+    lua_pushfstring(L, n ? "help(\"%s\");" : "help();", lua_pushlstring(L, line + 1, n));
+    lua_remove(L, -2);
+    lua_remove(L, -2);
+    line = lua_tostring(L, -1);
+  } else if (line[0] == '=') { /* =expr, as in Lua 5.1 */
     lua_pushfstring(L, "return %s", line + 1);
     lua_remove(L, -2);
     line = lua_tostring(L, -1);
@@ -220,6 +288,7 @@ static void repl(lua_State *L) {
   lua_pushliteral(L, "graphmert");
   if (docall(L, 1, 1) == LUA_OK) lua_setglobal(L, "gm");
   else report(L, LUA_ERRRUN);
+  repl_helpers_open(L);
   int status, show;
   while ((status = load_line(L, &show)) != -1) {
     if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """gen_attention_fixtures.py — float64 PyTorch references for the fused attention with
-GraphMERT's decay mask (the cases ../shared/refs/gen_refs.py does not cover).
+GraphMERT's decay mask (the cases gen_refs.py does not cover).
 
     /usr/bin/python3 scripts/refs/gen_attention_fixtures.py spec/fixtures/attention_decay.json
 

@@ -1,0 +1,166 @@
+-- repl.lua — what the graphmert interpreter's REPL adds to Lua, as torch's th did: tab
+-- completion of globals, table fields (gm.nn.Li<TAB>) and methods (t:ma<TAB> on a tensor), which
+-- src/main.c calls from readline's completion hook, and help(name) / ?name, which print the
+-- one-line docs of graphmert.help.
+local docs = require "graphmert.help"
+
+local repl = {}
+
+local keywords = { "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto",
+  "if", "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while" }
+
+-- obj[name] without letting an error out (indexing may run __index, which may fail)
+local function try_index(obj, name)
+  local ok, value = pcall(function() return obj[name] end)
+  if ok then return value end
+end
+
+-- The value a dotted path of names ("gm.nn") gives from env, or nil.
+local function resolve(env, path)
+  local value = env
+  for name in path:gmatch("[^.]+") do
+    if not name:match("^[%a_][%w_]*$") then return nil end
+    value = try_index(value, name)
+    if value == nil then return nil end
+  end
+  return value
+end
+
+-- Adds the identifier keys of t (and of the __index tables behind it) that start with partial;
+-- only functions when methods_only.
+local function add_fields(found, t, partial, methods_only)
+  local seen = {}
+  while type(t) == "table" and not seen[t] do
+    seen[t] = true
+    for k, v in pairs(t) do
+      if type(k) == "string" and k:match("^[%a_][%w_]*$") and k:sub(1, #partial) == partial
+          and (not methods_only or type(v) == "function") then
+        found[k] = true
+      end
+    end
+    local mt = getmetatable(t)
+    t = type(mt) == "table" and rawget(mt, "__index") or nil
+  end
+end
+
+-- A module table loads its submodules on first use (gm.nn): offer the ones package.preload or
+-- package.loaded know, when indexing them gives a value.
+local function add_submodules(found, value, partial)
+  local module_name
+  for name, loaded in pairs(package.loaded) do
+    if loaded == value then module_name = name end
+  end
+  if not module_name then return end
+  local prefix = module_name .. "."
+  for _, source in ipairs { package.preload, package.loaded } do
+    for name in pairs(source) do
+      local rest = type(name) == "string" and name:sub(1, #prefix) == prefix and name:sub(#prefix + 1)
+      if rest and rest:match("^[%a_][%w_]*$") and rest:sub(1, #partial) == partial
+          and not found[rest] and try_index(value, rest) ~= nil then
+        found[rest] = true
+      end
+    end
+  end
+end
+
+-- The completions of word (the text before the cursor back to a space or bracket): globals and
+-- keywords, fields after "path.", methods after "path:". Full words, sorted.
+function repl.complete(word, env)
+  env = env or _G
+  local path, sep, partial = word:match("^(.-)([.:])([%w_]*)$")
+  local found = {}
+  if not sep then
+    partial, path, sep = word, "", ""
+    add_fields(found, env, partial)
+    for _, k in ipairs(keywords) do
+      if k:sub(1, #partial) == partial then found[k] = true end
+    end
+  else
+    local value = resolve(env, path)
+    if value == nil then return {} end
+    if sep == ":" then
+      local mt = getmetatable(value)
+      add_fields(found, type(value) == "table" and value or nil, partial, true)
+      add_fields(found, type(mt) == "table" and rawget(mt, "__index") or nil, partial, true)
+    elseif type(value) == "table" then
+      add_fields(found, value, partial)
+      add_submodules(found, value, partial)
+    end
+  end
+  local words = {}
+  for name in pairs(found) do words[#words + 1] = path .. sep .. name end
+  table.sort(words)
+  return words
+end
+
+-- The methods tables of the library's object types, by the name docs use.
+local function object_methods(gm)
+  local g = gm.graph(1, {})
+  return {
+    Tensor = getmetatable(gm.ones(1)).__index,
+    Graph = getmetatable(g).__index,
+    Distances = getmetatable(g:distances { cache = false }).__index,
+  }
+end
+
+-- Every public function the docs must cover, derived from gm itself: "gm.name" for each function
+-- gm holds now, "Tensor:name" (and Graph, Distances) for each method.
+function repl.public_names(gm)
+  local names = {}
+  for name, value in pairs(gm) do
+    if type(value) == "function" then names[#names + 1] = "gm." .. name end
+  end
+  for kind, methods in pairs(object_methods(gm)) do
+    for name, value in pairs(methods) do
+      if type(value) == "function" then names[#names + 1] = kind .. ":" .. name end
+    end
+  end
+  table.sort(names)
+  return names
+end
+
+-- The doc line of a public name: its own, or for gm.name also the Tensor:name it is the
+-- function form of.
+function repl.doc(name)
+  return docs[name] or docs[name:gsub("^gm%.", "Tensor:")]
+end
+
+-- The doc lines for what (a name such as "gm.attention", "attention", "t:matmul", or the function
+-- itself), as one string; nil when there is none.
+function repl.describe(what, gm)
+  gm = gm or require "graphmert"
+  local lines = {}
+  if type(what) == "function" then
+    local methods = object_methods(gm)
+    for key, line in pairs(docs) do
+      local kind, name = key:match("^(%a+)[.:]([%w_]+)$")
+      local method = methods[kind] and methods[kind][name]
+      -- a Tensor: line also documents gm.name, the op's function form
+      local fn = (kind == "gm" or kind == "Tensor") and rawget(gm, name)
+      if what == method or what == fn then lines[#lines + 1] = line end
+    end
+  elseif type(what) == "string" then
+    local name = what:match("([%w_]+)$") or what
+    if repl.doc(what) then
+      lines[1] = repl.doc(what)
+    else
+      for _, key in ipairs { "gm." .. name, "Tensor:" .. name, "Graph:" .. name, "Distances:" .. name } do
+        if docs[key] then lines[#lines + 1] = docs[key] end
+      end
+    end
+  end
+  table.sort(lines)
+  return #lines > 0 and table.concat(lines, "\n") or nil
+end
+
+-- help(name or function): prints the doc lines; help() says how to use it.
+function repl.help(what)
+  if what == nil then
+    print("help(name) or ?name prints the signature and a line of doc, e.g. ?gm.attention or ?t:matmul;\n" ..
+      "TAB completes globals, fields (gm.nn.Li<TAB>) and methods (t:ma<TAB>).")
+    return
+  end
+  print(repl.describe(what) or ("no help for " .. tostring(what)))
+end
+
+return repl

@@ -1,0 +1,69 @@
+-- The REPL's helpers (lua/graphmert/repl.lua): tab completion as readline gets it from
+-- src/main.c, and the help lines of lua/graphmert/help.lua, one for every public function.
+local gm = require "graphmert"
+local repl = require "graphmert.repl"
+local docs = require "graphmert.help"
+
+local env = setmetatable({ gm = gm, t = gm.ones(2, 2), g = gm.graph(2, { { 1, 2 } }) }, { __index = _G })
+
+describe("tab completion", function()
+  it("completes globals and keywords", function()
+    assert.same({ "print" }, repl.complete("pri", env))
+    assert.same({ "return", "require", "select" }, { repl.complete("ret", env)[1], repl.complete("req", env)[1],
+      repl.complete("sel", env)[1] })
+  end)
+
+  it("completes dotted fields, loading a submodule on the way", function()
+    assert.same({ "gm.nn.Linear" }, repl.complete("gm.nn.Li", env))
+    -- inside the binary every submodule is preloaded, so it is offered before its first use
+    if package.preload["graphmert.optim"] then assert.same({ "gm.optim" }, repl.complete("gm.op", env)) end
+    assert.same({ "gm.softmax" }, repl.complete("gm.softm", env))
+    local all = repl.complete("gm.", env)
+    assert.truthy(#all > 60)
+    for _, word in ipairs(all) do assert.matches("^gm%.[%a_][%w_]*$", word) end
+  end)
+
+  it("completes the methods of a tensor and of a graph", function()
+    assert.same({ "t:matmul", "t:max" }, repl.complete("t:ma", env))
+    assert.same({ "g:num_edges", "g:num_nodes" }, repl.complete("g:num", env))
+  end)
+
+  it("gives nothing for unknown paths and non-tables", function()
+    assert.same({}, repl.complete("nosuch.x", env))
+    assert.same({}, repl.complete("gm.attention.x", env))
+    assert.same({}, repl.complete("t.", env))
+  end)
+end)
+
+describe("help", function()
+  it("has a line for every public function and method, and none for names that are gone", function()
+    local missing, stale = {}, {}
+    for _, name in ipairs(repl.public_names(gm)) do
+      if not repl.doc(name) then missing[#missing + 1] = name end
+    end
+    local methods = {
+      Tensor = getmetatable(gm.ones(1)).__index,
+      Graph = getmetatable(env.g).__index,
+      Distances = getmetatable(env.g:distances()).__index,
+    }
+    for key in pairs(docs) do
+      local kind, name = key:match("^(%a+)[.:]([%w_]+)$")
+      local target = kind == "gm" and gm[name] or methods[kind] and methods[kind][name]
+      if type(target) ~= "function" then stale[#stale + 1] = key end
+    end
+    table.sort(stale)
+    assert.same({}, missing)
+    assert.same({}, stale)
+  end)
+
+  it("finds a line by full name, short name, method form or the function itself", function()
+    assert.matches("^gm%.attention%(q, k, v", repl.describe("gm.attention"))
+    assert.equal(repl.describe("gm.attention"), repl.describe("attention"))
+    assert.matches("^t:matmul%(", repl.describe("t:matmul"))
+    assert.equal(repl.describe("t:matmul"), repl.describe("gm.matmul"))
+    assert.equal(repl.describe("t:exp"), repl.describe(gm.exp))
+    assert.equal(repl.describe("gm.decay_mask"), repl.describe(gm.decay_mask))
+    assert.equal(2, select(2, repl.describe("num_nodes"):gsub("\n", "")) + 1)
+    assert.is_nil(repl.describe("no_such_function"))
+  end)
+end)
