@@ -1,45 +1,121 @@
--- extract.lua — new triples from text with a trained checkpoint, scored against WordNet.
---   graphmert experiments/extract.lua --out out/wordnet_small [--config ...] --relation hypernym
---                                     [--top 5] [--text "..." | --input file.txt]
--- For each WordNet lemma found in the text (the heads), the model ranks tails for the relation;
--- the predicted triples are printed and scored: "held" = WordNet has the triple, "valid" = the
--- tail is a WordNet lemma.
+-- extract.lua — a knowledge graph from a corpus with a trained GraphMERT (a folder written by
+-- experiments/train.lua: run.json, tokenizer.txt, checkpoint.safetensors).
+--   graphmert experiments/extract.lua --checkpoint out/wordnet_10min --input passages.txt --out kg.jsonl
+--       [--relations all|hypernym,part_meronym] [--top 5] [--min-score S] [--batch 16]
+--       [--decoding open|constrained]
+-- Input: plain text (one passage per line) or the JSONL corpus format (a line per record with a
+-- "text" field). Heads are the seed graph's entity names found in each passage (WordNet lemmas,
+-- longest match, multi-word); relations are those the seed graph has for heads of that kind (or
+-- --relations); tails are decoded over all leaf slots of the head's root (gm.eval.decode), open
+-- or constrained to the seed graph's entity names of the kind the relation reaches.
+-- Output: kg.jsonl (one triple per line: head, relation, tail, score = mean log-probability per
+-- decoded slot, count = passages supporting it, sources = their ids (line numbers), decoding)
+-- and kg.tsv beside it, written atomically; Ctrl-C writes what was extracted so far.
 local gm = require "graphmert"
+local cjson = require "cjson"
 local ex = gm.experiment
+local extract = gm.eval.extract
 
 local args = ex.args.parse(arg, {
-  script = "extract.lua", about = "New triples from text with a trained checkpoint, scored against WordNet.",
-  { "out", "out/wordnet_small", "the training run's output folder (checkpoint and tokenizer)" },
-  { "config", "experiments/configs/wordnet_small.lua", "the config it was trained with" },
-  { "relation", "hypernym", "the relation to ask for" },
-  { "top", 5, "tails per head", type = "integer" },
-  { "text", nil, "a passage" },
-  { "input", nil, "a file of passages, one per line" },
+  script = "extract.lua", about = "A knowledge graph from text with a trained GraphMERT.",
+  { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
+  { "input", nil, "passages: plain text, one per line, or JSONL records with a \"text\" field" },
+  { "out", "kg.jsonl", "output JSONL (a .tsv is written beside it)" },
+  { "relations", "all", "all, or a comma-separated list of relation names" },
+  { "top", 5, "tails kept per (head, relation)", type = "integer" },
+  { "min-score", nil, "drop triples scoring below this (mean log-probability per slot, <= 0)" },
+  { "batch", 16, "sequences per forward", type = "integer" },
+  { "decoding", "open", "open (new tails) or constrained (the seed graph's entity names)" },
 })
-local cfg = ex.config.load(args.config)
-local texts = {}
-if args.text then texts[1] = args.text end
-if args.input then for line in io.lines(args.input) do if line:match("%S") then texts[#texts + 1] = line end end end
-if #texts == 0 then error("extract.lua: give --text or --input (see --help)", 0) end
+local function fail(msg) io.stderr:write("extract.lua: ", msg, "\n"); os.exit(2) end
+if not args.checkpoint then fail("--checkpoint is required (see --help)") end
+if not args.input then fail("--input is required (see --help)") end
+if args.decoding ~= "open" and args.decoding ~= "constrained" then fail("--decoding must be open or constrained") end
+local min_score = args["min-score"] and tonumber(args["min-score"])
+if args["min-score"] and not min_score then fail("--min-score must be a number, got " .. args["min-score"]) end
 
-gm.manual_seed(cfg.seed)
-local d = ex.prepare(cfg, gm.data.tokenizer.load(args.out .. "/tokenizer.txt"))
-local rel = d.relations[args.relation]
-if not rel then error("extract.lua: unknown relation " .. args.relation .. " (known: " .. table.concat(d.relation_names, ", ") .. ")", 0) end
-local model = ex.model(d, cfg)
-gm.checkpoint.load(args.out .. "/checkpoint.safetensors", { model = model })
-local wordnet = gm.data.wordnet.load(cfg.wordnet)
-local extract = gm.eval.extract
-local lemmas = extract.index(wordnet)
-local triples = {}
-local opts = { layout = d.layout, top = args.top }
-for _, text in ipairs(texts) do
-  for _, head in ipairs(extract.heads(text, lemmas)) do
-    for _, tail in ipairs(extract.predict(model, d.tok, text, head, rel, opts)) do
-      triples[#triples + 1] = { head = head, relation = args.relation, tail = tail }
-      print(string.format("(%s, %s, %s)", head, args.relation, tail))
+-- passages {id, text}: ids are line numbers
+local function read_passages(path)
+  local f, err = io.open(path, "r")
+  if not f then fail(err) end
+  local passages, n, jsonl = {}, 0, nil
+  for line in f:lines() do
+    n = n + 1
+    if not utf8.len(line) then fail(string.format("%s:%d: not UTF-8 text", path, n)) end
+    if line:match("%S") then
+      if jsonl == nil then jsonl = line:match("^%s*{") ~= nil end
+      local text = line
+      if jsonl then
+        local ok, rec = pcall(cjson.decode, line)
+        if not ok or type(rec) ~= "table" then fail(string.format("%s:%d: not a JSON object", path, n)) end
+        if type(rec.text) ~= "string" then fail(string.format("%s:%d: no \"text\" string", path, n)) end
+        text = rec.text
+      end
+      passages[#passages + 1] = { id = n, text = text }
     end
   end
+  f:close()
+  if #passages == 0 then fail(path .. " has no passages") end
+  return passages
 end
-local s = extract.score(triples, wordnet, lemmas)
-print(string.format("%d triples: %.1f%% held by WordNet, %.1f%% with a valid WordNet tail", s.n, 100 * s.held, 100 * s.valid))
+
+local run_ok, run = pcall(ex.read_run, args.checkpoint)
+if not run_ok then fail(tostring(run)) end
+local tok_ok, tok = pcall(gm.data.tokenizer.load, args.checkpoint .. "/tokenizer.txt")
+if not tok_ok then fail(tostring(tok)) end
+if tok:size() ~= math.tointeger(run.model.vocab) then
+  fail(string.format("the tokenizer in %s has %d pieces, the model %d: they are not from one run", args.checkpoint,
+    tok:size(), math.tointeger(run.model.vocab)))
+end
+local model = gm.nn.GraphMERT(run.model)
+local load_ok, load_err = pcall(gm.checkpoint.load, args.checkpoint .. "/checkpoint.safetensors", { model = model })
+if not load_ok then fail(tostring(load_err)) end
+
+local relations = {}
+for id, name in ipairs(run.relations) do relations[name] = id end
+local only
+if args.relations ~= "all" then
+  only = {}
+  for name in args.relations:gmatch("[^,]+") do
+    if not relations[name] then fail("unknown relation " .. name .. " (known: " .. table.concat(run.relations, ", ") .. ")") end
+    only[name] = true
+  end
+end
+
+local passages = read_passages(args.input)
+local t0 = gm.clock()
+local graph = extract.seed_graph(gm.data.wordnet.load(run.wordnet))
+local opts = { graph = graph, relations = relations, only = only, mode = args.decoding, top = args.top,
+  batch = args.batch, tail_end = run.tail_end }
+if args.decoding == "constrained" then opts.tails = extract.known_tails(graph, tok, relations, model.layout.leaves) end
+
+-- one passage at a time, so that an interruption keeps everything finished before it
+local found, done = {}, 0
+local ok, err = pcall(function()
+  for _, p in ipairs(passages) do
+    for _, t in ipairs(extract.triples(model, tok, { p }, opts)) do found[#found + 1] = t end
+    done = done + 1
+    local elapsed = gm.clock() - t0
+    io.stderr:write(string.format("\r%d/%d passages  %.1f passages/s  ETA %ds   ", done, #passages, done / elapsed,
+      math.floor((#passages - done) * elapsed / done)))
+  end
+end)
+if not ok and gm.errors.kind(err) ~= "interrupted" then error(err, 0) end
+
+local kg = extract.merge(found, { top = args.top, min_score = min_score })
+local jsonl, tsv = {}, { "head\trelation\ttail\tscore\tcount\tdecoding\n" }
+for _, t in ipairs(kg) do
+  jsonl[#jsonl + 1] = cjson.encode { head = t.head, relation = t.relation, tail = t.tail, score = t.score,
+    count = t.count, sources = t.sources, decoding = t.decoding } .. "\n"
+  tsv[#tsv + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\n", t.head, t.relation, t.tail, t.score, t.count, t.decoding)
+end
+local tsv_path = args.out:gsub("%.jsonl$", "") .. ".tsv"
+for path, parts in pairs { [args.out] = jsonl, [tsv_path] = tsv } do
+  local written, werr = gm.write_atomic(path, parts)
+  if not written then fail(werr) end
+end
+local multi = 0
+for _, t in ipairs(kg) do if t.tail:find(" ") then multi = multi + 1 end end
+print(string.format("\n%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s",
+  ok and "" or "interrupted: ", done, #kg, multi, args.out, tsv_path, gm.clock() - t0))
+if not ok then os.exit(130) end

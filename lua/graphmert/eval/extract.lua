@@ -1,38 +1,58 @@
--- extract.lua — distil new triples from text with a trained model, and score them against
--- WordNet (a validity figure in the spirit of the paper's ValidityScore).
+-- extract.lua — a knowledge graph from text with a trained model, and its score against WordNet
+-- (validity in the spirit of the paper's ValidityScore).
 --
--- heads(text, lemma_index, tok) → head strings found in the text (WordNet lemmas, longest
---   first, at most one per position)
--- predict(model, tok, text, head, relation_id, {layout, top = 5}) → up to `top` tails
---   (whole-word tokens ranked at the first leaf slot of the head's root)
--- index(wordnet) → lemma_index: lemma → list of synset keys
--- score(triples, wordnet, lemma_index) → {n, held, valid}: held = the share that WordNet holds
---   (a synset of the head has that relation to a synset of the tail); valid = the share whose
---   tail is a WordNet lemma of the part of speech the relation reaches.
+-- seed_graph(wordnet) → graph: lemmas (lower-cased lemma → synset keys), and per relation the
+--   parts of speech of its heads and of its tails in the seed graph (what "a head of its kind"
+--   and "a tail of the kind the relation reaches" mean here)
+-- heads(text, lemmas, max_words = 3) → head strings found in the text (lemmas, longest match
+--   first, multi-word, case-folded, at most one per position)
+-- relations_for(graph, head, names) → the relation names of `names` that the seed graph has for
+--   heads of this head's parts of speech
+-- known_tails(graph, tok, relations, leaves) → relation id → token-id lists of the lemmas of the
+--   kinds the relation reaches that fit the leaves (constrained decoding's list)
+-- triples(model, tok, passages, opts) → extracted triples {head, relation, tail, score, source,
+--   decoding}: for each passage {id, text}, each head found and each relation allowed for it (or
+--   opts.only), the tails gm.eval.decode gives (opts: graph, relations = name → id, mode, top,
+--   tail_end, batch, only = set of names)
+-- merge(triples, {top = 5, min_score}) → one entry per (head, relation, tail): count = passages
+--   supporting it, sources = their ids, score = the best; self-loops and tails without a letter
+--   dropped; the top per (head, relation) kept, best first
+-- score(triples, graph, wordnet) → {n, held, valid}: held = the share WordNet holds (a synset of
+--   the head has the relation to a synset of the tail); valid = the share whose tail is a lemma
+--   of a part of speech the relation reaches
 local gm = require "graphmert"
+local decode = require("graphmert.eval.decode").decode
 
 local M = {}
 
-function M.index(wn)
-  local idx = {}
+local function pos_of(key) return key:sub(-1) end
+
+function M.seed_graph(wn)
+  local lemmas, head_kinds, tail_kinds = {}, {}, {}
   for key, s in pairs(wn.synsets) do
     for _, l in ipairs(s.lemmas) do
       local k = l:lower()
-      idx[k] = idx[k] or {}
-      idx[k][#idx[k] + 1] = key
+      lemmas[k] = lemmas[k] or {}
+      lemmas[k][#lemmas[k] + 1] = key
+    end
+    for _, p in ipairs(s.pointers) do
+      head_kinds[p.relation] = head_kinds[p.relation] or {}
+      head_kinds[p.relation][pos_of(key)] = true
+      tail_kinds[p.relation] = tail_kinds[p.relation] or {}
+      tail_kinds[p.relation][pos_of(p.target)] = true
     end
   end
-  return idx
+  return { lemmas = lemmas, head_kinds = head_kinds, tail_kinds = tail_kinds }
 end
 
-function M.heads(text, lemma_index, max_words)
+function M.heads(text, lemmas, max_words)
   local words = gm.data.tokenizer.pretokenize(text)
   local found, i = {}, 1
   while i <= #words do
     local hit
     for len = math.min(max_words or 3, #words - i + 1), 1, -1 do
       local phrase = table.concat(words, " ", i, i + len - 1)
-      if lemma_index[phrase] and phrase:match("%a") then hit = { phrase, len } break end
+      if lemmas[phrase] and phrase:match("%a") then hit = { phrase, len } break end
     end
     if hit then
       found[#found + 1] = hit[1]
@@ -44,44 +64,121 @@ function M.heads(text, lemma_index, max_words)
   return found
 end
 
-function M.predict(model, tok, text, head, relation_id, opts)
-  local layout = opts.layout
-  local toks = layout:fit(tok:encode(text))
-  local h = tok:encode(head)
-  local at = layout.find(toks, h)
-  if not at then return {} end
-  local s = layout:sequence(tok)
-  local root = layout:append(s, toks) + at - 1
-  layout:inject(s, root, relation_id, #h, { tok.mask_id })
-  local row = model:evaluating(function()
-    return model:logits(model(layout:batch { s }), { layout:leaf(root, 1) }):totable()[1]
-  end)
-  local order = {}
-  for id = 6, #row do -- skip the special tokens
-    if tok:word_start(id) and tok.pieces[id]:match("%a") then order[#order + 1] = id end
+-- whether a lemma has a synset of a part of speech in `kinds`
+local function of_kind(graph, lemma, kinds)
+  for _, key in ipairs(graph.lemmas[lemma:lower()] or {}) do
+    if kinds and kinds[pos_of(key)] then return true end
   end
-  table.sort(order, function(a, b) return row[a] > row[b] end)
-  local tails = {}
-  for k = 1, math.min(opts.top or 5, #order) do tails[k] = tok.pieces[order[k]] end
-  return tails
+  return false
 end
 
-function M.score(triples, wn, lemma_index)
-  local held, valid = 0, 0
-  for _, t in ipairs(triples) do
-    local tail_keys = lemma_index[t.tail:lower()]
-    if tail_keys then
-      valid = valid + 1
-      local targets = {}
-      for _, k in ipairs(tail_keys) do targets[k] = true end
-      local holds = false
-      for _, hk in ipairs(lemma_index[t.head:lower()] or {}) do
-        for _, p in ipairs(wn.synsets[hk].pointers) do
-          if p.relation == t.relation and targets[p.target] then holds = true end
+function M.relations_for(graph, head, names)
+  local out = {}
+  for _, name in ipairs(names) do
+    if of_kind(graph, head, graph.head_kinds[name]) then out[#out + 1] = name end
+  end
+  return out
+end
+
+function M.known_tails(graph, tok, relations, leaves)
+  local encoded, out = {}, {}
+  for lemma in pairs(graph.lemmas) do
+    local ids = tok:encode(lemma)
+    if #ids > 0 and #ids <= leaves then encoded[lemma] = ids end
+  end
+  for name, id in pairs(relations) do
+    local list = {}
+    for lemma, ids in pairs(encoded) do
+      if of_kind(graph, lemma, graph.tail_kinds[name]) then list[#list + 1] = ids end
+    end
+    out[id] = list
+  end
+  return out
+end
+
+function M.triples(model, tok, passages, opts)
+  local layout, names = model.layout, {}
+  for name in pairs(opts.relations) do names[#names + 1] = name end
+  table.sort(names)
+  local out = {}
+  for _, passage in ipairs(passages) do
+    local toks = layout:fit(tok:encode(passage.text))
+    local queries, meta = {}, {}
+    for _, head in ipairs(M.heads(passage.text, opts.graph.lemmas)) do
+      local h = tok:encode(head)
+      local at = #h > 0 and layout.find(toks, h)
+      if at then
+        for _, name in ipairs(M.relations_for(opts.graph, head, names)) do
+          if not opts.only or opts.only[name] then
+            queries[#queries + 1] = { toks = toks, at = at, head_length = #h, relation = opts.relations[name] }
+            meta[#queries] = { head = head, relation = name }
+          end
         end
       end
-      if holds then held = held + 1 end
     end
+    if #queries > 0 then
+      local found = decode(model, tok, queries, opts)
+      for qi, candidates in ipairs(found) do
+        for _, c in ipairs(candidates) do
+          out[#out + 1] = { head = meta[qi].head, relation = meta[qi].relation, tail = tok:decode(c.ids),
+            score = c.score, source = passage.id, decoding = opts.mode or "open" }
+        end
+      end
+    end
+  end
+  return out
+end
+
+function M.merge(triples, opts)
+  opts = opts or {}
+  local by_key, order = {}, {}
+  for _, t in ipairs(triples) do
+    if t.tail:match("%a") and t.tail:lower() ~= t.head:lower() and (not opts.min_score or t.score >= opts.min_score) then
+      local key = t.head .. "\0" .. t.relation .. "\0" .. t.tail
+      local e = by_key[key]
+      if not e then
+        e = { head = t.head, relation = t.relation, tail = t.tail, score = t.score, count = 0, sources = {},
+          decoding = t.decoding, seen = {} }
+        by_key[key] = e
+        order[#order + 1] = e
+      end
+      if not e.seen[t.source] then
+        e.seen[t.source] = true
+        e.count = e.count + 1
+        e.sources[#e.sources + 1] = t.source
+      end
+      if t.score > e.score then e.score = t.score end
+    end
+  end
+  local groups, group_order = {}, {}
+  for _, e in ipairs(order) do
+    e.seen = nil
+    local key = e.head .. "\0" .. e.relation
+    if not groups[key] then groups[key] = {}; group_order[#group_order + 1] = key end
+    table.insert(groups[key], e)
+  end
+  local out = {}
+  for _, key in ipairs(group_order) do
+    local g = groups[key]
+    table.sort(g, function(x, y) return x.score > y.score or (x.score == y.score and x.count > y.count) end)
+    for k = 1, math.min(#g, opts.top or 5) do out[#out + 1] = g[k] end
+  end
+  return out
+end
+
+function M.score(triples, graph, wn)
+  local held, valid = 0, 0
+  for _, t in ipairs(triples) do
+    if of_kind(graph, t.tail, graph.tail_kinds[t.relation]) then valid = valid + 1 end
+    local targets = {}
+    for _, k in ipairs(graph.lemmas[t.tail:lower()] or {}) do targets[k] = true end
+    local holds = false
+    for _, hk in ipairs(graph.lemmas[t.head:lower()] or {}) do
+      for _, p in ipairs(wn.synsets[hk].pointers) do
+        if p.relation == t.relation and targets[p.target] then holds = true end
+      end
+    end
+    if holds then held = held + 1 end
   end
   local n = math.max(#triples, 1)
   return { n = #triples, held = held / n, valid = valid / n }

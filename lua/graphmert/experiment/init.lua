@@ -118,6 +118,26 @@ function M.variant(cfg, overrides)
   return c
 end
 
+-- run.json in a training output folder: what a later tool needs to rebuild the run's model and
+-- read its outputs (the config file, the model's options, the relation names in id order, the
+-- WordNet options of the seed graph). Written atomically.
+function M.write_run(dir, run)
+  local ok, err = gm.write_atomic(dir .. "/run.json", { require("cjson").encode(run) })
+  if not ok then error("write_run: " .. err, 2) end
+end
+
+function M.read_run(dir)
+  local path = dir .. "/run.json"
+  local f, err = io.open(path, "r")
+  if not f then error(string.format("%s (a folder written by experiments/train.lua has it)", err), 0) end
+  local ok, run = pcall(require("cjson").decode, f:read("a"))
+  f:close()
+  if not ok or type(run) ~= "table" or type(run.model) ~= "table" or type(run.relations) ~= "table" then
+    error(path .. " is not a run description (model and relations expected)", 0)
+  end
+  return run
+end
+
 function M.model(d, cfg)
   local model_cfg = { vocab = d.tok:size(), relations = #d.relation_names }
   for k, v in pairs(cfg.model) do model_cfg[k] = v end
