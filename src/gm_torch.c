@@ -117,22 +117,28 @@ static gm_tensor *read_tensor(const gm_source *src, const gm_zip *zip, const cha
             ty.torch_dtype, (unsigned long long)(numel_storage * ty.size));
     return NULL;
   }
-  gm_tensor *out = gm_tensor_empty(n, t->u.tensor.size);
-  if (!out) {
-    gm_fail(gm_last_status(), 1, "%s: %s: %s", src->name, name, gm_last_error());
+  int64_t numel = gm_numel_of(n, t->u.tensor.size), last = 0;
+  if (numel < 0) {
+    gm_fail(GM_ERR_IO, 1, "%s: %s: size %s overflows", src->name, name, dims_str(n, t->u.tensor.size, a, sizeof a));
     return NULL;
   }
-  if (out->numel == 0) return out;
-  int64_t last = 0;
-  if (view_end(src->name, name, t, &last) != GM_OK) goto fail;
-  if ((uint64_t)last >= numel_storage) {
+  if (numel > 0 && view_end(src->name, name, t, &last) != GM_OK) return NULL;
+  if (numel > 0 && (uint64_t)last >= numel_storage) {
     char b[GM_SHAPE_BUF * 2];
     gm_fail(GM_ERR_IO, 1, "%s: %s: size %s, stride %s from offset %lld reach element %lld of a storage "
             "of %llu (damaged or hostile file)", src->name, name, dims_str(n, t->u.tensor.size, a, sizeof a),
             dims_str(n, t->u.tensor.stride, b, sizeof b), (long long)t->u.tensor.offset, (long long)last,
             (unsigned long long)numel_storage);
-    goto fail;
+    return NULL;
   }
+  gm_tensor *out = gm_tensor_empty(n, t->u.tensor.size);
+  if (!out) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", gm_last_error());
+    gm_fail(gm_last_status(), 1, "%s: %s: %s", src->name, name, why);
+    return NULL;
+  }
+  if (numel == 0) return out;
   uint64_t first_byte = e->data_offset + (uint64_t)t->u.tensor.offset * ty.size;
   size_t span = (size_t)(last - t->u.tensor.offset + 1) * ty.size;
   if (ty.dtype == GM_DTYPE_F32 && is_contiguous(t)) { /* the common case: no buffer at all */
