@@ -529,8 +529,8 @@ gm_unpickled *gm_unpickle(const unsigned char *data, size_t size, const char *wh
   if (!u) return NULL;
   memset(u, 0, sizeof *u);
   machine m = {.u = u, .what = what, .data = data, .size = size};
-  gm_status st = GM_OK;
-  int stop = 0;
+  int stop = 0; /* the stack exists from the start: collect() may take 0 items from it */
+  gm_status st = grow(&m, &m.stack, &m.stack_cap, 1, MAX_STACK, "stack");
   while (st == GM_OK && !stop) st = step(&m, &stop);
   gm_free(m.stack);
   gm_free(m.memo);
