@@ -75,6 +75,10 @@ describe("gm.torch_load", function()
     assert.same({ 0, 3 }, got.empty:shape())
   end)
 
+  it("reads an archive whose directory is in ZIP64 form, as torch.save writes past 4 GiB", function()
+    assert_same_tensors(gm.torch_load(dir .. "views.pt"), gm.torch_load(dir .. "views_zip64.pt"))
+  end)
+
   it("reads a module's state_dict() (an OrderedDict with _metadata) and keeps a tied pair equal", function()
     local got = gm.torch_load(dir .. "views.pt")
     for _, name in ipairs { "proj.weight", "proj.bias", "norm.weight", "norm.bias" } do assert.is_not_nil(got[name], name) end

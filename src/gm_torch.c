@@ -104,7 +104,10 @@ static gm_tensor *read_tensor(const gm_source *src, const gm_zip *zip, const cha
       gm_fail(GM_ERR_IO, 1, "%s: %s: negative size in %s", src->name, name, dims_str(n, t->u.tensor.size, a, sizeof a));
       return NULL;
     }
-  snprintf(entry_name, sizeof entry_name, "%s/data/%s", prefix, s->u.storage.key);
+  if (snprintf(entry_name, sizeof entry_name, "%s/data/%s", prefix, s->u.storage.key) >= (int)sizeof entry_name) {
+    gm_fail(GM_ERR_IO, 1, "%s: %s: a storage key of %zu bytes", src->name, name, strlen(s->u.storage.key));
+    return NULL;
+  }
   const gm_zip_entry *e = gm_zip_find(zip, entry_name);
   if (!e) {
     gm_fail(GM_ERR_IO, 1, "%s: %s: its storage %s is missing from the archive", src->name, name, entry_name);

@@ -12,6 +12,7 @@ gives for every entry, `t.float()`, contiguous):
                 save_pretrained(safe_serialization=False) does (a plain dict, the tied decoder left
                 out, torch.save)
   ints.pt       integer and bool buffers beside one float tensor (refused, or skipped on request)
+  views_zip64.pt  views.pt with its directory in ZIP64 form (as archives past 4 GiB have it)
 Plus half.safetensors: dtypes.pt's float16 and bfloat16 tensors as safetensors F16/BF16.
 
 Hostile and broken files under bad/: pickles that would run os.system, builtins.eval and
@@ -204,8 +205,8 @@ def check_runs(path):
 def zip_bytes(entries, compress=zipfile.ZIP_STORED):
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=compress) as z:
-        for name, data in entries:
-            z.writestr(name, data)
+        for name, data in entries:  # a fixed date: the same bytes on every run
+            z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, compress_type=compress)
     return buf.getvalue()
 
 
@@ -240,6 +241,28 @@ def forged_checkpoint(tensors, storages):
 
 def raw_pickle_checkpoint(pkl):
     return zip_bytes([("archive/data.pkl", pkl), ("archive/version", b"3\n")])
+
+
+def as_zip64(data):
+    """The same archive with every size and offset in ZIP64 fields, as torch.save writes archives
+    past 4 GiB: saturated central directory fields, a ZIP64 extra field per entry, and the ZIP64
+    end record and locator before the classic end record."""
+    infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    cd_offset = struct.unpack("<I", data[data.rfind(b"PK\x05\x06") + 16:][:4])[0]
+    body, cd = data[:cd_offset], b""
+    for i in infos:
+        name = i.filename.encode()
+        extra = struct.pack("<HHQQQ", 1, 24, i.file_size, i.compress_size, i.header_offset)
+        cd += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 45, 45, 0, 0, 0, 0, i.CRC,
+                          0xFFFFFFFF, 0xFFFFFFFF, len(name), len(extra), 0, 0, 0, 0, 0xFFFFFFFF) + name + extra
+    z64_offset = len(body) + len(cd)
+    z64 = struct.pack("<4sQHHIIQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, len(infos), len(infos), len(cd), len(body))
+    locator = struct.pack("<4sIQI", b"PK\x06\x07", 0, z64_offset, 1)
+    eocd = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    out = body + cd + z64 + locator + eocd
+    with zipfile.ZipFile(io.BytesIO(out)) as z:  # Python's reader agrees
+        assert [(x.filename, z.read(x)) for x in z.infolist()] == [(x.filename, zipfile.ZipFile(io.BytesIO(data)).read(x)) for x in infos]
+    return out
 
 
 def write(path, data):
@@ -309,6 +332,8 @@ def main():
     save_good(out, "views.pt", views_state())
     save_good(out, "graphmert.bin", graphmert_state())
     save_good(out, "ints.pt", ints_state())
+    with open(os.path.join(out, "views.pt"), "rb") as f:
+        write(os.path.join(out, "views_zip64.pt"), as_zip64(f.read()))
     bad_files(out, os.path.join(out, "views.pt"))
     print(f"wrote fixtures to {out} with torch {torch.__version__}")
 
