@@ -84,6 +84,11 @@ describe("gm.torch_load", function()
     for _, name in ipairs { "proj.weight", "proj.bias", "norm.weight", "norm.bias" } do assert.is_not_nil(got[name], name) end
     assert.is_nil(got._metadata)
     assert.is_true(got.tied_a:to_bytes() == got.tied_b:to_bytes())
+    -- one tensor under both names, as torch.load gives one storage: writing one writes the other
+    got.tied_a:fill_(3)
+    assert.same({ { 3, 3 }, { 3, 3 } }, got.tied_b:totable())
+    got.shared_head:fill_(9) -- views of one storage at different offsets stay separate tensors
+    assert.same({ 2, 2.25, 2.5, 2.75 }, got.shared_tail:totable()[1])
   end)
 
   it("reads a checkpoint with the official GraphMERT names, written as save_pretrained(safe_serialization=False)", function()

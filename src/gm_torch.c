@@ -220,6 +220,34 @@ static int same_view(const gm_pvalue *x, const gm_pvalue *y) {
   return 1;
 }
 
+/* Tied weights are found through a hash of the views read so far (a hostile pickle with
+ * millions of entries must not make this quadratic): FNV-1a over the storage key, offset, sizes
+ * and strides; slots hold 1 + the index into the state dict, 0 when free. */
+static uint64_t view_hash(const gm_pvalue *t) {
+  uint64_t h = 1469598103934665603ull;
+  for (const unsigned char *c = (const unsigned char *)t->u.tensor.storage->u.storage.key; *c; c++) h = (h ^ *c) * 1099511628211ull;
+  int64_t words[1 + 2 * GM_MAX_DIMS] = {t->u.tensor.offset};
+  memcpy(words + 1, t->u.tensor.size, sizeof(int64_t) * (size_t)t->u.tensor.ndim);
+  memcpy(words + 1 + t->u.tensor.ndim, t->u.tensor.stride, sizeof(int64_t) * (size_t)t->u.tensor.ndim);
+  for (int i = 0; i < 1 + 2 * t->u.tensor.ndim; i++) h = (h ^ (uint64_t)words[i]) * 1099511628211ull;
+  return h;
+}
+
+typedef struct view_table {
+  const gm_pvalue **views; /* by state dict index */
+  int *slots;
+  size_t mask;
+} view_table;
+
+/* The state dict index of an equal view read before, or -1 (then *slot is where to put it). */
+static int view_find(const view_table *vt, const gm_pvalue *t, size_t *slot) {
+  size_t i = (size_t)view_hash(t) & vt->mask;
+  for (; vt->slots[i]; i = (i + 1) & vt->mask)
+    if (same_view(vt->views[vt->slots[i] - 1], t)) return vt->slots[i] - 1;
+  *slot = i;
+  return -1;
+}
+
 static const char *kind_name(gm_pkind k) {
   static const char *const names[] = {"None", "bool", "int", "float", "string", "tuple", "list",
                                       "dict", "global", "storage", "tensor"};
@@ -230,8 +258,16 @@ static const char *kind_name(gm_pkind k) {
 static gm_status fill(const gm_source *src, const gm_zip *zip, const char *prefix, const gm_pvalue *root,
                       int skip_non_float, gm_state_dict *sd) {
   int64_t n = root->u.seq.n / 2;
-  const gm_pvalue **views = gm_malloc(sizeof(gm_pvalue *) * (size_t)(n ? n : 1));
-  if (!views) return gm_last_status();
+  view_table vt = {.mask = 1};
+  while (vt.mask + 1 < 2 * (size_t)n) vt.mask = 2 * vt.mask + 1;
+  vt.views = gm_malloc(sizeof(gm_pvalue *) * (size_t)(n ? n : 1));
+  vt.slots = gm_malloc(sizeof(int) * (vt.mask + 1));
+  if (!vt.views || !vt.slots) {
+    gm_free(vt.views);
+    gm_free(vt.slots);
+    return gm_last_status();
+  }
+  memset(vt.slots, 0, sizeof(int) * (vt.mask + 1));
   gm_status st = GM_OK;
   for (int64_t i = 0; i < n && st == GM_OK; i++) {
     const gm_pvalue *key = root->u.seq.items[2 * i], *val = root->u.seq.items[2 * i + 1];
@@ -264,24 +300,23 @@ static gm_status fill(const gm_source *src, const gm_zip *zip, const char *prefi
       }
       continue;
     }
-    gm_tensor *t = NULL;
-    for (int j = 0; j < sd->count && !t; j++) /* tied weights: one tensor under both names */
-      if (same_view(views[j], val)) {
-        t = sd->tensors[j];
-        gm_tensor_retain(t);
-      }
-    if (!t) t = read_tensor(src, zip, prefix, name, val);
+    size_t slot = 0;
+    int tied = view_find(&vt, val, &slot); /* tied weights: one tensor under both names */
+    gm_tensor *t = tied >= 0 ? sd->tensors[tied] : read_tensor(src, zip, prefix, name, val);
+    if (tied >= 0) gm_tensor_retain(t);
     char *copy = t ? copy_string(name) : NULL;
     if (!copy) {
       gm_tensor_release(t);
       st = gm_last_status();
       break;
     }
-    views[sd->count] = val;
+    if (tied < 0) vt.slots[slot] = sd->count + 1;
+    vt.views[sd->count] = val;
     sd->names[sd->count] = copy;
     sd->tensors[sd->count++] = t;
   }
-  gm_free(views);
+  gm_free(vt.views);
+  gm_free(vt.slots);
   return st;
 }
 
