@@ -351,13 +351,16 @@ void gm_convert_to_f32(float *dst, const void *src, int64_t n, gm_dtype dtype);
 gm_tensor *gm_tensor_from_bytes(const void *data, size_t bytes, int ndim, const int64_t *shape,
                                 gm_dtype dtype);
 
+/* ---- PyTorch checkpoints (gm_torch.c, gm_unpickle.c, gm_zip.c) -------------------------------- */
+
 /* A PyTorch checkpoint as torch.save writes it since 1.6 (a zip archive holding data.pkl and one
  * entry per storage) read without running it: the pickle goes through a restricted machine that
  * knows only the opcodes and the globals of a state dict (gm_unpickle.c), and refuses any other
  * callable by name. Float32, float64, float16 and bfloat16 storages become float32 tensors
- * (contiguous copies of strided views); an integer or bool tensor is refused, or left out and
- * listed in skipped when skip_non_float is set. Storages are read from the file one at a time.
- * Messages start with the path. */
+ * (contiguous copies of strided views; entries with the same view, a tied pair, share one
+ * tensor); an integer or bool tensor is refused, or left out and listed in skipped when
+ * skip_non_float is set. Storages are read from the file one at a time. Messages start with the
+ * path. */
 typedef struct gm_state_dict {
   int count;
   char **names;         /* in the pickle's order */
@@ -368,6 +371,7 @@ typedef struct gm_state_dict {
 } gm_state_dict;
 gm_state_dict *gm_torch_load(const char *path, int skip_non_float);
 void gm_state_dict_free(gm_state_dict *sd); /* NULL is fine; releases the tensors still held */
+
 /* One torch.optim.AdamW step in place on p (m, v: its moment buffers); step counts from 1. */
 gm_status gm_adamw_step(gm_tensor *p, const gm_tensor *g, gm_tensor *m, gm_tensor *v, float lr,
                         float beta1, float beta2, float eps, float weight_decay, int64_t step);

@@ -22,23 +22,24 @@ typedef struct storage_type {
 
 static storage_type type_of(gm_pglobal g) {
   switch (g) {
-  case GM_G_FLOAT_STORAGE: return (storage_type){"float32", 4, 1, GM_DTYPE_F32};
-  case GM_G_DOUBLE_STORAGE: return (storage_type){"float64", 8, 1, GM_DTYPE_F64};
-  case GM_G_HALF_STORAGE: return (storage_type){"float16", 2, 1, GM_DTYPE_F16};
-  case GM_G_BFLOAT16_STORAGE: return (storage_type){"bfloat16", 2, 1, GM_DTYPE_BF16};
-  case GM_G_LONG_STORAGE: return (storage_type){"int64", 8, 0, GM_DTYPE_F32};
-  case GM_G_INT_STORAGE: return (storage_type){"int32", 4, 0, GM_DTYPE_F32};
-  case GM_G_SHORT_STORAGE: return (storage_type){"int16", 2, 0, GM_DTYPE_F32};
-  case GM_G_CHAR_STORAGE: return (storage_type){"int8", 1, 0, GM_DTYPE_F32};
-  case GM_G_BYTE_STORAGE: return (storage_type){"uint8", 1, 0, GM_DTYPE_F32};
-  default: return (storage_type){"bool", 1, 0, GM_DTYPE_F32};
+    case GM_G_FLOAT_STORAGE: return (storage_type){"float32", 4, 1, GM_DTYPE_F32};
+    case GM_G_DOUBLE_STORAGE: return (storage_type){"float64", 8, 1, GM_DTYPE_F64};
+    case GM_G_HALF_STORAGE: return (storage_type){"float16", 2, 1, GM_DTYPE_F16};
+    case GM_G_BFLOAT16_STORAGE: return (storage_type){"bfloat16", 2, 1, GM_DTYPE_BF16};
+    case GM_G_LONG_STORAGE: return (storage_type){"int64", 8, 0, GM_DTYPE_F32};
+    case GM_G_INT_STORAGE: return (storage_type){"int32", 4, 0, GM_DTYPE_F32};
+    case GM_G_SHORT_STORAGE: return (storage_type){"int16", 2, 0, GM_DTYPE_F32};
+    case GM_G_CHAR_STORAGE: return (storage_type){"int8", 1, 0, GM_DTYPE_F32};
+    case GM_G_BYTE_STORAGE: return (storage_type){"uint8", 1, 0, GM_DTYPE_F32};
+    default: return (storage_type){"bool", 1, 0, GM_DTYPE_F32};
   }
 }
 
 /* "[2, 3]" for messages */
 static const char *dims_str(int n, const int64_t *d, char *buf, size_t size) {
   size_t k = (size_t)snprintf(buf, size, "[");
-  for (int i = 0; i < n && k < size; i++) k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? ", " : "", (long long)d[i]);
+  for (int i = 0; i < n && k < size; i++)
+    k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? ", " : "", (long long)d[i]);
   if (k < size) snprintf(buf + k, size - k, "]");
   return buf;
 }
@@ -50,12 +51,16 @@ static gm_status view_end(const char *path, const char *name, const gm_pvalue *t
   int n = t->u.tensor.ndim;
   const int64_t *size = t->u.tensor.size, *stride = t->u.tensor.stride;
   int64_t end = t->u.tensor.offset;
-  if (end < 0) return gm_fail(GM_ERR_IO, 1, "%s: %s: negative storage offset %lld", path, name, (long long)end);
+  if (end < 0)
+    return gm_fail(GM_ERR_IO, 1, "%s: %s: negative storage offset %lld", path, name,
+                   (long long)end);
   for (int i = 0; i < n; i++) {
     int64_t reach;
     if (stride[i] < 0)
-      return gm_fail(GM_ERR_IO, 1, "%s: %s: negative stride in %s", path, name, dims_str(n, stride, a, sizeof a));
-    if (__builtin_mul_overflow(size[i] - 1, stride[i], &reach) || __builtin_add_overflow(end, reach, &end))
+      return gm_fail(GM_ERR_IO, 1, "%s: %s: negative stride in %s", path, name,
+                     dims_str(n, stride, a, sizeof a));
+    if (__builtin_mul_overflow(size[i] - 1, stride[i], &reach) ||
+        __builtin_add_overflow(end, reach, &end))
       return gm_fail(GM_ERR_IO, 1, "%s: %s: size %s with stride %s overflows", path, name,
                      dims_str(n, size, a, sizeof a), dims_str(n, stride, b, sizeof b));
   }
@@ -73,7 +78,8 @@ static int is_contiguous(const gm_pvalue *t) {
 }
 
 /* Copies the strided view out of span (which starts at the view's first element), converting. */
-static void gather(float *dst, const unsigned char *span, const gm_pvalue *t, const storage_type *ty) {
+static void gather(float *dst, const unsigned char *span, const gm_pvalue *t,
+                   const storage_type *ty) {
   int n = t->u.tensor.ndim;
   const int64_t *size = t->u.tensor.size, *stride = t->u.tensor.stride;
   int64_t idx[GM_MAX_DIMS] = {0};
@@ -101,37 +107,45 @@ static gm_tensor *read_tensor(const gm_source *src, const gm_zip *zip, const cha
   int n = t->u.tensor.ndim;
   for (int i = 0; i < n; i++)
     if (t->u.tensor.size[i] < 0) {
-      gm_fail(GM_ERR_IO, 1, "%s: %s: negative size in %s", src->name, name, dims_str(n, t->u.tensor.size, a, sizeof a));
+      gm_fail(GM_ERR_IO, 1, "%s: %s: negative size in %s", src->name, name,
+              dims_str(n, t->u.tensor.size, a, sizeof a));
       return NULL;
     }
-  if (snprintf(entry_name, sizeof entry_name, "%s/data/%s", prefix, s->u.storage.key) >= (int)sizeof entry_name) {
-    gm_fail(GM_ERR_IO, 1, "%s: %s: a storage key of %zu bytes", src->name, name, strlen(s->u.storage.key));
+  if (snprintf(entry_name, sizeof entry_name, "%s/data/%s", prefix, s->u.storage.key) >=
+      (int)sizeof entry_name) {
+    gm_fail(GM_ERR_IO, 1, "%s: %s: a storage key of %zu bytes", src->name, name,
+            strlen(s->u.storage.key));
     return NULL;
   }
   const gm_zip_entry *e = gm_zip_find(zip, entry_name);
   if (!e) {
-    gm_fail(GM_ERR_IO, 1, "%s: %s: its storage %s is missing from the archive", src->name, name, entry_name);
+    gm_fail(GM_ERR_IO, 1, "%s: %s: its storage %s is missing from the archive", src->name, name,
+            entry_name);
     return NULL;
   }
   uint64_t numel_storage = (uint64_t)s->u.storage.numel;
   if (numel_storage > e->size / ty.size) {
     gm_fail(GM_ERR_IO, 1, "%s: %s: storage %s holds %llu bytes, but its %llu %s elements need %llu",
-            src->name, name, entry_name, (unsigned long long)e->size, (unsigned long long)numel_storage,
-            ty.torch_dtype, (unsigned long long)(numel_storage * ty.size));
+            src->name, name, entry_name, (unsigned long long)e->size,
+            (unsigned long long)numel_storage, ty.torch_dtype,
+            (unsigned long long)(numel_storage * ty.size));
     return NULL;
   }
   int64_t numel = gm_numel_of(n, t->u.tensor.size), last = 0;
   if (numel < 0) {
-    gm_fail(GM_ERR_IO, 1, "%s: %s: size %s overflows", src->name, name, dims_str(n, t->u.tensor.size, a, sizeof a));
+    gm_fail(GM_ERR_IO, 1, "%s: %s: size %s overflows", src->name, name,
+            dims_str(n, t->u.tensor.size, a, sizeof a));
     return NULL;
   }
   if (numel > 0 && view_end(src->name, name, t, &last) != GM_OK) return NULL;
   if (numel > 0 && (uint64_t)last >= numel_storage) {
     char b[GM_SHAPE_BUF * 2];
-    gm_fail(GM_ERR_IO, 1, "%s: %s: size %s, stride %s from offset %lld reach element %lld of a storage "
-            "of %llu (damaged or hostile file)", src->name, name, dims_str(n, t->u.tensor.size, a, sizeof a),
-            dims_str(n, t->u.tensor.stride, b, sizeof b), (long long)t->u.tensor.offset, (long long)last,
-            (unsigned long long)numel_storage);
+    gm_fail(GM_ERR_IO, 1,
+            "%s: %s: size %s, stride %s from offset %lld reach element %lld of a storage "
+            "of %llu (damaged or hostile file)",
+            src->name, name, dims_str(n, t->u.tensor.size, a, sizeof a),
+            dims_str(n, t->u.tensor.stride, b, sizeof b), (long long)t->u.tensor.offset,
+            (long long)last, (unsigned long long)numel_storage);
     return NULL;
   }
   gm_tensor *out = gm_tensor_empty(n, t->u.tensor.size);
@@ -165,19 +179,22 @@ fail:
 }
 
 /* The one "<prefix>/data.pkl" of the archive (torch.save's prefix is the archive's name). */
-static const gm_zip_entry *find_pickle(const gm_source *src, const gm_zip *zip, char *prefix, size_t size) {
+static const gm_zip_entry *find_pickle(const gm_source *src, const gm_zip *zip, char *prefix,
+                                       size_t size) {
   const gm_zip_entry *found = NULL;
   for (int i = 0; i < zip->count; i++) {
     const char *nm = zip->entries[i].name, *slash = strchr(nm, '/');
     if (!slash || strcmp(slash, "/data.pkl") != 0) continue;
     if (found) {
-      gm_fail(GM_ERR_IO, 1, "%s: two pickles in one archive (%s and %s)", src->name, found->name, nm);
+      gm_fail(GM_ERR_IO, 1, "%s: two pickles in one archive (%s and %s)", src->name, found->name,
+              nm);
       return NULL;
     }
     found = &zip->entries[i];
   }
   if (!found) {
-    gm_fail(GM_ERR_IO, 1, "%s: no <name>/data.pkl in the zip archive (not a torch.save checkpoint?)", src->name);
+    gm_fail(GM_ERR_IO, 1,
+            "%s: no <name>/data.pkl in the zip archive (not a torch.save checkpoint?)", src->name);
     return NULL;
   }
   size_t len = (size_t)(strchr(found->name, '/') - found->name);
@@ -196,11 +213,14 @@ static gm_status check_byteorder(const gm_source *src, const gm_zip *zip, const 
   snprintf(name, sizeof name, "%s/byteorder", prefix);
   const gm_zip_entry *e = gm_zip_find(zip, name);
   if (!e) return GM_OK;
-  if (e->size >= sizeof order) return gm_fail(GM_ERR_IO, 1, "%s: a byteorder entry of %llu bytes", src->name, (unsigned long long)e->size);
+  if (e->size >= sizeof order)
+    return gm_fail(GM_ERR_IO, 1, "%s: a byteorder entry of %llu bytes", src->name,
+                   (unsigned long long)e->size);
   gm_status st = gm_source_read(src, e->data_offset, order, (size_t)e->size);
   if (st != GM_OK) return st;
   if (strcmp(order, "little") != 0)
-    return gm_fail(GM_ERR_IO, 1, "%s: byte order \"%s\": only little-endian checkpoints are read", src->name, order);
+    return gm_fail(GM_ERR_IO, 1, "%s: byte order \"%s\": only little-endian checkpoints are read",
+                   src->name, order);
   return GM_OK;
 }
 
@@ -216,7 +236,9 @@ static int same_view(const gm_pvalue *x, const gm_pvalue *y) {
     return 0;
   if (x->u.tensor.offset != y->u.tensor.offset || x->u.tensor.ndim != y->u.tensor.ndim) return 0;
   for (int i = 0; i < x->u.tensor.ndim; i++)
-    if (x->u.tensor.size[i] != y->u.tensor.size[i] || x->u.tensor.stride[i] != y->u.tensor.stride[i]) return 0;
+    if (x->u.tensor.size[i] != y->u.tensor.size[i] ||
+        x->u.tensor.stride[i] != y->u.tensor.stride[i])
+      return 0;
   return 1;
 }
 
@@ -225,11 +247,14 @@ static int same_view(const gm_pvalue *x, const gm_pvalue *y) {
  * and strides; slots hold 1 + the index into the state dict, 0 when free. */
 static uint64_t view_hash(const gm_pvalue *t) {
   uint64_t h = 1469598103934665603ull;
-  for (const unsigned char *c = (const unsigned char *)t->u.tensor.storage->u.storage.key; *c; c++) h = (h ^ *c) * 1099511628211ull;
+  for (const unsigned char *c = (const unsigned char *)t->u.tensor.storage->u.storage.key; *c; c++)
+    h = (h ^ *c) * 1099511628211ull;
   int64_t words[1 + 2 * GM_MAX_DIMS] = {t->u.tensor.offset};
   memcpy(words + 1, t->u.tensor.size, sizeof(int64_t) * (size_t)t->u.tensor.ndim);
-  memcpy(words + 1 + t->u.tensor.ndim, t->u.tensor.stride, sizeof(int64_t) * (size_t)t->u.tensor.ndim);
-  for (int i = 0; i < 1 + 2 * t->u.tensor.ndim; i++) h = (h ^ (uint64_t)words[i]) * 1099511628211ull;
+  memcpy(words + 1 + t->u.tensor.ndim, t->u.tensor.stride,
+         sizeof(int64_t) * (size_t)t->u.tensor.ndim);
+  for (int i = 0; i < 1 + 2 * t->u.tensor.ndim; i++)
+    h = (h ^ (uint64_t)words[i]) * 1099511628211ull;
   return h;
 }
 
@@ -249,14 +274,14 @@ static int view_find(const view_table *vt, const gm_pvalue *t, size_t *slot) {
 }
 
 static const char *kind_name(gm_pkind k) {
-  static const char *const names[] = {"None", "bool", "int", "float", "string", "tuple", "list",
-                                      "dict", "global", "storage", "tensor"};
+  static const char *const names[] = {"None", "bool", "int",    "float",   "string", "tuple",
+                                      "list", "dict", "global", "storage", "tensor"};
   return names[k];
 }
 
 /* Each entry of the root dict as a tensor, or skipped, or an error naming it. */
-static gm_status fill(const gm_source *src, const gm_zip *zip, const char *prefix, const gm_pvalue *root,
-                      int skip_non_float, gm_state_dict *sd) {
+static gm_status fill(const gm_source *src, const gm_zip *zip, const char *prefix,
+                      const gm_pvalue *root, int skip_non_float, gm_state_dict *sd) {
   int64_t n = root->u.seq.n / 2;
   view_table vt = {.mask = 1};
   while (vt.mask + 1 < 2 * (size_t)n) vt.mask = 2 * vt.mask + 1;
@@ -272,20 +297,24 @@ static gm_status fill(const gm_source *src, const gm_zip *zip, const char *prefi
   for (int64_t i = 0; i < n && st == GM_OK; i++) {
     const gm_pvalue *key = root->u.seq.items[2 * i], *val = root->u.seq.items[2 * i + 1];
     if (key->kind != GM_P_STRING || strlen(key->u.str.s) != key->u.str.len) {
-      st = gm_fail(GM_ERR_IO, 1, "%s: a state dict key that is not a string (a %s)", src->name, kind_name(key->kind));
+      st = gm_fail(GM_ERR_IO, 1, "%s: a state dict key that is not a string (a %s)", src->name,
+                   kind_name(key->kind));
       break;
     }
     const char *name = key->u.str.s;
     if (val->kind != GM_P_TENSOR) {
-      st = gm_fail(GM_ERR_IO, 1, "%s: %s is a %s, not a tensor (only state dicts of tensors are read)",
-                   src->name, name, kind_name(val->kind));
+      st = gm_fail(GM_ERR_IO, 1,
+                   "%s: %s is a %s, not a tensor (only state dicts of tensors are read)", src->name,
+                   name, kind_name(val->kind));
       break;
     }
     storage_type ty = type_of(val->u.tensor.storage->u.storage.type);
     if (!ty.is_float) {
       if (!skip_non_float) {
-        st = gm_fail(GM_ERR_IO, 1, "%s: %s has dtype %s; only float32, float64, float16 and bfloat16 "
-                     "tensors are read (skip_non_float leaves the others out)", src->name, name, ty.torch_dtype);
+        st = gm_fail(GM_ERR_IO, 1,
+                     "%s: %s has dtype %s; only float32, float64, float16 and bfloat16 "
+                     "tensors are read (skip_non_float leaves the others out)",
+                     src->name, name, ty.torch_dtype);
         break;
       }
       int k = sd->skipped_count;
@@ -341,8 +370,10 @@ gm_state_dict *gm_torch_load_source(const gm_source *src, int skip_non_float) {
   unsigned char magic[2] = {0, 0};
   if (src->size >= 2 && gm_source_read(src, 0, magic, 2) != GM_OK) return NULL;
   if (magic[0] == 0x80 && magic[1] <= 5) {
-    gm_fail(GM_ERR_IO, 1, "%s: a bare pickle, the format torch.save wrote before PyTorch 1.6; save it "
-            "again with a newer torch (it writes a zip archive)", src->name);
+    gm_fail(GM_ERR_IO, 1,
+            "%s: a bare pickle, the format torch.save wrote before PyTorch 1.6; save it "
+            "again with a newer torch (it writes a zip archive)",
+            src->name);
     return NULL;
   }
   gm_zip *zip = gm_zip_open(src);
@@ -353,7 +384,8 @@ gm_state_dict *gm_torch_load_source(const gm_source *src, int skip_non_float) {
   const gm_zip_entry *pe = find_pickle(src, zip, prefix, sizeof prefix);
   if (!pe || check_byteorder(src, zip, prefix) != GM_OK) goto done;
   if (pe->size > MAX_PICKLE) {
-    gm_fail(GM_ERR_IO, 1, "%s: %s of %llu bytes is too large", src->name, pe->name, (unsigned long long)pe->size);
+    gm_fail(GM_ERR_IO, 1, "%s: %s of %llu bytes is too large", src->name, pe->name,
+            (unsigned long long)pe->size);
     goto done;
   }
   pickle = gm_malloc(pe->size ? (size_t)pe->size : 1);
@@ -363,7 +395,8 @@ gm_state_dict *gm_torch_load_source(const gm_source *src, int skip_non_float) {
   if (!u) goto done;
   const gm_pvalue *root = gm_unpickled_root(u);
   if (root->kind != GM_P_DICT) {
-    gm_fail(GM_ERR_IO, 1, "%s: the pickle holds a %s, not a state dict", src->name, kind_name(root->kind));
+    gm_fail(GM_ERR_IO, 1, "%s: the pickle holds a %s, not a state dict", src->name,
+            kind_name(root->kind));
     goto done;
   }
   sd = new_state_dict(root->u.seq.n / 2);
@@ -391,7 +424,8 @@ gm_state_dict *gm_torch_load(const char *path, int skip_non_float) {
   else if (!S_ISREG(sb.st_mode))
     gm_fail(GM_ERR_IO, 1, "%s: not a regular file", path);
   else
-    sd = gm_torch_load_source(&(gm_source){.name = path, .fd = fd, .size = (uint64_t)sb.st_size}, skip_non_float);
+    sd = gm_torch_load_source(&(gm_source){.name = path, .fd = fd, .size = (uint64_t)sb.st_size},
+                              skip_non_float);
   close(fd);
   return sd;
 }

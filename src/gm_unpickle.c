@@ -79,7 +79,7 @@ static gm_status fail(machine *m, const char *fmt, ...) {
   return gm_fail(GM_ERR_IO, 1, "%s: %s (opcode at byte %zu)", m->what, msg, m->op_pos);
 }
 
-/* ---- the arena -------------------------------------------------------------------------------- */
+/* ---- the arena ------------------------------------------------------------------------------- */
 
 static void *arena_alloc(machine *m, size_t bytes) {
   gm_unpickled *u = m->u;
@@ -140,12 +140,13 @@ static gm_status seq_extend(machine *m, gm_pvalue *v, gm_pvalue *const *items, i
   return GM_OK;
 }
 
-/* ---- stack, marks, memo ------------------------------------------------------------------------ */
+/* ---- stack, marks, memo ---------------------------------------------------------------------- */
 
 static gm_status grow(machine *m, gm_pvalue ***array, int64_t *cap, int64_t need, int64_t limit,
                       const char *what) {
   if (need <= *cap) return GM_OK;
-  if (need > limit) return fail(m, "the %s would pass its limit of %lld entries", what, (long long)limit);
+  if (need > limit)
+    return fail(m, "the %s would pass its limit of %lld entries", what, (long long)limit);
   int64_t n = *cap ? *cap : 64;
   while (n < need) n *= 2;
   if (n > limit) n = limit;
@@ -200,10 +201,11 @@ static gm_status memo_get(machine *m, int64_t index) {
   return push(m, m->memo[index]);
 }
 
-/* ---- reading the opcode stream ----------------------------------------------------------------- */
+/* ---- reading the opcode stream --------------------------------------------------------------- */
 
 static gm_status need(machine *m, size_t n) {
-  if (n > m->size - m->pos) return fail(m, "the pickle ends in the middle of an opcode (truncated?)");
+  if (n > m->size - m->pos)
+    return fail(m, "the pickle ends in the middle of an opcode (truncated?)");
   return GM_OK;
 }
 
@@ -253,7 +255,8 @@ static gm_status read_line(machine *m, const char **s, size_t *len) {
   return GM_OK;
 }
 
-static gm_status push_global(machine *m, const char *module, size_t mlen, const char *name, size_t nlen) {
+static gm_status push_global(machine *m, const char *module, size_t mlen, const char *name,
+                             size_t nlen) {
   for (int g = 0; g < NGLOBALS; g++)
     if (strlen(globals[g].module) == mlen && memcmp(globals[g].module, module, mlen) == 0 &&
         strlen(globals[g].name) == nlen && memcmp(globals[g].name, name, nlen) == 0) {
@@ -265,15 +268,19 @@ static gm_status push_global(machine *m, const char *module, size_t mlen, const 
   char shown[160];
   size_t k = 0;
   for (size_t i = 0; i < mlen + 1 + nlen && k < sizeof shown - 4; i++) {
-    unsigned char c = i < mlen ? (unsigned char)module[i] : i == mlen ? '.' : (unsigned char)name[i - mlen - 1];
+    unsigned char c = i < mlen    ? (unsigned char)module[i]
+                      : i == mlen ? '.'
+                                  : (unsigned char)name[i - mlen - 1];
     shown[k++] = c >= 32 && c < 127 ? (char)c : '?';
   }
   shown[k] = 0;
-  return fail(m, "refusing to load: pickle calls %s (a state dict needs only OrderedDict, "
-              "torch._utils._rebuild_tensor_v2 / _rebuild_parameter and torch.*Storage)", shown);
+  return fail(m,
+              "refusing to load: pickle calls %s (a state dict needs only OrderedDict, "
+              "torch._utils._rebuild_tensor_v2 / _rebuild_parameter and torch.*Storage)",
+              shown);
 }
 
-/* ---- REDUCE: the allowlisted calls, evaluated here -------------------------------------------- */
+/* ---- REDUCE: the allowlisted calls, evaluated here ------------------------------------------- */
 
 static int is_int(const gm_pvalue *v) { return v->kind == GM_P_INT || v->kind == GM_P_BOOL; }
 
@@ -283,14 +290,16 @@ static gm_status int_tuple(machine *m, const gm_pvalue *v, const char *what, int
     return fail(m, "_rebuild_tensor_v2: a %s of %lld dimensions (at most %d)", what,
                 (long long)v->u.seq.n, GM_MAX_DIMS);
   for (int64_t i = 0; i < v->u.seq.n; i++) {
-    if (!is_int(v->u.seq.items[i])) return fail(m, "_rebuild_tensor_v2: the %s holds a non-integer", what);
+    if (!is_int(v->u.seq.items[i]))
+      return fail(m, "_rebuild_tensor_v2: the %s holds a non-integer", what);
     out[i] = v->u.seq.items[i]->u.i;
   }
   *n = (int)v->u.seq.n;
   return GM_OK;
 }
 
-/* _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata]) */
+/* _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks[,
+ * metadata]) */
 static gm_pvalue *rebuild_tensor(machine *m, const gm_pvalue *args) {
   int64_t n = args->u.seq.n;
   gm_pvalue *const *a = args->u.seq.items;
@@ -329,20 +338,20 @@ static gm_status reduce(machine *m) {
   gm_pvalue *const *a = args->u.seq.items;
   int64_t n = args->u.seq.n;
   switch (callable->u.global) {
-  case GM_G_ORDERED_DICT: /* OrderedDict(): the items follow with SETITEMS */
-    if (n != 0) return fail(m, "OrderedDict called with arguments");
-    return push(m, new_seq(m, GM_P_DICT, NULL, 0));
-  case GM_G_REBUILD_TENSOR_V2:
-    return push(m, rebuild_tensor(m, args));
-  case GM_G_REBUILD_PARAMETER: /* (tensor, requires_grad, backward_hooks): the tensor itself */
-    if (n != 3 || a[0]->kind != GM_P_TENSOR)
-      return fail(m, "_rebuild_parameter without a tensor and two flags");
-    return push(m, a[0]);
-  case GM_G_SIZE: /* torch.Size((d0, d1, ...)) is the tuple */
-    if (n != 1 || a[0]->kind != GM_P_TUPLE) return fail(m, "torch.Size without a tuple");
-    return push(m, a[0]);
-  default:
-    return fail(m, "refusing to load: pickle calls %s as a function", gm_pglobal_name(callable->u.global));
+    case GM_G_ORDERED_DICT: /* OrderedDict(): the items follow with SETITEMS */
+      if (n != 0) return fail(m, "OrderedDict called with arguments");
+      return push(m, new_seq(m, GM_P_DICT, NULL, 0));
+    case GM_G_REBUILD_TENSOR_V2: return push(m, rebuild_tensor(m, args));
+    case GM_G_REBUILD_PARAMETER: /* (tensor, requires_grad, backward_hooks): the tensor itself */
+      if (n != 3 || a[0]->kind != GM_P_TENSOR)
+        return fail(m, "_rebuild_parameter without a tensor and two flags");
+      return push(m, a[0]);
+    case GM_G_SIZE: /* torch.Size((d0, d1, ...)) is the tuple */
+      if (n != 1 || a[0]->kind != GM_P_TUPLE) return fail(m, "torch.Size without a tuple");
+      return push(m, a[0]);
+    default:
+      return fail(m, "refusing to load: pickle calls %s as a function",
+                  gm_pglobal_name(callable->u.global));
   }
 }
 
@@ -378,7 +387,8 @@ static gm_status setitems(machine *m, int64_t base) {
 }
 
 static gm_status appends(machine *m, int64_t base) {
-  if (base < 1 || m->stack[base - 1]->kind != GM_P_LIST) return fail(m, "APPENDS on something that is not a list");
+  if (base < 1 || m->stack[base - 1]->kind != GM_P_LIST)
+    return fail(m, "APPENDS on something that is not a list");
   gm_status st = seq_extend(m, m->stack[base - 1], m->stack + base, m->sp - base);
   m->sp = base;
   return st;
@@ -407,120 +417,122 @@ static gm_status step(machine *m, int *stop) {
   if ((st = need(m, 1)) != GM_OK) return st;
   unsigned char op = m->data[m->pos++];
   switch (op) {
-  case 0x80: /* PROTO */
-    if ((st = arg_uint(m, 1, &n)) != GM_OK) return st;
-    return n >= 2 && n <= 5 ? GM_OK : fail(m, "pickle protocol %u (2 to 5 are read)", (unsigned)n);
-  case 0x95: /* FRAME: a length hint */
-    return arg_uint(m, 8, &n);
-  case '.': /* STOP */
-    if (m->sp != 1 || m->nmarks) return fail(m, "STOP with %lld values on the stack", (long long)m->sp);
-    m->u->root = m->stack[0];
-    *stop = 1;
-    return GM_OK;
-  case '(': /* MARK */
-    if (m->nmarks == MAX_MARKS) return fail(m, "marks nested more than %d deep", MAX_MARKS);
-    m->marks[m->nmarks++] = m->sp;
-    return GM_OK;
-  case 'N': return push(m, new_value(m, GM_P_NONE));
-  case 0x88: /* NEWTRUE */
-  case 0x89: { /* NEWFALSE */
-    gm_pvalue *v = new_value(m, GM_P_BOOL);
-    if (v) v->u.i = op == 0x88;
-    return push(m, v);
-  }
-  case 'K': /* BININT1 */
-  case 'M': /* BININT2 */
-    if ((st = arg_uint(m, op == 'K' ? 1 : 2, &n)) != GM_OK) return st;
-    return push_int(m, (int64_t)n);
-  case 'J': /* BININT: signed 32 bits */
-    if ((st = arg_uint(m, 4, &n)) != GM_OK) return st;
-    return push_int(m, (int64_t)(int32_t)(uint32_t)n);
-  case 0x8a: { /* LONG1: n bytes of two's complement */
-    uint64_t len;
-    if ((st = arg_uint(m, 1, &len)) != GM_OK) return st;
-    if (len > 8) return fail(m, "an integer of %u bytes (at most 8 are read)", (unsigned)len);
-    if ((st = arg_uint(m, (int)len, &n)) != GM_OK) return st;
-    if (len > 0 && len < 8 && (n >> (8 * len - 1)) & 1) n |= ~(uint64_t)0 << (8 * len);
-    return push_int(m, (int64_t)n);
-  }
-  case 'G': { /* BINFLOAT: big-endian double */
-    if ((st = need(m, 8)) != GM_OK) return st;
-    uint64_t bits = 0;
-    for (int i = 0; i < 8; i++) bits = bits << 8 | m->data[m->pos + (size_t)i];
-    m->pos += 8;
-    gm_pvalue *v = new_value(m, GM_P_FLOAT);
-    if (v) memcpy(&v->u.f, &bits, 8);
-    return push(m, v);
-  }
-  case 'X': /* BINUNICODE */
-  case 'B': /* BINBYTES */
-    if ((st = arg_uint(m, 4, &n)) != GM_OK) return st;
-    return push_string(m, n);
-  case 'T': /* BINSTRING: a signed length */
-    if ((st = arg_uint(m, 4, &n)) != GM_OK) return st;
-    if ((int32_t)(uint32_t)n < 0) return fail(m, "a string of negative length");
-    return push_string(m, n);
-  case 0x8c: /* SHORT_BINUNICODE */
-  case 'U':  /* SHORT_BINSTRING */
-  case 'C':  /* SHORT_BINBYTES */
-    if ((st = arg_uint(m, 1, &n)) != GM_OK) return st;
-    return push_string(m, n);
-  case 'c': { /* GLOBAL */
-    const char *mod = NULL, *name = NULL;
-    size_t mlen = 0, nlen = 0;
-    if ((st = read_line(m, &mod, &mlen)) != GM_OK || (st = read_line(m, &name, &nlen)) != GM_OK) return st;
-    return push_global(m, mod, mlen, name, nlen);
-  }
-  case 0x93: { /* STACK_GLOBAL */
-    gm_pvalue *name = pop(m), *mod = name ? pop(m) : NULL;
-    if (!mod) return gm_last_status();
-    if (mod->kind != GM_P_STRING || name->kind != GM_P_STRING) return fail(m, "STACK_GLOBAL without two strings");
-    return push_global(m, mod->u.str.s, mod->u.str.len, name->u.str.s, name->u.str.len);
-  }
-  case ')': return push(m, new_seq(m, GM_P_TUPLE, NULL, 0));
-  case ']': return push(m, new_seq(m, GM_P_LIST, NULL, 0));
-  case '}': return push(m, new_seq(m, GM_P_DICT, NULL, 0));
-  case 0x85: /* TUPLE1 */
-  case 0x86: /* TUPLE2 */
-  case 0x87: { /* TUPLE3 */
-    int64_t k = op - 0x84;
-    if (m->sp - floor_of(m) < k) return fail(m, "TUPLE%d with fewer items on the stack", (int)k);
-    return collect(m, m->sp - k, GM_P_TUPLE);
-  }
-  case 't': /* TUPLE */
-  case 'l': /* LIST */
-  case 'd': /* DICT */
-  case 'e': /* APPENDS */
-  case 'u': { /* SETITEMS */
-    int64_t base = 0;
-    if ((st = pop_mark(m, &base)) != GM_OK) return st;
-    if (op == 'e') return appends(m, base);
-    if (op == 'u') return setitems(m, base);
-    return collect(m, base, op == 't' ? GM_P_TUPLE : op == 'l' ? GM_P_LIST : GM_P_DICT);
-  }
-  case 'a': /* APPEND */
-    if (m->sp - floor_of(m) < 2) return fail(m, "APPEND without a list and an item");
-    return appends(m, m->sp - 1);
-  case 's': /* SETITEM */
-    if (m->sp - floor_of(m) < 3) return fail(m, "SETITEM without a dict, a key and a value");
-    return setitems(m, m->sp - 2);
-  case 'q': /* BINPUT */
-  case 'r': /* LONG_BINPUT */
-    if ((st = arg_uint(m, op == 'q' ? 1 : 4, &n)) != GM_OK) return st;
-    return memo_put(m, (int64_t)n);
-  case 0x94: /* MEMOIZE */
-    return memo_put(m, m->memo_count);
-  case 'h': /* BINGET */
-  case 'j': /* LONG_BINGET */
-    if ((st = arg_uint(m, op == 'h' ? 1 : 4, &n)) != GM_OK) return st;
-    return memo_get(m, (int64_t)n);
-  case 'Q': return persistent_load(m); /* BINPERSID */
-  case 'R': return reduce(m);
-  case 'b': return build(m);
-  default:
-    return fail(m, "opcode 0x%02x%s%c%s is not one torch.save writes for a state dict", op,
-                op >= 32 && op < 127 ? " ('" : "", op >= 32 && op < 127 ? op : ' ',
-                op >= 32 && op < 127 ? "')" : "");
+    case 0x80: /* PROTO */
+      if ((st = arg_uint(m, 1, &n)) != GM_OK) return st;
+      return n >= 2 && n <= 5 ? GM_OK
+                              : fail(m, "pickle protocol %u (2 to 5 are read)", (unsigned)n);
+    case 0x95: /* FRAME: a length hint */ return arg_uint(m, 8, &n);
+    case '.': /* STOP */
+      if (m->sp != 1 || m->nmarks)
+        return fail(m, "STOP with %lld values on the stack", (long long)m->sp);
+      m->u->root = m->stack[0];
+      *stop = 1;
+      return GM_OK;
+    case '(': /* MARK */
+      if (m->nmarks == MAX_MARKS) return fail(m, "marks nested more than %d deep", MAX_MARKS);
+      m->marks[m->nmarks++] = m->sp;
+      return GM_OK;
+    case 'N': return push(m, new_value(m, GM_P_NONE));
+    case 0x88:   /* NEWTRUE */
+    case 0x89: { /* NEWFALSE */
+      gm_pvalue *v = new_value(m, GM_P_BOOL);
+      if (v) v->u.i = op == 0x88;
+      return push(m, v);
+    }
+    case 'K': /* BININT1 */
+    case 'M': /* BININT2 */
+      if ((st = arg_uint(m, op == 'K' ? 1 : 2, &n)) != GM_OK) return st;
+      return push_int(m, (int64_t)n);
+    case 'J': /* BININT: signed 32 bits */
+      if ((st = arg_uint(m, 4, &n)) != GM_OK) return st;
+      return push_int(m, (int64_t)(int32_t)(uint32_t)n);
+    case 0x8a: { /* LONG1: n bytes of two's complement */
+      uint64_t len;
+      if ((st = arg_uint(m, 1, &len)) != GM_OK) return st;
+      if (len > 8) return fail(m, "an integer of %u bytes (at most 8 are read)", (unsigned)len);
+      if ((st = arg_uint(m, (int)len, &n)) != GM_OK) return st;
+      if (len > 0 && len < 8 && (n >> (8 * len - 1)) & 1) n |= ~(uint64_t)0 << (8 * len);
+      return push_int(m, (int64_t)n);
+    }
+    case 'G': { /* BINFLOAT: big-endian double */
+      if ((st = need(m, 8)) != GM_OK) return st;
+      uint64_t bits = 0;
+      for (int i = 0; i < 8; i++) bits = bits << 8 | m->data[m->pos + (size_t)i];
+      m->pos += 8;
+      gm_pvalue *v = new_value(m, GM_P_FLOAT);
+      if (v) memcpy(&v->u.f, &bits, 8);
+      return push(m, v);
+    }
+    case 'X': /* BINUNICODE */
+    case 'B': /* BINBYTES */
+      if ((st = arg_uint(m, 4, &n)) != GM_OK) return st;
+      return push_string(m, n);
+    case 'T': /* BINSTRING: a signed length */
+      if ((st = arg_uint(m, 4, &n)) != GM_OK) return st;
+      if ((int32_t)(uint32_t)n < 0) return fail(m, "a string of negative length");
+      return push_string(m, n);
+    case 0x8c: /* SHORT_BINUNICODE */
+    case 'U':  /* SHORT_BINSTRING */
+    case 'C':  /* SHORT_BINBYTES */
+      if ((st = arg_uint(m, 1, &n)) != GM_OK) return st;
+      return push_string(m, n);
+    case 'c': { /* GLOBAL */
+      const char *mod = NULL, *name = NULL;
+      size_t mlen = 0, nlen = 0;
+      if ((st = read_line(m, &mod, &mlen)) != GM_OK || (st = read_line(m, &name, &nlen)) != GM_OK)
+        return st;
+      return push_global(m, mod, mlen, name, nlen);
+    }
+    case 0x93: { /* STACK_GLOBAL */
+      gm_pvalue *name = pop(m), *mod = name ? pop(m) : NULL;
+      if (!mod) return gm_last_status();
+      if (mod->kind != GM_P_STRING || name->kind != GM_P_STRING)
+        return fail(m, "STACK_GLOBAL without two strings");
+      return push_global(m, mod->u.str.s, mod->u.str.len, name->u.str.s, name->u.str.len);
+    }
+    case ')': return push(m, new_seq(m, GM_P_TUPLE, NULL, 0));
+    case ']': return push(m, new_seq(m, GM_P_LIST, NULL, 0));
+    case '}': return push(m, new_seq(m, GM_P_DICT, NULL, 0));
+    case 0x85:   /* TUPLE1 */
+    case 0x86:   /* TUPLE2 */
+    case 0x87: { /* TUPLE3 */
+      int64_t k = op - 0x84;
+      if (m->sp - floor_of(m) < k) return fail(m, "TUPLE%d with fewer items on the stack", (int)k);
+      return collect(m, m->sp - k, GM_P_TUPLE);
+    }
+    case 't':   /* TUPLE */
+    case 'l':   /* LIST */
+    case 'd':   /* DICT */
+    case 'e':   /* APPENDS */
+    case 'u': { /* SETITEMS */
+      int64_t base = 0;
+      if ((st = pop_mark(m, &base)) != GM_OK) return st;
+      if (op == 'e') return appends(m, base);
+      if (op == 'u') return setitems(m, base);
+      return collect(m, base, op == 't' ? GM_P_TUPLE : op == 'l' ? GM_P_LIST : GM_P_DICT);
+    }
+    case 'a': /* APPEND */
+      if (m->sp - floor_of(m) < 2) return fail(m, "APPEND without a list and an item");
+      return appends(m, m->sp - 1);
+    case 's': /* SETITEM */
+      if (m->sp - floor_of(m) < 3) return fail(m, "SETITEM without a dict, a key and a value");
+      return setitems(m, m->sp - 2);
+    case 'q': /* BINPUT */
+    case 'r': /* LONG_BINPUT */
+      if ((st = arg_uint(m, op == 'q' ? 1 : 4, &n)) != GM_OK) return st;
+      return memo_put(m, (int64_t)n);
+    case 0x94: /* MEMOIZE */ return memo_put(m, m->memo_count);
+    case 'h': /* BINGET */
+    case 'j': /* LONG_BINGET */
+      if ((st = arg_uint(m, op == 'h' ? 1 : 4, &n)) != GM_OK) return st;
+      return memo_get(m, (int64_t)n);
+    case 'Q': return persistent_load(m); /* BINPERSID */
+    case 'R': return reduce(m);
+    case 'b': return build(m);
+    default:
+      return fail(m, "opcode 0x%02x%s%c%s is not one torch.save writes for a state dict", op,
+                  op >= 32 && op < 127 ? " ('" : "", op >= 32 && op < 127 ? op : ' ',
+                  op >= 32 && op < 127 ? "')" : "");
   }
 }
 

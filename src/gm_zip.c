@@ -40,11 +40,17 @@ gm_status gm_source_read(const gm_source *src, uint64_t offset, void *buf, size_
 }
 
 static uint16_t u16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t u32(const unsigned char *p) { return (uint32_t)u16(p) | (uint32_t)u16(p + 2) << 16; }
-static uint64_t u64(const unsigned char *p) { return (uint64_t)u32(p) | (uint64_t)u32(p + 4) << 32; }
+static uint32_t u32(const unsigned char *p) {
+  return (uint32_t)u16(p) | (uint32_t)u16(p + 2) << 16;
+}
+static uint64_t u64(const unsigned char *p) {
+  return (uint64_t)u32(p) | (uint64_t)u32(p + 4) << 32;
+}
 
 /* offset + n <= size without overflow */
-static int fits(uint64_t offset, uint64_t n, uint64_t size) { return offset <= size && n <= size - offset; }
+static int fits(uint64_t offset, uint64_t n, uint64_t size) {
+  return offset <= size && n <= size - offset;
+}
 
 typedef struct directory {
   uint64_t offset, size, count;
@@ -55,7 +61,8 @@ static gm_status find_directory(const gm_source *src, directory *dir) {
   if (src->size < EOCD_SIZE)
     return gm_fail(GM_ERR_IO, 1, "%s: not a zip archive (%llu bytes, too short; truncated?)",
                    src->name, (unsigned long long)src->size);
-  size_t tail = src->size < EOCD_SIZE + EOCD_MAX_COMMENT ? (size_t)src->size : EOCD_SIZE + EOCD_MAX_COMMENT;
+  size_t tail =
+      src->size < EOCD_SIZE + EOCD_MAX_COMMENT ? (size_t)src->size : EOCD_SIZE + EOCD_MAX_COMMENT;
   unsigned char *buf = gm_malloc(tail);
   if (!buf) return gm_last_status();
   uint64_t tail_start = src->size - tail;
@@ -67,7 +74,8 @@ static gm_status find_directory(const gm_source *src, directory *dir) {
       break;
     }
   if (st == GM_OK && at < 0)
-    st = gm_fail(GM_ERR_IO, 1, "%s: not a zip archive (no end-of-directory record; truncated?)", src->name);
+    st = gm_fail(GM_ERR_IO, 1, "%s: not a zip archive (no end-of-directory record; truncated?)",
+                 src->name);
   if (st == GM_OK) {
     const unsigned char *e = buf + at;
     dir->count = u16(e + 10);
@@ -78,17 +86,20 @@ static gm_status find_directory(const gm_source *src, directory *dir) {
       unsigned char z[ZIP64_EOCD_SIZE];
       if (eocd < ZIP64_LOCATOR_SIZE)
         st = gm_fail(GM_ERR_IO, 1, "%s: zip: ZIP64 sizes without a ZIP64 locator", src->name);
-      else if ((st = gm_source_read(src, eocd - ZIP64_LOCATOR_SIZE, z, ZIP64_LOCATOR_SIZE)) == GM_OK) {
+      else if ((st = gm_source_read(src, eocd - ZIP64_LOCATOR_SIZE, z, ZIP64_LOCATOR_SIZE)) ==
+               GM_OK) {
         uint64_t z64 = u64(z + 8);
         if (memcmp(z, "PK\6\7", 4) != 0)
           st = gm_fail(GM_ERR_IO, 1, "%s: zip: ZIP64 sizes without a ZIP64 locator", src->name);
         else if (!fits(z64, ZIP64_EOCD_SIZE, src->size))
-          st = gm_fail(GM_ERR_IO, 1, "%s: zip: the ZIP64 end record at %llu lies past the end of the "
-                       "%llu-byte file (truncated?)", src->name, (unsigned long long)z64,
-                       (unsigned long long)src->size);
+          st = gm_fail(GM_ERR_IO, 1,
+                       "%s: zip: the ZIP64 end record at %llu lies past the end of the "
+                       "%llu-byte file (truncated?)",
+                       src->name, (unsigned long long)z64, (unsigned long long)src->size);
         else if ((st = gm_source_read(src, z64, z, ZIP64_EOCD_SIZE)) == GM_OK) {
           if (memcmp(z, "PK\6\6", 4) != 0)
-            st = gm_fail(GM_ERR_IO, 1, "%s: zip: no ZIP64 end record where the locator points", src->name);
+            st = gm_fail(GM_ERR_IO, 1, "%s: zip: no ZIP64 end record where the locator points",
+                         src->name);
           dir->count = u64(z + 32);
           dir->size = u64(z + 40);
           dir->offset = u64(z + 48);
@@ -99,18 +110,21 @@ static gm_status find_directory(const gm_source *src, directory *dir) {
   gm_free(buf);
   if (st != GM_OK) return st;
   if (!fits(dir->offset, dir->size, src->size))
-    return gm_fail(GM_ERR_IO, 1, "%s: zip: the central directory (%llu bytes at offset %llu) runs past "
-                   "the end of the %llu-byte file (truncated?)", src->name, (unsigned long long)dir->size,
-                   (unsigned long long)dir->offset, (unsigned long long)src->size);
-  if (dir->size > MAX_DIRECTORY || dir->count > MAX_ENTRIES || dir->count > dir->size / CENTRAL_SIZE)
-    return gm_fail(GM_ERR_IO, 1, "%s: zip: %llu entries in a %llu-byte central directory", src->name,
-                   (unsigned long long)dir->count, (unsigned long long)dir->size);
+    return gm_fail(GM_ERR_IO, 1,
+                   "%s: zip: the central directory (%llu bytes at offset %llu) runs past "
+                   "the end of the %llu-byte file (truncated?)",
+                   src->name, (unsigned long long)dir->size, (unsigned long long)dir->offset,
+                   (unsigned long long)src->size);
+  if (dir->size > MAX_DIRECTORY || dir->count > MAX_ENTRIES ||
+      dir->count > dir->size / CENTRAL_SIZE)
+    return gm_fail(GM_ERR_IO, 1, "%s: zip: %llu entries in a %llu-byte central directory",
+                   src->name, (unsigned long long)dir->count, (unsigned long long)dir->size);
   return GM_OK;
 }
 
 /* The ZIP64 extra field replaces the saturated sizes and offset, in this order. */
-static gm_status zip64_extra(const unsigned char *extra, size_t len, uint64_t *usize, uint64_t *csize,
-                             uint64_t *offset) {
+static gm_status zip64_extra(const unsigned char *extra, size_t len, uint64_t *usize,
+                             uint64_t *csize, uint64_t *offset) {
   uint64_t *fields[3] = {usize, csize, offset};
   const uint64_t saturated = 0xffffffffu;
   while (len >= 4) {
@@ -136,8 +150,10 @@ static int by_name(const void *a, const void *b) {
   return strcmp(((const gm_zip_entry *)a)->name, ((const gm_zip_entry *)b)->name);
 }
 
-/* One central directory record at *p (at most `left` bytes): the entry, its local header checked. */
-static gm_status read_entry(const gm_source *src, const unsigned char **p, size_t *left, gm_zip_entry *e) {
+/* One central directory record at *p (at most `left` bytes): the entry, its local header checked.
+ */
+static gm_status read_entry(const gm_source *src, const unsigned char **p, size_t *left,
+                            gm_zip_entry *e) {
   const unsigned char *c = *p;
   if (*left < CENTRAL_SIZE || memcmp(c, "PK\1\2", 4) != 0)
     return gm_fail(GM_ERR_IO, 1, "%s: zip: a damaged central directory record", src->name);
@@ -146,7 +162,8 @@ static gm_status read_entry(const gm_source *src, const unsigned char **p, size_
   size_t name_len = u16(c + 28), extra_len = u16(c + 30), comment_len = u16(c + 32);
   size_t record = CENTRAL_SIZE + name_len + extra_len + comment_len;
   if (record > *left)
-    return gm_fail(GM_ERR_IO, 1, "%s: zip: a central directory record runs past the directory", src->name);
+    return gm_fail(GM_ERR_IO, 1, "%s: zip: a central directory record runs past the directory",
+                   src->name);
   if (memchr(c + CENTRAL_SIZE, 0, name_len))
     return gm_fail(GM_ERR_IO, 1, "%s: zip: an entry name holds a NUL byte", src->name);
   e->name = gm_malloc(name_len + 1);
@@ -159,14 +176,16 @@ static gm_status read_entry(const gm_source *src, const unsigned char **p, size_
     return gm_fail(GM_ERR_IO, 1, "%s: zip: entry %s has a damaged ZIP64 field", src->name, e->name);
   if (flags & 1) return gm_fail(GM_ERR_IO, 1, "%s: zip: entry %s is encrypted", src->name, e->name);
   if (method != 0 || csize != usize)
-    return gm_fail(GM_ERR_IO, 1, "%s: zip: entry %s is compressed (method %u); torch.save writes "
-                   "stored entries only: save the checkpoint again with torch.save", src->name, e->name,
-                   (unsigned)method);
+    return gm_fail(GM_ERR_IO, 1,
+                   "%s: zip: entry %s is compressed (method %u); torch.save writes "
+                   "stored entries only: save the checkpoint again with torch.save",
+                   src->name, e->name, (unsigned)method);
   unsigned char h[LOCAL_SIZE];
   if (!fits(local, LOCAL_SIZE, src->size))
-    return gm_fail(GM_ERR_IO, 1, "%s: zip: entry %s: local header at %llu past the end of the "
-                   "%llu-byte file (truncated?)", src->name, e->name, (unsigned long long)local,
-                   (unsigned long long)src->size);
+    return gm_fail(GM_ERR_IO, 1,
+                   "%s: zip: entry %s: local header at %llu past the end of the "
+                   "%llu-byte file (truncated?)",
+                   src->name, e->name, (unsigned long long)local, (unsigned long long)src->size);
   gm_status st = gm_source_read(src, local, h, LOCAL_SIZE);
   if (st != GM_OK) return st;
   if (memcmp(h, "PK\3\4", 4) != 0 || u16(h + 26) != name_len)
@@ -175,8 +194,10 @@ static gm_status read_entry(const gm_source *src, const unsigned char **p, size_
   e->data_offset = local + LOCAL_SIZE + name_len + u16(h + 28);
   e->size = usize;
   if (!fits(e->data_offset, e->size, src->size))
-    return gm_fail(GM_ERR_IO, 1, "%s: zip: entry %s (%llu bytes at %llu) runs past the end of the "
-                   "%llu-byte file (truncated?)", src->name, e->name, (unsigned long long)e->size,
+    return gm_fail(GM_ERR_IO, 1,
+                   "%s: zip: entry %s (%llu bytes at %llu) runs past the end of the "
+                   "%llu-byte file (truncated?)",
+                   src->name, e->name, (unsigned long long)e->size,
                    (unsigned long long)e->data_offset, (unsigned long long)src->size);
   return GM_OK;
 }
@@ -190,7 +211,9 @@ gm_zip *gm_zip_open(const gm_source *src) {
     zip->count = 0;
     zip->entries = gm_malloc(sizeof(gm_zip_entry) * (dir.count ? (size_t)dir.count : 1));
   }
-  gm_status st = (!zip || !cd || !zip->entries) ? gm_last_status() : gm_source_read(src, dir.offset, cd, (size_t)dir.size);
+  gm_status st = (!zip || !cd || !zip->entries)
+                     ? gm_last_status()
+                     : gm_source_read(src, dir.offset, cd, (size_t)dir.size);
   const unsigned char *p = cd;
   size_t left = (size_t)dir.size;
   for (uint64_t i = 0; st == GM_OK && i < dir.count; i++) {
@@ -203,7 +226,8 @@ gm_zip *gm_zip_open(const gm_source *src) {
     qsort(zip->entries, (size_t)zip->count, sizeof(gm_zip_entry), by_name);
     for (int i = 1; st == GM_OK && i < zip->count; i++)
       if (strcmp(zip->entries[i - 1].name, zip->entries[i].name) == 0)
-        st = gm_fail(GM_ERR_IO, 1, "%s: zip: entry %s appears twice", src->name, zip->entries[i].name);
+        st = gm_fail(GM_ERR_IO, 1, "%s: zip: entry %s appears twice", src->name,
+                     zip->entries[i].name);
   }
   if (st != GM_OK) {
     gm_zip_free(zip);

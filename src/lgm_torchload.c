@@ -21,7 +21,8 @@ static int check_options(lua_State *L, int arg) {
   lua_pushnil(L);
   while (lua_next(L, arg)) {
     if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "skip_non_float") != 0) {
-      lua_pushfstring(L, "unknown option %s (skip_non_float is the only one)", luaL_tolstring(L, -2, NULL));
+      lua_pushfstring(L, "unknown option %s (skip_non_float is the only one)",
+                      luaL_tolstring(L, -2, NULL));
       luaL_argerror(L, arg, lua_tostring(L, -1));
     }
     if (!lua_isboolean(L, -1)) luaL_argerror(L, arg, "skip_non_float must be a boolean");

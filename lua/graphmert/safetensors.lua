@@ -6,8 +6,8 @@
 --
 -- save(path, tensors, metadata): tensors maps names to tensors; writes atomically (temporary
 --   file, fsync, rename), so the file on disk is the old one or the new one, never a mix.
--- load(path) → tensors, metadata: validates the header, dtypes (F32; F64, F16, BF16 converted), shapes and
---   offsets, and raises a clear error on any mismatch or truncation.
+-- load(path) → tensors, metadata: validates the header, dtypes (F32; F64, F16, BF16 converted),
+--   shapes and offsets, and raises a clear error on any mismatch or truncation.
 local gm = require "graphmert"
 local cjson = require "cjson"
 

@@ -21,7 +21,9 @@ static unsigned char *put16(unsigned char *p, unsigned v) {
   return p + 2;
 }
 
-static unsigned char *put32(unsigned char *p, uint32_t v) { return put16(put16(p, v & 0xffff), v >> 16); }
+static unsigned char *put32(unsigned char *p, uint32_t v) {
+  return put16(put16(p, v & 0xffff), v >> 16);
+}
 
 typedef struct entry {
   const char *name;

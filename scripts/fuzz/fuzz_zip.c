@@ -20,7 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   gm_zip *zip = gm_zip_open(&src);
   if (zip) { /* the reader's own promises: entries sorted, inside the input */
     for (int i = 0; i < zip->count; i++)
-      if (zip->entries[i].data_offset + zip->entries[i].size > size || gm_zip_find(zip, zip->entries[i].name) != &zip->entries[i])
+      if (zip->entries[i].data_offset + zip->entries[i].size > size ||
+          gm_zip_find(zip, zip->entries[i].name) != &zip->entries[i])
         __builtin_trap();
     gm_zip_free(zip);
   }
