@@ -351,7 +351,7 @@ void gm_convert_to_f32(float *dst, const void *src, int64_t n, gm_dtype dtype);
 gm_tensor *gm_tensor_from_bytes(const void *data, size_t bytes, int ndim, const int64_t *shape,
                                 gm_dtype dtype);
 
-/* ---- PyTorch checkpoints (gm_torch.c, gm_unpickle.c, gm_zip.c) -------------------------------- */
+/* ---- PyTorch checkpoints (gm_torch.c, gm_unpickle.c, gm_zip.c) ------------------------------- */
 
 /* A PyTorch checkpoint as torch.save writes it since 1.6 (a zip archive holding data.pkl and one
  * entry per storage) read without running it: the pickle goes through a restricted machine that
