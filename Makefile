@@ -123,9 +123,15 @@ build/fuzz/fuzz_lua: scripts/fuzz/fuzz_lua.c $(CORE_SRC) $(BIND_SRC) src/gm.h sr
 	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -fopenmp -Isrc -o $@ scripts/fuzz/fuzz_lua.c $(CORE_SRC) $(BIND_SRC) \
 	  $(LUA_LIBS) $(BLAS_LIBS) -lm
 
+# the checkpoint reader's own harnesses: the core alone, no Lua (scripts/fuzz/fuzz_<target>.c)
+FUZZ_CORE_TARGETS := unpickle zip
+build/fuzz/fuzz_%: scripts/fuzz/fuzz_%.c $(CORE_SRC) src/gm.h src/gm_internal.h src/gm_torch.h
+	@mkdir -p build/fuzz
+	clang $(FUZZ_FLAGS) -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer -fopenmp -Isrc -o $@ $< $(CORE_SRC) -lopenblas -lm
+
 # each target for FUZZ_SECONDS (about 30 s) from its committed seed corpus; not part of make test
-fuzz-smoke: build/fuzz/fuzz_lua
-	scripts/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+fuzz-smoke: build/fuzz/fuzz_lua $(FUZZ_CORE_TARGETS:%=build/fuzz/fuzz_%)
+	scripts/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS) $(FUZZ_CORE_TARGETS)
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR)/graphmert $(DESTDIR)$(LUADIR) $(DESTDIR)$(BINDIR)

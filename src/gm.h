@@ -378,9 +378,36 @@ gm_tensor *gm_solve(gm_tensor *a, gm_tensor *b);
  * on disk is always either the old complete one or the new complete one. */
 gm_status gm_file_write_atomic(const char *path, const void *const *chunks, const size_t *sizes,
                                int count);
-/* A new tensor from little-endian F32 (or F64, converted) bytes; the byte count must match. */
+/* Floating-point element types of files (safetensors names); all become float32 tensors. */
+typedef enum gm_dtype { GM_DTYPE_F32, GM_DTYPE_F64, GM_DTYPE_F16, GM_DTYPE_BF16 } gm_dtype;
+const char *gm_dtype_name(gm_dtype dtype); /* "F32" */
+size_t gm_dtype_size(gm_dtype dtype);      /* bytes per element */
+/* n little-endian values of dtype at src as float32 (F64 rounds to nearest; F16 and BF16 exact) */
+void gm_convert_to_f32(float *dst, const void *src, int64_t n, gm_dtype dtype);
+/* A new tensor from little-endian bytes of dtype, converted; the byte count must match. */
 gm_tensor *gm_tensor_from_bytes(const void *data, size_t bytes, int ndim, const int64_t *shape,
-                                int float64);
+                                gm_dtype dtype);
+
+/* ---- PyTorch checkpoints (gm_torch.c, gm_unpickle.c, gm_zip.c) ------------------------------- */
+
+/* A PyTorch checkpoint as torch.save writes it since 1.6 (a zip archive holding data.pkl and one
+ * entry per storage) read without running it: the pickle goes through a restricted machine that
+ * knows only the opcodes and the globals of a state dict (gm_unpickle.c), and refuses any other
+ * callable by name. Float32, float64, float16 and bfloat16 storages become float32 tensors
+ * (contiguous copies of strided views; entries with the same view, a tied pair, share one
+ * tensor); an integer or bool tensor is refused, or left out and listed in skipped when
+ * skip_non_float is set. Storages are read from the file one at a time. Messages start with the
+ * path. */
+typedef struct gm_state_dict {
+  int count;
+  char **names;         /* in the pickle's order */
+  gm_tensor **tensors;  /* owned; a taker may steal one and set the slot to NULL */
+  int skipped_count;
+  char **skipped;       /* the names left out */
+  char **skipped_dtype; /* their PyTorch dtypes ("int64") */
+} gm_state_dict;
+gm_state_dict *gm_torch_load(const char *path, int skip_non_float);
+void gm_state_dict_free(gm_state_dict *sd); /* NULL is fine; releases the tensors still held */
 
 /* ---- optimizers (gm_optim.c) ---------------------------------------------------------------- */
 

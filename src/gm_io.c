@@ -1,5 +1,6 @@
-/* gm_io.c — crash-safe file writes and tensors from raw little-endian bytes (the pieces the
- * safetensors reader and writer in lua/graphmert/safetensors.lua stand on). */
+/* gm_io.c — crash-safe file writes and tensors from raw little-endian bytes of each float type
+ * (the pieces the safetensors reader and writer in lua/graphmert/safetensors.lua and the
+ * PyTorch checkpoint reader gm_torch.c stand on). */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -8,7 +9,7 @@
 
 #include "gm_internal.h"
 
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors and torch.save data are little-endian");
 
 static gm_status write_all(int fd, const void *data, size_t size, const char *path) {
   const char *p = data;
@@ -51,28 +52,82 @@ gm_status gm_file_write_atomic(const char *path, const void *const *chunks, cons
   return GM_OK;
 }
 
+const char *gm_dtype_name(gm_dtype dtype) {
+  static const char *const names[] = {"F32", "F64", "F16", "BF16"};
+  return names[dtype];
+}
+
+size_t gm_dtype_size(gm_dtype dtype) {
+  static const size_t sizes[] = {4, 8, 2, 2};
+  return sizes[dtype];
+}
+
+/* IEEE binary16 → binary32, exactly (subnormals normalised, infinities and NaNs kept) */
+static float half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {
+    uint32_t shifts = 0;
+    while (!(mant & 0x400u)) {
+      mant <<= 1;
+      shifts++;
+    }
+    bits = sign | ((113 - shifts) << 23) | ((mant & 0x3ffu) << 13);
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+void gm_convert_to_f32(float *dst, const void *src, int64_t n, gm_dtype dtype) {
+  const unsigned char *p = src;
+  switch (dtype) {
+  case GM_DTYPE_F32:
+    memcpy(dst, p, (size_t)n * 4);
+    break;
+  case GM_DTYPE_F64:
+    for (int64_t i = 0; i < n; i++) {
+      double v;
+      memcpy(&v, p + 8 * i, 8);
+      dst[i] = (float)v;
+    }
+    break;
+  case GM_DTYPE_F16:
+    for (int64_t i = 0; i < n; i++) {
+      uint16_t h;
+      memcpy(&h, p + 2 * i, 2);
+      dst[i] = half_to_float(h);
+    }
+    break;
+  case GM_DTYPE_BF16: /* the upper half of a float32 */
+    for (int64_t i = 0; i < n; i++) {
+      uint16_t h;
+      memcpy(&h, p + 2 * i, 2);
+      uint32_t bits = (uint32_t)h << 16;
+      memcpy(dst + i, &bits, 4);
+    }
+    break;
+  }
+}
+
 gm_tensor *gm_tensor_from_bytes(const void *data, size_t bytes, int ndim, const int64_t *shape,
-                                int float64) {
+                                gm_dtype dtype) {
   char buf[GM_SHAPE_BUF];
   if (gm_check_shape(ndim, shape, 2) != GM_OK) return NULL;
   int64_t numel = gm_numel_of(ndim, shape);
-  size_t need = (size_t)numel * (float64 ? 8 : 4);
+  size_t need = (size_t)numel * gm_dtype_size(dtype);
   if (bytes != need) {
     gm_fail(GM_ERR_IO, 1, "%zu bytes for a %s tensor of size %s (needs %zu)", bytes,
-            float64 ? "F64" : "F32", gm_shape_str(ndim, shape, buf, sizeof buf), need);
+            gm_dtype_name(dtype), gm_shape_str(ndim, shape, buf, sizeof buf), need);
     return NULL;
   }
   gm_tensor *t = gm_tensor_empty(ndim, shape);
   if (!t) return NULL;
-  if (!float64) {
-    memcpy(t->data, data, need);
-  } else {
-    const char *p = data;
-    for (int64_t i = 0; i < numel; i++) {
-      double v;
-      memcpy(&v, p + 8 * i, 8);
-      t->data[i] = (float)v;
-    }
-  }
+  gm_convert_to_f32(t->data, data, numel, dtype);
   return t;
 }

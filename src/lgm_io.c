@@ -44,10 +44,10 @@ static int l_tensor_from_bytes(lua_State *L) {
   int64_t shape[GM_MAX_DIMS];
   luaL_checktype(L, 4, LUA_TTABLE);
   int ndim = lgm_check_shape(L, 4, shape);
-  static const char *const dtypes[] = {"F32", "F64", NULL};
-  int float64 = luaL_checkoption(L, 5, "F32", dtypes);
+  static const char *const dtypes[] = {"F32", "F64", "F16", "BF16", NULL}; /* gm_dtype order */
+  gm_dtype dtype = (gm_dtype)luaL_checkoption(L, 5, "F32", dtypes);
   lgm_box *b = lgm_new_box(L);
-  return lgm_finish(L, b, gm_tensor_from_bytes(s + offset, (size_t)nbytes, ndim, shape, float64));
+  return lgm_finish(L, b, gm_tensor_from_bytes(s + offset, (size_t)nbytes, ndim, shape, dtype));
 }
 
 static int t_to_bytes(lua_State *L) {

@@ -6,8 +6,8 @@
 --
 -- save(path, tensors, metadata): tensors maps names to tensors; writes atomically (temporary
 --   file, fsync, rename), so the file on disk is the old one or the new one, never a mix.
--- load(path) → tensors, metadata: validates the header, dtypes (F32, F64 converted), shapes and
---   offsets, and raises a clear error on any mismatch or truncation.
+-- load(path) → tensors, metadata: validates the header, dtypes (F32; F64, F16, BF16 converted),
+--   shapes and offsets, and raises a clear error on any mismatch or truncation.
 local gm = require "graphmert"
 local cjson = require "cjson"
 
@@ -51,7 +51,7 @@ function M.save(path, tensors, metadata)
 end
 
 local MAX_HEADER = 100 * 1024 * 1024
-local BYTES = { F32 = 4, F64 = 8 }
+local BYTES = { F32 = 4, F64 = 8, F16 = 2, BF16 = 2 }
 
 function M.load(path)
   local f, err = io.open(path, "rb")
@@ -79,7 +79,7 @@ function M.load(path)
     else
       if type(e) ~= "table" then fail(name .. ": not an object") end
       local width = BYTES[e.dtype]
-      if not width then fail(string.format("%s: dtype %s is not supported (F32, F64)", name, tostring(e.dtype))) end
+      if not width then fail(string.format("%s: dtype %s is not supported (F32, F64, F16, BF16)", name, tostring(e.dtype))) end
       if type(e.shape) ~= "table" then fail(name .. ": no shape") end
       local numel, shape = 1, {}
       for i, d in ipairs(e.shape) do

@@ -1,5 +1,6 @@
 #!/bin/sh
-# run.sh — runs fuzz targets from their committed seed corpora (scripts/fuzz/corpus/<target>),
+# run.sh — runs fuzz targets (fuzz_lua's Lua targets, or build/fuzz/fuzz_<target> for a target with a
+# harness of its own) from their committed seed corpora (scripts/fuzz/corpus/<target>),
 # keeping new finds in build/fuzz/corpus/<target>; prints executions per target and fails on the
 # first crash (libFuzzer leaves the input as build/fuzz/crash-*).
 #   scripts/fuzz/run.sh SECONDS target...
@@ -9,7 +10,9 @@ status=0
 for t in "$@"; do
   mkdir -p build/fuzz/corpus/$t
   log=build/fuzz/$t.log
-  GM_FUZZ_TARGET=$t ASAN_OPTIONS=detect_leaks=0 ./build/fuzz/fuzz_lua -max_total_time="$seconds" \
+  fuzzer=./build/fuzz/fuzz_lua # the Lua-level targets; a target with its own harness has fuzz_<target>
+  [ -x ./build/fuzz/fuzz_$t ] && fuzzer=./build/fuzz/fuzz_$t
+  GM_FUZZ_TARGET=$t ASAN_OPTIONS=detect_leaks=0 $fuzzer -max_total_time="$seconds" \
     -max_len=4096 -print_final_stats=1 -artifact_prefix=build/fuzz/ -timeout=20 \
     build/fuzz/corpus/$t scripts/fuzz/corpus/$t >"$log" 2>&1
   rc=$?
