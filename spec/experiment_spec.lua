@@ -64,7 +64,7 @@ describe("experiment.args", function()
       local out = p:read("a")
       assert.is_true(p:close(), out)
       assert.matches("usage: graphmert experiments/" .. script .. ".lua", out)
-      assert.matches("%-%-config", out)
+      assert.matches(script == "extract" and "%-%-checkpoint" or "%-%-config", out)
     end
   end)
 end)

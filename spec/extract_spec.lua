@@ -1,43 +1,94 @@
--- Triple extraction: finding heads, predicting tails, scoring against WordNet.
+-- Triple extraction: the seed graph, finding heads, relations by head kind, decoding tails,
+-- merging, scoring against WordNet, and experiments/extract.lua end to end.
 local gm = require "graphmert"
 local ext = gm.eval.extract
 
--- a three-synset WordNet: dog → canine (hypernym), hot dog
+-- a four-synset WordNet: dog → canine (hypernym), hot dog, and a verb with its own relation
 local wn = { synsets = {
   ["1n"] = { lemmas = { "dog", "domestic dog" }, pointers = { { relation = "hypernym", target = "2n" } } },
   ["2n"] = { lemmas = { "canine" }, pointers = {} },
   ["3n"] = { lemmas = { "hot dog" }, pointers = {} },
+  ["4v"] = { lemmas = { "bark" }, pointers = { { relation = "entailment", target = "5v" } } },
+  ["5v"] = { lemmas = { "make noise" }, pointers = {} },
 } }
 
 describe("extract", function()
-  local lemmas = ext.index(wn)
+  local graph = ext.seed_graph(wn)
 
   it("finds lemmas in text, longest first", function()
-    assert.same({ "hot dog", "dog", "canine" }, ext.heads("A hot dog is not a dog, nor a canine.", lemmas))
+    assert.same({ "hot dog", "dog", "canine" }, ext.heads("A hot dog is not a dog, nor a canine.", graph.lemmas))
   end)
 
-  it("scores triples: held by WordNet, or at least with a valid tail", function()
+  it("asks a head only the relations the seed graph has for heads of its kind", function()
+    assert.same({ "hypernym" }, ext.relations_for(graph, "canine", { "entailment", "hypernym" }))
+    assert.same({ "entailment" }, ext.relations_for(graph, "bark", { "entailment", "hypernym" }))
+  end)
+
+  it("lists the known tails of the kind each relation reaches", function()
+    local tok = gm.data.tokenizer.train({ "dog canine hot dog bark make noise domestic" }, { vocab_size = 200 })
+    local tails = ext.known_tails(graph, tok, { hypernym = 1, entailment = 2 }, 2)
+    local names = {}
+    for _, ids in ipairs(tails[2]) do names[#names + 1] = tok:decode(ids) end
+    table.sort(names)
+    assert.same({ "bark", "make noise" }, names)
+    assert.equal(4, #tails[1]) -- dog, domestic dog, canine, hot dog
+  end)
+
+  it("merges triples across passages, drops self-loops and non-words, keeps the top per (head, relation)", function()
+    local kg = ext.merge({
+      { head = "dog", relation = "hypernym", tail = "canine", score = -1, source = 1, decoding = "open" },
+      { head = "dog", relation = "hypernym", tail = "canine", score = -0.5, source = 2, decoding = "open" },
+      { head = "dog", relation = "hypernym", tail = "canine", score = -0.7, source = 2, decoding = "open" },
+      { head = "dog", relation = "hypernym", tail = "animal", score = -2, source = 1, decoding = "open" },
+      { head = "dog", relation = "hypernym", tail = "pet", score = -3, source = 1, decoding = "open" },
+      { head = "dog", relation = "hypernym", tail = "Dog", score = 0, source = 1, decoding = "open" },
+      { head = "dog", relation = "hypernym", tail = ", .", score = 0, source = 1, decoding = "open" },
+    }, { top = 2 })
+    assert.equal(2, #kg)
+    assert.same({ "canine", -0.5, 2, { 1, 2 } }, { kg[1].tail, kg[1].score, kg[1].count, kg[1].sources })
+    assert.equal("animal", kg[2].tail)
+  end)
+
+  it("scores triples: held by WordNet, and valid when the tail is of the kind the relation reaches", function()
     local s = ext.score({
-      { head = "dog", relation = "hypernym", tail = "canine" },   -- held
-      { head = "dog", relation = "hyponym", tail = "canine" },    -- valid tail, not held
-      { head = "dog", relation = "hypernym", tail = "banana" },   -- neither
+      { head = "dog", relation = "hypernym", tail = "canine" },    -- held
+      { head = "hot dog", relation = "hypernym", tail = "canine" }, -- valid tail, not held
+      { head = "dog", relation = "hypernym", tail = "bark" },      -- a verb: not valid for hypernym
       { head = "Domestic Dog", relation = "hypernym", tail = "Canine" }, -- held, any case
-    }, wn, lemmas)
+    }, graph, wn)
     assert.equal(4, s.n)
     assert.near(0.5, s.held, 1e-9)
     assert.near(0.75, s.valid, 1e-9)
   end)
+end)
 
-  it("ranks whole-word tails at the head's first leaf slot", function()
-    local tok = gm.data.tokenizer.train({ "a dog is a canine", "a cat is a feline" }, { vocab_size = 100 })
-    local model = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16,
-      roots = 8, leaves = 2, relations = 1 }
-    local tails = ext.predict(model, tok, "a dog is a canine", "dog", 1, { layout = gm.layout { roots = 8, leaves = 2 }, top = 3 })
-    assert.equal(3, #tails)
-    for _, t in ipairs(tails) do
-      assert.is_nil(t:match("^##"))
-      assert.is_nil(t:match("^%["))
+describe("gm.eval.decode", function()
+  local tok = gm.data.tokenizer.train({ "the dog barks at night", "domestic animal", "a wild cat" }, { vocab_size = 200 })
+  local model = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16, roots = 10, leaves = 3,
+    relations = 1, sbo = false }
+  local layout = model.layout
+  local query = { toks = layout:fit(tok:encode("the dog barks at night")), at = 2, head_length = 1, relation = 1 }
+
+  it("never leaves the known tails in constrained mode, and scores every length", function()
+    local known = { tok:encode("domestic animal"), tok:encode("cat"), tok:encode("a wild cat") }
+    local out = gm.eval.decode(model, tok, { query, query }, { mode = "constrained", tails = { known }, top = 10 })
+    assert.equal(2, #out)
+    assert.equal(3, #out[1])
+    local allowed = { ["domestic animal"] = true, cat = true, ["a wild cat"] = true }
+    for _, c in ipairs(out[1]) do
+      assert.is_true(allowed[tok:decode(c.ids)], tok:decode(c.ids))
+      assert.is_true(c.score <= 0)
     end
-    assert.same({}, ext.predict(model, tok, "a cat", "dog", 1, { layout = gm.layout { roots = 8, leaves = 2 } }))
+    assert.is_true(out[1][1].score >= out[1][2].score)
+  end)
+
+  it("decodes open tails of every length, a word first and no special token", function()
+    local out = gm.eval.decode(model, tok, { query }, { mode = "open", top = 5 })[1]
+    assert.equal(3, #out) -- one per length
+    for _, c in ipairs(out) do
+      assert.is_true(tok:word_start(c.ids[1]))
+      for _, id in ipairs(c.ids) do assert.is_true(id > 5) end
+    end
+    assert.error_matches(function() gm.eval.decode(model, tok, { query }, { mode = "beam" }) end, "mode must be")
   end)
 end)

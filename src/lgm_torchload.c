@@ -28,10 +28,7 @@ static int check_options(lua_State *L, int arg) {
     if (!lua_isboolean(L, -1)) luaL_argerror(L, arg, "skip_non_float must be a boolean");
     lua_pop(L, 1);
   }
-  lua_getfield(L, arg, "skip_non_float");
-  int skip = lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  return skip;
+  return lgm_field_boolean(L, arg, "skip_non_float", 0);
 }
 
 /* gm.torch_load(path[, {skip_non_float = false}]) → {name = tensor}, {skipped name = "int64"} */

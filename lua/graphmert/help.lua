@@ -16,6 +16,7 @@ return {
   ["gm.is_tensor"] = "gm.is_tensor(x) — true when x is a graphmert tensor",
   ["gm.cat"] = "gm.cat({t1, t2, ...}[, dim = 1]) — the tensors joined along dim (differentiable)",
   ["gm.concat"] = "gm.concat({t1, t2, ...}[, dim = 1]) — the same as gm.cat",
+  ["gm.torch_load"] = "gm.torch_load(path[, {skip_non_float = false}]) — a PyTorch checkpoint (torch.save's zip format, pytorch_model.bin) read without running its pickle: name → float32 tensor, and the skipped names → dtypes",
   ["gm.embedding"] = "gm.embedding(weight [V, D], ids [...]) — rows of weight for 1-based ids, shape [..., D]",
   -- ops without a method form
   ["gm.attention"] = "gm.attention(q, k, v[, opts]) — multi-head attention [B, H, L, d] with key/attention masks and biases, GraphMERT's decay (opts.decay, decay_mode), scale, dropout, need_weights",
