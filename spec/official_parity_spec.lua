@@ -37,10 +37,14 @@ local function labels_of(o, layout)
   return { roots = roots, leaves = { positions = {}, targets = {} }, sbo = sbo }
 end
 
-for _, seed in ipairs { "seed1", "seed2" } do
-  describe("GraphMERT.from_pretrained on the official code's " .. seed .. " checkpoint", function()
-    local dir = "spec/fixtures/official/" .. seed
-    local case = fixture.load(dir .. "/case.json")
+-- the official folders, and seed1's weights in the other layouts (pytorch_model.bin as the
+-- official trainer writes it, and both formats sharded; scripts/refs/gen_official_folders.py)
+local folders = { { "seed1", "seed1" }, { "seed2", "seed2" }, { "layouts/bin", "seed1" },
+  { "layouts/bin_sharded", "seed1" }, { "layouts/safetensors_sharded", "seed1" } }
+for _, folder in ipairs(folders) do
+  describe("GraphMERT.from_pretrained on the official code's " .. folder[1] .. " checkpoint", function()
+    local dir = "spec/fixtures/official/" .. folder[1]
+    local case = fixture.load("spec/fixtures/official/" .. folder[2] .. "/case.json")
     local o = case.official
     local model = gm.nn.GraphMERT.from_pretrained(dir)
     local batch = { ids = nested(case.ids), valid = nested(case.valid), relation = case.relation,
@@ -128,6 +132,18 @@ describe("GraphMERT:save_pretrained", function()
     for name, t in pairs(official) do assert.tensor_near(t, written[name], 0, 0) end
     for name in pairs(written) do assert.is_truthy(official[name], name) end
     assert.equal(0.6, fixture.load(dir .. "/config.json")._exp_mask_base)
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("refuses a folder without weights, and a shard index that disagrees with its shards", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir .. " && cp " .. src .. "/config.json " .. dir)
+    assert.error_matches(function() gm.nn.GraphMERT.from_pretrained(dir) end,
+      "has no model.safetensors, pytorch_model.bin or sharded index", nil, true)
+    os.execute("cp spec/fixtures/official/layouts/bin_sharded/* " .. dir ..
+      " && sed -i 's/00002-of/00001-of/' " .. dir .. "/pytorch_model.bin.index.json")
+    assert.error_matches(function() gm.nn.GraphMERT.from_pretrained(dir) end, "has no tensor", nil, true)
     os.execute("rm -rf " .. dir)
   end)
 

@@ -2,7 +2,10 @@
 -- (GraphMertForMaskedLM.save_pretrained / from_pretrained): config.json and model.safetensors
 -- with the official parameter names.
 --
--- load(GraphMERT, dir) → model (eval mode): config.json → constructor options; λ is read from
+-- load(GraphMERT, dir) → model (eval mode): the weights from model.safetensors, else
+--   pytorch_model.bin (what the official trainer writes: gm.torch_load, no pickle is run), else
+--   the sharded forms Hugging Face writes (model.safetensors.index.json or
+--   pytorch_model.bin.index.json and their shards); config.json → constructor options; λ is read from
 --   "_exp_mask_base" (what the official config writes) or "exp_mask_base", and a config with
 --   neither is refused (a silent default would change every logit). Every official tensor is
 --   mapped to ours — q/k/v projections into in_proj_weight/in_proj_bias, the relation tables
@@ -124,11 +127,49 @@ local function options(cfg, path)
   }
 end
 
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+local function read_tensors(path)
+  if path:match("%.bin$") then return (gm.torch_load(path)) end
+  return (safetensors.load(path))
+end
+
+-- name → tensor from the folder's weights, and the path named in errors
+local function read_weights(dir)
+  for _, file in ipairs { "model.safetensors", "pytorch_model.bin" } do
+    if exists(dir .. "/" .. file) then return read_tensors(dir .. "/" .. file), dir .. "/" .. file end
+  end
+  for _, index in ipairs { "model.safetensors.index.json", "pytorch_model.bin.index.json" } do
+    local path = dir .. "/" .. index
+    if exists(path) then
+      local map = read_json(path).weight_map
+      if type(map) ~= "table" then error("from_pretrained: " .. path .. " has no weight_map", 0) end
+      local tensors, shards = {}, {}
+      for name, shard in pairs(map) do
+        if type(shard) ~= "string" or shard:find("/") then error(string.format("from_pretrained: %s: bad shard for '%s'", path, name), 0) end
+        if not shards[shard] then shards[shard] = read_tensors(dir .. "/" .. shard) end
+        tensors[name] = shards[shard][name]
+        if not tensors[name] then error(string.format("from_pretrained: %s/%s has no tensor '%s' (%s says it does)", dir, shard, name, index), 0) end
+      end
+      for shard, list in pairs(shards) do
+        for name in pairs(list) do
+          if map[name] ~= shard then error(string.format("from_pretrained: %s/%s holds '%s', which %s does not map there", dir, shard, name, index), 0) end
+        end
+      end
+      return tensors, path
+    end
+  end
+  error("from_pretrained: " .. dir .. " has no model.safetensors, pytorch_model.bin or sharded index", 0)
+end
+
 function M.load(GraphMERT, dir)
   local config_path = dir .. "/config.json"
   local model = GraphMERT(options(read_json(config_path), config_path))
-  local weights_path = dir .. "/model.safetensors"
-  local official = safetensors.load(weights_path)
+  local official, weights_path = read_weights(dir)
   local state, used, own = {}, {}, model:state_dict()
   for _, rule in ipairs(rules(model)) do
     local inputs = {}
