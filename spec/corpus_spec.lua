@@ -91,6 +91,74 @@ describe("corpus.build", function()
     assert.same({ 1, R * (1 + L), 8 }, model(batch):shape())
   end)
 
+  it("counts the tokens and records that per-record packing truncates", function()
+    local R, L = 6, 2
+    local layout = gm.layout { roots = R, leaves = L }
+    local recs = { { text = "a dog is a domesticated mammal", triples = {
+      { head = "dog", relation = "hypernym", tail = "mammal" },
+      { head = "mammal", relation = "hypernym", tail = "animal" } } }, { text = "cats meow", triples = {} } }
+    local n = #tok:encode(recs[1].text)
+    local _, report = corpus.build(recs, tok, { layout = layout, relations = { hypernym = 1 } })
+    assert.equal(1, report.truncated_records)
+    assert.equal(n - (R - 2), report.truncated_tokens)
+    assert.same({ ["head in the truncated text"] = 1 }, report.skipped)
+    assert.equal(1, report.injected)
+  end)
+
+  it("keeps every token of a 3-chunk document with chunk packing", function()
+    local R, L = 16, 2
+    local layout = gm.layout { roots = R, leaves = L }
+    local text = "a dog is a domesticated carnivorous mammal; cats meow at dogs, and a dog barks at cats"
+    local doc = tok:encode(text)
+    local short = tok:encode("cats meow")
+    assert.is_true(#doc + #short > 2 * (R - 2) and #doc + #short <= 3 * (R - 2))
+    local recs = { { text = text, triples = {} }, { text = "", triples = {} }, { text = "cats meow", triples = {} } }
+    local seqs, report = corpus.build(recs, tok, { layout = layout, packing = "chunk" })
+    assert.equal(3, #seqs)
+    assert.equal(2, report.records)
+    assert.same({ ["empty text"] = 1 }, report.skipped)
+    local stream = {}
+    for c, packed in ipairs(seqs) do
+      local s = corpus.unpack(packed)
+      assert.equal(tok.cls_id, s.ids[1])
+      local used = c < 3 and R or #doc + #short - 2 * (R - 2) + 2
+      assert.equal(tok.sep_id, s.ids[used])
+      for r = 2, used - 1 do stream[#stream + 1] = s.ids[r] end
+      for r = 1, R do assert.equal(r <= used and 1 or 0, s.valid[r]) end -- only the last chunk has padding
+    end
+    local expected = {}
+    for _, id in ipairs(doc) do expected[#expected + 1] = id end
+    for _, id in ipairs(short) do expected[#expected + 1] = id end
+    assert.same(expected, stream)
+  end)
+
+  it("injects a triple in the chunk of its head and skips heads cut by a chunk boundary", function()
+    local R, L = 5, 2 -- chunks of 3 tokens
+    local layout = gm.layout { roots = R, leaves = L }
+    local t2 = gm.data.tokenizer.train({ "a b c d e f g h" }, { vocab_size = 40 })
+    local recs = { { text = "a b c d e", triples = {
+      { head = "e", relation = "r", tail = "g" },       -- token 5: chunk 2, root 3
+      { head = "c d", relation = "r", tail = "h" },     -- tokens 3..4: across chunks 1 and 2
+      { head = "b", relation = "r", tail = "f g" } } }, -- token 2: chunk 1, root 3
+      { text = "f b", triples = { { head = "b", relation = "r", tail = "h" } } } } -- token 7: chunk 3, root 2
+    local seqs, report = corpus.build(recs, t2, { layout = layout, packing = "chunk", relations = { r = 1 } })
+    assert.equal(3, #seqs)
+    assert.equal(3, report.injected)
+    assert.same({ ["head split across chunks"] = 1 }, report.skipped)
+    local function tail_at(c, root)
+      local s = corpus.unpack(seqs[c])
+      assert.equal(1, s.relation[root])
+      local out = {}
+      for a = 1, L do if s.valid[layout:leaf(root, a)] == 1 then out[#out + 1] = s.ids[layout:leaf(root, a)] end end
+      return t2:decode(out)
+    end
+    assert.equal("g", tail_at(2, 3))
+    assert.equal("f g", tail_at(1, 3))
+    assert.equal("h", tail_at(3, 2))
+    assert.error_matches(function() corpus.build(recs, t2, { layout = layout, packing = "chunks" }) end,
+      "build: packing must be \"record\" or \"chunk\"")
+  end)
+
   it("turns WordNet synsets into records with their relations as triples", function()
     local wn = gm.data.wordnet.load { pos = { "verb" }, limit = 50 }
     local recs = corpus.from_wordnet(wn)

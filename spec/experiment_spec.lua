@@ -34,11 +34,29 @@ describe("experiment.config", function()
   end)
 
   it("loads every config under experiments/configs", function()
-    for _, name in ipairs { "wordnet_small", "wordnet_10min", "wordnet_long" } do
+    for _, name in ipairs { "wordnet_small", "wordnet_10min", "wordnet_long", "official" } do
       local c = config.load("experiments/configs/" .. name .. ".lua")
       assert.equal(c.model.roots * (1 + c.model.leaves), gm.layout(c.model).nodes)
     end
     assert.matches("leaf_rate", config.describe())
+    local official = config.load("experiments/configs/official.lua")
+    assert.same({ 128, 7, 12, 512, 8, 2048, 0.6, 0.3, false },
+      { official.model.roots, official.model.leaves, official.model.layers, official.model.hidden, official.model.heads,
+        official.model.ffn, official.model.lambda, official.model.relation_dropout, official.model.positions })
+    assert.same({ "chunk", true, 4e-4, 1e-5, 500, 0.01, 64, 0.15 }, { official.packing, official.masking_spans,
+      official.lr, official.min_lr, official.warmup, official.weight_decay, official.batch, official.leaf_rate })
+  end)
+
+  it("defaults packing and masking to today's behaviour and checks their values", function()
+    local c = config.check(minimal(), "test")
+    assert.equal("record", c.packing)
+    assert.is_true(c.masking_spans)
+    assert.error_matches(function() config.check(minimal { packing = "chunks" }, "cfg.lua") end,
+      "cfg.lua: packing must be \"record\" or \"chunk\"")
+    assert.error_matches(function() config.check(minimal { packing = "chunk", copies = 4 }, "cfg.lua") end,
+      "cfg.lua: copies must be 1 with packing = \"chunk\"")
+    assert.error_matches(function() config.check(minimal { masking_spans = "yes" }, "cfg.lua") end,
+      "'masking_spans' must be a boolean")
   end)
 end)
 

@@ -91,7 +91,7 @@ describe("GraphMERT", function()
     local ids = {}
     for n = 1, 200 do ids[n] = 5 + n % 30 end
     local big = { ids = gm.tensor { ids }, valid = gm.ones(1, 200) }
-    local mm = gm.data.masking.mask(big, { vocab = V, mask_id = MASK, special = {}, layout = gm.layout { roots = 200, leaves = 0 }, root_rate = 1 })
+    local mm = gm.data.masking.mask(big, { vocab = V, mask_id = MASK, special = {}, layout = gm.layout { roots = 200, leaves = 0 }, root_rate = 1, spans = false })
     local masked, kept = 0, 0
     local after = mm.ids:totable()[1]
     for i, p in ipairs(mm.labels.roots.positions) do

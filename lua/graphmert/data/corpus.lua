@@ -7,13 +7,18 @@
 -- from_wordnet(wordnet.load(...)) → records: a synset's text is its first lemma, its gloss and
 --   its examples; its pointers are triples (head = the first lemma, tail = the target's first
 --   lemma, target = the target's synset key).
--- build(records, tokenizer, {layout = gm.layout{...}, relations = {name → id}, copies = 1}) → sequences,
---   report: records are tokenised and packed into roots ([CLS] first, [SEP] after each record,
---   [PAD] and valid = 0 after the last); each triple's tail tokens go into the leaf slots of the
---   first root of its head's first occurrence in its record (one triple per root, at most
---   `leaves` tail tokens). A record whose head root is taken can be repeated: with copies = k it
---   is placed up to k times, each copy carrying the next usable triple (a glossary entry has one
---   head but many relations). Every skipped triple is counted by reason in the report.
+-- build(records, tokenizer, {layout = gm.layout{...}, relations = {name → id}, copies = 1,
+--   packing = "record"}) → sequences, report: records are tokenised and packed into roots; each
+--   triple's tail tokens go into the leaf slots of the first root of its head's first occurrence
+--   in its record (one triple per root, at most `leaves` tail tokens).
+--   packing = "record": each record whole ([CLS] first, [SEP] after each record, [PAD] and
+--   valid = 0 after the last), truncated to R − 2 tokens (report.truncated_records and
+--   report.truncated_tokens count what was cut). A record whose head root is taken can be
+--   repeated: with copies = k it is placed up to k times, each copy carrying the next usable
+--   triple (a glossary entry has one head but many relations).
+--   packing = "chunk" (official): all records' tokens concatenated and cut into R − 2-token
+--   chunks, each [CLS] … [SEP]; only the last chunk is padded; a head cut by a chunk boundary
+--   is skipped. Every skipped triple is counted by reason in report.skipped.
 --   Sequences are packed binary strings; unpack(seq) gives their lists, batch(seqs, first, n)
 --   a batch for GraphMERT.
 local cjson = require "cjson"
@@ -106,48 +111,56 @@ local function pack(ids, valid, relation, head_length)
            nodes = N, roots = R }
 end
 
-function M.build(records, tok, opts)
-  local layout = opts.layout
-  local relations = opts.relations or {}
-  local report = new_report()
-  local sequences = { layout:sequence(tok) }
-  -- the record's triples that can be injected, each with its head's root offset in `toks`
-  local function usable(rec, toks)
-    local list = {}
-    for _, t in ipairs(rec.triples or {}) do
-      local rel = relations[t.relation]
-      local head, tail = tok:encode(t.head), tok:encode(t.tail)
-      local at = #head > 0 and layout.find(toks, head)
-      if not rel then note(report, "unknown relation")
-      elseif not at then note(report, "head not in text")
-      elseif #tail == 0 or #tail > layout.leaves then note(report, "tail longer than the leaf slots")
-      else list[#list + 1] = { at = at, rel = rel, head_length = #head, tail = tail } end
-    end
-    return list
+-- The record's triples that can be injected, each with its head's offset in `toks` (the tokens
+-- placed; `all` the record's tokens before truncation, to tell a cut head from a missing one).
+local function usable(rec, toks, all, tok, layout, relations, report)
+  local list = {}
+  for _, t in ipairs(rec.triples or {}) do
+    local rel = relations[t.relation]
+    local head, tail = tok:encode(t.head), tok:encode(t.tail)
+    local at = #head > 0 and layout.find(toks, head)
+    if not rel then note(report, "unknown relation")
+    elseif not at and #head > 0 and layout.find(all, head) then note(report, "head in the truncated text")
+    elseif not at then note(report, "head not in text")
+    elseif #tail == 0 or #tail > layout.leaves then note(report, "tail longer than the leaf slots")
+    else list[#list + 1] = { at = at, rel = rel, head_length = #head, tail = tail } end
   end
+  return list
+end
+
+local function inject(layout, seq, root, t, report)
+  if layout:inject(seq, root, t.rel, t.head_length, t.tail) then
+    report.injected = (report.injected or 0) + 1
+  else
+    note(report, "root already holds a triple")
+  end
+end
+
+-- Per-record packing: each record whole (truncated to R − 2 tokens) in the roots, several records
+-- per sequence, trailing roots padded.
+local function pack_records(records, tok, opts, report)
+  local layout, copies = opts.layout, opts.copies or 1
+  local sequences = { layout:sequence(tok) }
   local function place(toks, triples)
     local first = layout:append(sequences[#sequences], toks)
     if not first then
       sequences[#sequences + 1] = layout:sequence(tok)
       first = layout:append(sequences[#sequences], toks)
     end
-    for _, t in ipairs(triples) do
-      if layout:inject(sequences[#sequences], first + t.at - 1, t.rel, t.head_length, t.tail) then
-        report.injected = (report.injected or 0) + 1
-      else
-        note(report, "root already holds a triple")
-      end
-    end
+    for _, t in ipairs(triples) do inject(layout, sequences[#sequences], first + t.at - 1, t, report) end
   end
-  local copies = opts.copies or 1
   for _, rec in ipairs(records) do
-    local toks = tok:encode(rec.text)
-    if #toks == 0 then
+    local all = tok:encode(rec.text)
+    if #all == 0 then
       note(report, "empty text")
     else
-      toks = layout:fit(toks) -- a record never spans sequences
+      local toks = layout:fit(all) -- a record never spans sequences
+      if #toks < #all then
+        report.truncated_records = report.truncated_records + 1
+        report.truncated_tokens = report.truncated_tokens + #all - #toks
+      end
       report.records = report.records + 1
-      local list = usable(rec, toks)
+      local list = usable(rec, toks, all, tok, layout, opts.relations or {}, report)
       for c = 1, math.max(1, math.min(copies, #list)) do
         -- the last copy also tries the triples left over, so the skip report stays complete
         place(toks, c < copies and { list[c] } or { table.unpack(list, c) })
@@ -158,7 +171,59 @@ function M.build(records, tok, opts)
   for _, s in ipairs(sequences) do
     if s.used > 1 then out[#out + 1] = pack(s.ids, s.valid, s.relation, s.head_length) end
   end
-  return out, report
+  return out
+end
+
+-- Chunk packing (the official utils/tokenization_utils.py group_texts): every record's tokens
+-- in one stream, cut into R − 2-token chunks each wrapped in [CLS] … [SEP]; only the last chunk
+-- has padding (the official drops that remainder; here nothing is dropped). A triple goes to
+-- the root of its head's first occurrence in its record when the head lies in one chunk.
+local function pack_chunks(records, tok, opts, report)
+  local layout = opts.layout
+  local C = layout.roots - 2
+  if C < 1 then error("build: chunk packing needs at least 3 roots, got " .. layout.roots, 3) end
+  if (opts.copies or 1) > 1 then error("build: copies needs packing = \"record\"", 3) end
+  local stream, by_chunk = {}, {}
+  for _, rec in ipairs(records) do
+    local toks = tok:encode(rec.text)
+    if #toks == 0 then
+      note(report, "empty text")
+    else
+      report.records = report.records + 1
+      local base = #stream
+      table.move(toks, 1, #toks, base + 1, stream)
+      for _, t in ipairs(usable(rec, toks, toks, tok, layout, opts.relations or {}, report)) do
+        local first, last = base + t.at, base + t.at + t.head_length - 1
+        local c = (first - 1) // C + 1
+        if (last - 1) // C + 1 ~= c then
+          note(report, "head split across chunks")
+        else
+          t.root = (first - 1) % C + 2 -- after [CLS]
+          by_chunk[c] = by_chunk[c] or {}
+          table.insert(by_chunk[c], t)
+        end
+      end
+    end
+  end
+  local out = {}
+  for c = 1, (#stream + C - 1) // C do
+    local s = layout:sequence(tok)
+    layout:append(s, table.move(stream, (c - 1) * C + 1, math.min(#stream, c * C), 1, {}))
+    for _, t in ipairs(by_chunk[c] or {}) do inject(layout, s, t.root, t, report) end
+    out[c] = pack(s.ids, s.valid, s.relation, s.head_length)
+  end
+  return out
+end
+
+local packers = { record = pack_records, chunk = pack_chunks }
+
+function M.build(records, tok, opts)
+  local packing = opts.packing or "record"
+  local packer = packers[packing]
+  if not packer then error("build: packing must be \"record\" or \"chunk\", got " .. tostring(packing), 2) end
+  local report = new_report()
+  report.truncated_records, report.truncated_tokens = 0, 0
+  return packer(records, tok, opts, report), report
 end
 
 -- the per-root values after string.unpack (which appends the next position)

@@ -1,16 +1,24 @@
--- tokenizer.lua — a WordPiece tokenizer trained on a corpus, saved to and loaded from a file.
+-- tokenizer.lua — WordPiece tokenizers: one trained on a corpus, or BERT's from a vocab.txt;
+-- saved to and loaded from a file.
 --
--- Text is lower-cased and split into words and single punctuation marks (pretokenize); each word
--- is encoded greedily, longest vocabulary piece first, continuation pieces written "##piece", as
--- BERT's WordPiece does; a word that cannot be spelled becomes [UNK]. Training keeps the special
--- tokens, every character seen (as a word start and as "##" continuation), then the substrings
--- with the highest frequency × (length − 1) score until vocab_size.
+-- Trained: text is lower-cased and split into words and single punctuation marks (pretokenize);
+-- training keeps the special tokens, every character seen (as a word start and as "##"
+-- continuation), then the substrings with the highest frequency × (length − 1) score until
+-- vocab_size. BERT (from_vocab): a vocab.txt, one piece a line, id = line number (1-based), text
+-- split into words by BERT's BasicTokenizer (bert_text.lua: cleaning, lower-casing and accent
+-- stripping with lower = true, punctuation and CJK split). Both encode each word greedily, longest
+-- vocabulary piece first, continuation pieces written "##piece", as BERT's WordPiece does; a word
+-- that cannot be spelled (or, for BERT, longer than 100 characters) becomes [UNK].
 --
 --   local tok = tokenizer.train(texts, {vocab_size = 8000, max_piece = 12})
+--   local bert = tokenizer.from_vocab("vocab.txt", {lower = true})
 --   local ids = tok:encode("A dog barks.")        -- 1-based ids, no [CLS]/[SEP]
 --   tok:decode(ids)                               -- "a dog barks ."
---   tok:save(path); tokenizer.load(path)
--- Special ids: [PAD] 1, [UNK] 2, [CLS] 3, [SEP] 4, [MASK] 5.
+--   tok:save(path); tokenizer.load(path)          -- either kind
+-- Special ids: pad_id, unk_id, cls_id, sep_id, mask_id — [PAD] 1, [UNK] 2, [CLS] 3, [SEP] 4,
+-- [MASK] 5 in a trained tokenizer; wherever vocab.txt has them in a BERT one.
+local bert_text = require "graphmert.data.bert_text"
+
 local M = {}
 M.specials = { "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]" }
 
@@ -42,16 +50,31 @@ end
 
 function M.normalize(text) return table.concat(M.pretokenize(text), " ") end
 
+-- opts.bert: BERT's text splitting and word length limit, specials found by name; otherwise
+-- the trained tokenizer's, specials first
 local function new(pieces, opts)
   local t = setmetatable({ pieces = pieces, index = {}, max_piece = opts.max_piece or 12 }, Tokenizer)
   for id, p in ipairs(pieces) do
-    if t.index[p] then error("tokenizer: duplicate piece '" .. p .. "'", 3) end
+    if t.index[p] then error("tokenizer: duplicate piece '" .. p .. "' (id " .. id .. ")", 0) end
     t.index[p] = id
   end
-  for i, s in ipairs(M.specials) do
-    if pieces[i] ~= s then error("tokenizer: piece " .. i .. " must be " .. s, 3) end
+  if opts.bert then
+    local lower = opts.lower ~= false
+    t.bert, t.lower, t.max_word_chars = true, lower, 100
+    t.split = function(text) return bert_text.words(text, lower) end
+    t.max_piece = 1
+    for _, p in ipairs(pieces) do t.max_piece = math.max(t.max_piece, #p - (p:sub(1, 2) == "##" and 2 or 0)) end
+    for _, s in ipairs(M.specials) do
+      if not t.index[s] then error("tokenizer: the vocabulary has no " .. s .. " piece", 0) end
+    end
+  else
+    t.split = M.pretokenize
+    for i, s in ipairs(M.specials) do
+      if pieces[i] ~= s then error("tokenizer: piece " .. i .. " must be " .. s, 0) end
+    end
   end
-  t.pad_id, t.unk_id, t.cls_id, t.sep_id, t.mask_id = 1, 2, 3, 4, 5
+  t.pad_id, t.unk_id, t.cls_id, t.sep_id, t.mask_id =
+    t.index["[PAD]"], t.index["[UNK]"], t.index["[CLS]"], t.index["[SEP]"], t.index["[MASK]"]
   return t
 end
 
@@ -100,8 +123,10 @@ end
 
 function Tokenizer:size() return #self.pieces end
 
--- one word → ids, longest piece first; [UNK] when it cannot be spelled
+-- one word → ids, longest piece first; [UNK] when it cannot be spelled. Byte substrings suffice:
+-- a piece is valid UTF-8, so only substrings on character boundaries can match one.
 function Tokenizer:encode_word(w)
+  if self.max_word_chars and (utf8.len(w) or #w) > self.max_word_chars then return { self.unk_id } end
   local ids, i = {}, 1
   while i <= #w do
     local found
@@ -122,7 +147,7 @@ end
 
 function Tokenizer:encode(text)
   local ids = {}
-  for _, w in ipairs(M.pretokenize(text)) do
+  for _, w in ipairs(self.split(text)) do
     for _, id in ipairs(self:encode_word(w)) do ids[#ids + 1] = id end
   end
   return ids
@@ -144,46 +169,70 @@ function Tokenizer:word_start(id)
   return p ~= nil and p:sub(1, 2) ~= "##"
 end
 
-local HEADER = "graphmert-wordpiece 1"
+local HEADER, BERT_HEADER = "graphmert-wordpiece 1", "graphmert-bert-vocab 1"
 
+-- A trained tokenizer: its header, max_piece and pieces; a BERT one: its header, whether it
+-- lower-cases, and vocab.txt's lines.
 function Tokenizer:save(path)
   local gm = require "graphmert"
-  local body = HEADER .. "\nmax_piece " .. self.max_piece .. "\n" .. table.concat(self.pieces, "\n") .. "\n"
-  local ok, err = gm.write_atomic(path, { body })
+  local head = self.bert and BERT_HEADER .. "\nlower " .. tostring(self.lower) or HEADER .. "\nmax_piece " .. self.max_piece
+  local ok, err = gm.write_atomic(path, { head, "\n", table.concat(self.pieces, "\n"), "\n" })
   if not ok then error("save: " .. err, 2) end
   return true
 end
 
-function M.load(path)
+-- The lines of a file (a trailing \r dropped, as Python's universal newlines read vocab.txt).
+local function read_lines(fn, path)
   local f, err = io.open(path, "r")
-  if not f then error("tokenizer.load: " .. err, 2) end
-  local pieces, max_piece, n = {}, nil, 0
-  for line in f:lines() do
-    n = n + 1
-    if n == 1 then
-      if line ~= HEADER then
-        f:close()
-        error(string.format("tokenizer.load: %s:1: not a graphmert tokenizer file", path), 2)
-      end
-    elseif n == 2 then
-      max_piece = math.tointeger(tonumber(line:match("^max_piece (%d+)$")))
-      if not max_piece or max_piece < 1 then
-        f:close()
-        error(string.format("tokenizer.load: %s:2: expected 'max_piece N'", path), 2)
-      end
-    else
-      if line == "" or line:find("%s") then
-        f:close()
-        error(string.format("tokenizer.load: %s:%d: a piece must be non-empty without spaces", path, n), 2)
-      end
-      pieces[#pieces + 1] = line
-    end
-  end
+  if not f then error(fn .. ": " .. err, 3) end
+  local lines = {}
+  for line in f:lines() do lines[#lines + 1] = line:gsub("\r$", "") end
   f:close()
-  if n < 2 then error(string.format("tokenizer.load: %s: truncated", path), 2) end
-  local ok, t = pcall(new, pieces, { max_piece = max_piece })
-  if not ok then error("tokenizer.load: " .. path .. ": " .. tostring(t):gsub("^tokenizer: ", ""), 2) end
+  return lines
+end
+
+-- pieces from lines[first..]; empty ones (or, with no_spaces, ones with spaces) refused by line
+local function read_pieces(fn, path, lines, first, no_spaces)
+  local pieces = {}
+  for n = first, #lines do
+    local line = lines[n]
+    if line == "" or (no_spaces and line:find("%s")) then
+      error(string.format("%s: %s:%d: a piece must be non-empty%s", fn, path, n, no_spaces and " without spaces" or ""), 3)
+    end
+    pieces[#pieces + 1] = line
+  end
+  return pieces
+end
+
+local function construct(fn, path, pieces, opts)
+  local ok, t = pcall(new, pieces, opts)
+  if not ok then error(fn .. ": " .. path .. ": " .. tostring(t):gsub("^tokenizer: ", ""), 3) end
   return t
+end
+
+-- A BERT vocab.txt: one piece a line, id = line number; opts.lower = true (uncased BERT).
+function M.from_vocab(path, opts)
+  opts = opts or {}
+  if opts.lower ~= nil and type(opts.lower) ~= "boolean" then
+    error("tokenizer.from_vocab: lower must be a boolean, got " .. type(opts.lower), 2)
+  end
+  local pieces = read_pieces("tokenizer.from_vocab", path, read_lines("tokenizer.from_vocab", path), 1, false)
+  return construct("tokenizer.from_vocab", path, pieces, { bert = true, lower = opts.lower })
+end
+
+function M.load(path)
+  local fn = "tokenizer.load"
+  local lines = read_lines(fn, path)
+  if lines[1] == BERT_HEADER then
+    local lower = (lines[2] or ""):match("^lower (%a+)$")
+    if lower ~= "true" and lower ~= "false" then error(string.format("%s: %s:2: expected 'lower true|false'", fn, path), 2) end
+    return construct(fn, path, read_pieces(fn, path, lines, 3, false), { bert = true, lower = lower == "true" })
+  end
+  if lines[1] ~= HEADER then error(string.format("%s: %s:1: not a graphmert tokenizer file", fn, path), 2) end
+  if #lines < 2 then error(string.format("%s: %s: truncated", fn, path), 2) end
+  local max_piece = math.tointeger(tonumber((lines[2]):match("^max_piece (%d+)$")))
+  if not max_piece or max_piece < 1 then error(string.format("%s: %s:2: expected 'max_piece N'", fn, path), 2) end
+  return construct(fn, path, read_pieces(fn, path, lines, 3, true), { max_piece = max_piece })
 end
 
 return M

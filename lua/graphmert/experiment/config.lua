@@ -20,6 +20,8 @@ M.schema = {
   copies = { 1, "number", "a record is repeated once per usable triple, up to this many times" },
   vocab_size = { REQUIRED, "number", "WordPiece vocabulary size of the tokenizer trained on the training text" },
   leaf_rate = { 0.15, "number", "share of injected tail groups masked per step (official 0.15)" },
+  packing = { "record", "string", "\"record\" (each record whole, truncated to roots − 2) or \"chunk\" (official: records concatenated, cut into roots − 2-token chunks)" },
+  masking_spans = { true, "boolean", "root spans with span-boundary targets (official mlm_sbo); false: tokens masked independently (the no-span ablation)" },
   model = { REQUIRED, "table", "gm.nn.GraphMERT options: roots, leaves, hidden, layers, heads, ffn, lambda, ..." },
   loss = { {}, "table", "GraphMERT:loss options: normalization = \"joint\" (official) or \"separate\", mu" },
   steps = { REQUIRED, "number", "optimisation steps per model" },
@@ -79,6 +81,12 @@ function M.check(cfg, where)
     model[key] = out.model[key]
   end
   out.model = model
+  if out.packing ~= "record" and out.packing ~= "chunk" then
+    fail(where, "packing must be \"record\" or \"chunk\", got \"" .. out.packing .. "\"")
+  end
+  if out.packing == "chunk" and out.copies ~= 1 then
+    fail(where, "copies must be 1 with packing = \"chunk\" (records are not repeated in a chunked stream)")
+  end
   if out.on_nonfinite ~= "stop" and out.on_nonfinite ~= "skip" then
     fail(where, "on_nonfinite must be \"stop\" or \"skip\", got \"" .. out.on_nonfinite .. "\"")
   end

@@ -91,21 +91,21 @@ function M.prepare(cfg, tok)
   for id, n in ipairs(d.relation_names) do d.relations[n] = id end
   d.layout = gm.layout { roots = cfg.model.roots, leaves = cfg.model.leaves }
   d.train_seqs, d.report = data.corpus.build(d.train, tok,
-    { layout = d.layout, relations = d.relations, copies = cfg.copies })
+    { layout = d.layout, relations = d.relations, copies = cfg.copies, packing = cfg.packing })
   shuffle(d.train_seqs, cfg.seed)
-  d.eval_seqs = data.corpus.build(d.heldout, tok, { layout = d.layout, relations = d.relations })
+  d.eval_seqs = data.corpus.build(d.heldout, tok, { layout = d.layout, relations = d.relations, packing = cfg.packing })
   d.mask_opts = { vocab = tok:size(), mask_id = tok.mask_id, layout = d.layout,
     special = { [tok.pad_id] = true, [tok.cls_id] = true, [tok.sep_id] = true },
-    leaf_rate = cfg.leaf_rate, word_start = function(id) return tok:word_start(id) end }
+    leaf_rate = cfg.leaf_rate, spans = cfg.masking_spans, word_start = function(id) return tok:word_start(id) end }
   return d
 end
 
 function M.summary(d)
   local facts = 0
   for _, r in ipairs(d.heldout_facts) do facts = facts + #r.triples end
-  return string.format("wordnet: %d synsets (%d parse errors), %d held out, %d held-out facts; %d training sequences, %d held out; %d triples injected; vocabulary %d; %d relations",
+  return string.format("wordnet: %d synsets (%d parse errors), %d held out, %d held-out facts; %d training sequences, %d held out; %d triples injected; %d records truncated (%d tokens cut); vocabulary %d; %d relations",
     d.wordnet.count, d.wordnet.errors.count, #d.heldout, facts, #d.train_seqs, #d.eval_seqs, d.report.injected or 0,
-    d.tok:size(), #d.relation_names)
+    d.report.truncated_records, d.report.truncated_tokens, d.tok:size(), #d.relation_names)
 end
 
 -- A copy of cfg whose model table has `overrides` applied (an ablation or baseline variant).
