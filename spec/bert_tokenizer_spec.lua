@@ -91,6 +91,9 @@ describe("tokenizer.from_vocab", function()
     path = tmp_with "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n\na\n"
     assert.error_matches(function() tk.from_vocab(path) end, ":6: a piece must be non%-empty")
     os.remove(path)
+    path = tmp_with "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n\xc3\n"
+    assert.error_matches(function() tk.from_vocab(path) end, ":6: a piece must be UTF%-8")
+    os.remove(path)
     path = tmp_with "[PAD]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\n[MASK]\r\na\r\na\r\n"
     assert.error_matches(function() tk.from_vocab(path) end, "duplicate piece 'a' %(id 7%)")
     os.remove(path)

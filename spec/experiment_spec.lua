@@ -57,6 +57,10 @@ describe("experiment.config", function()
       "cfg.lua: copies must be 1 with packing = \"chunk\"")
     assert.error_matches(function() config.check(minimal { masking_spans = "yes" }, "cfg.lua") end,
       "'masking_spans' must be a boolean")
+    local bert = minimal { bert_vocab = "vocab.txt" }
+    bert.vocab_size = nil
+    assert.equal("vocab.txt", config.check(bert, "cfg.lua").bert_vocab)
+    assert.is_false(config.check(minimal(), "cfg.lua").bert_vocab)
   end)
 end)
 

@@ -102,7 +102,7 @@ describe("masking.mask", function()
       return max
     end
     assert.equal(2, longest(gm.layout { roots = R, leaves = 2 }, {}))
-    assert.equal(1, longest(gm.layout { roots = R, leaves = 3 }, { max_span = 1 }))
+    assert.equal(1, longest(gm.layout { roots = R, leaves = 3 }, { max_span = 1.0 })) -- JSON numbers are floats
     assert.equal(3, longest(gm.layout { roots = R, leaves = 3 }, {}))
     assert.error_matches(function() longest(gm.layout { roots = R, leaves = 3 }, { max_span = 4 }) end,
       "mask: max_span must be an integer in %[1, leaves = 3%]")

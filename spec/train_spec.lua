@@ -111,3 +111,27 @@ describe("experiment.prepare's split", function()
     assert.is_true(facts > 10)
   end)
 end)
+
+describe("experiment.prepare with the official text pipeline", function()
+  it("tokenises with a BERT vocab.txt, packs chunks and masks them with SBO targets", function()
+    local cfg = gm.experiment.config.check({ wordnet = { pos = { "verb" }, limit = 200 }, heldout = 0.1,
+      bert_vocab = "spec/fixtures/bert/vocab.txt", packing = "chunk", model = { roots = 16, leaves = 3 },
+      steps = 1, batch = 4, lr = 1e-3 }, "test")
+    local d = gm.experiment.prepare(cfg)
+    assert.is_true(d.tok.bert)
+    assert.equal(d.tok:size(), d.mask_opts.vocab)
+    assert.is_true(#d.train_seqs > 4)
+    local full = 0
+    for _, packed in ipairs(d.train_seqs) do
+      local s = gm.data.corpus.unpack(packed)
+      local used = 0
+      for r = 1, 16 do used = used + s.valid[r] end
+      if used == 16 then full = full + 1 end
+    end
+    assert.equal(#d.train_seqs - 1, full) -- only the last chunk is padded
+    gm.manual_seed(1)
+    local b = gm.data.masking.mask(gm.data.corpus.batch(d.train_seqs, 1, 4), d.mask_opts)
+    assert.is_true(#b.labels.sbo.offset > 0)
+    assert.equal(#b.labels.roots.positions, #b.labels.sbo.offset)
+  end)
+end)

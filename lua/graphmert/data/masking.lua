@@ -82,7 +82,7 @@ local function options(opts)
     special = opts.special or {},
     word_start = opts.word_start or function() return true end,
     root_rate = opts.root_rate or 0.15, span_p = opts.span_p or 0.2,
-    max_span = opts.max_span or layout.leaves, leaf_rate = opts.leaf_rate or 0.15,
+    max_span = math.tointeger(opts.max_span or layout.leaves) or opts.max_span, leaf_rate = opts.leaf_rate or 0.15,
     spans = opts.spans ~= false,
   }
   if opts.spans ~= nil and type(opts.spans) ~= "boolean" then

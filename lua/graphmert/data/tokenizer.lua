@@ -191,14 +191,16 @@ local function read_lines(fn, path)
   return lines
 end
 
--- pieces from lines[first..]; empty ones (or, with no_spaces, ones with spaces) refused by line
-local function read_pieces(fn, path, lines, first, no_spaces)
+-- pieces from lines[first..]; empty ones refused by line, and for a trained tokenizer ones with
+-- spaces, for a BERT one (whose pieces match whole characters) ones that are not UTF-8
+local function read_pieces(fn, path, lines, first, bert)
   local pieces = {}
   for n = first, #lines do
     local line = lines[n]
-    if line == "" or (no_spaces and line:find("%s")) then
-      error(string.format("%s: %s:%d: a piece must be non-empty%s", fn, path, n, no_spaces and " without spaces" or ""), 3)
+    if line == "" or (not bert and line:find("%s")) then
+      error(string.format("%s: %s:%d: a piece must be non-empty%s", fn, path, n, bert and "" or " without spaces"), 3)
     end
+    if bert and not utf8.len(line) then error(string.format("%s: %s:%d: a piece must be UTF-8", fn, path, n), 3) end
     pieces[#pieces + 1] = line
   end
   return pieces
@@ -216,7 +218,7 @@ function M.from_vocab(path, opts)
   if opts.lower ~= nil and type(opts.lower) ~= "boolean" then
     error("tokenizer.from_vocab: lower must be a boolean, got " .. type(opts.lower), 2)
   end
-  local pieces = read_pieces("tokenizer.from_vocab", path, read_lines("tokenizer.from_vocab", path), 1, false)
+  local pieces = read_pieces("tokenizer.from_vocab", path, read_lines("tokenizer.from_vocab", path), 1, true)
   return construct("tokenizer.from_vocab", path, pieces, { bert = true, lower = opts.lower })
 end
 
@@ -226,13 +228,13 @@ function M.load(path)
   if lines[1] == BERT_HEADER then
     local lower = (lines[2] or ""):match("^lower (%a+)$")
     if lower ~= "true" and lower ~= "false" then error(string.format("%s: %s:2: expected 'lower true|false'", fn, path), 2) end
-    return construct(fn, path, read_pieces(fn, path, lines, 3, false), { bert = true, lower = lower == "true" })
+    return construct(fn, path, read_pieces(fn, path, lines, 3, true), { bert = true, lower = lower == "true" })
   end
   if lines[1] ~= HEADER then error(string.format("%s: %s:1: not a graphmert tokenizer file", fn, path), 2) end
   if #lines < 2 then error(string.format("%s: %s: truncated", fn, path), 2) end
   local max_piece = math.tointeger(tonumber((lines[2]):match("^max_piece (%d+)$")))
   if not max_piece or max_piece < 1 then error(string.format("%s: %s:2: expected 'max_piece N'", fn, path), 2) end
-  return construct(fn, path, read_pieces(fn, path, lines, 3, true), { max_piece = max_piece })
+  return construct(fn, path, read_pieces(fn, path, lines, 3, false), { max_piece = max_piece })
 end
 
 return M

@@ -18,7 +18,8 @@ M.schema = {
   heldout = { 0.05, "number", "share of synsets kept out of training (their text and triples)" },
   heldout_triples = { 0, "number", "share of the remaining facts (both directions) kept out of training" },
   copies = { 1, "number", "a record is repeated once per usable triple, up to this many times" },
-  vocab_size = { REQUIRED, "number", "WordPiece vocabulary size of the tokenizer trained on the training text" },
+  vocab_size = { REQUIRED, "number", "WordPiece vocabulary size of the tokenizer trained on the training text (not with bert_vocab)" },
+  bert_vocab = { false, "string", "a BERT vocab.txt (uncased) to tokenise with instead of training a tokenizer" },
   leaf_rate = { 0.15, "number", "share of injected tail groups masked per step (official 0.15)" },
   packing = { "record", "string", "\"record\" (each record whole, truncated to roots − 2) or \"chunk\" (official: records concatenated, cut into roots − 2-token chunks)" },
   masking_spans = { true, "boolean", "root spans with span-boundary targets (official mlm_sbo); false: tokens masked independently (the no-span ablation)" },
@@ -64,8 +65,10 @@ function M.check(cfg, where)
   for key, entry in pairs(M.schema) do
     local v = cfg[key]
     if v == nil then
-      if entry[1] == REQUIRED then fail(where, string.format("'%s' is required (%s)", key, entry[3])) end
-      v = entry[1]
+      if entry[1] == REQUIRED and not (key == "vocab_size" and cfg.bert_vocab) then
+        fail(where, string.format("'%s' is required (%s)", key, entry[3]))
+      end
+      if entry[1] ~= REQUIRED then v = entry[1] end
     end
     out[key] = v
   end

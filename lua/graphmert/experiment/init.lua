@@ -67,8 +67,8 @@ local function split(records, cfg)
   return d
 end
 
--- cfg: a checked config (wordnet, heldout, heldout_triples, vocab_size, copies, leaf_rate,
--- model.roots/leaves); tok: an existing tokenizer or nil
+-- cfg: a checked config (wordnet, heldout, heldout_triples, vocab_size or bert_vocab, copies,
+-- packing, leaf_rate, masking_spans, model.roots/leaves); tok: an existing tokenizer or nil
 function M.prepare(cfg, tok)
   local data = gm.data
   local wn = data.wordnet.load(cfg.wordnet)
@@ -76,7 +76,9 @@ function M.prepare(cfg, tok)
   local d = split(records, cfg)
   -- only the counts stay: the synsets would be a large Lua heap for every collection to walk
   d.wordnet = { count = wn.count, errors = wn.errors }
-  if not tok then
+  if not tok and cfg.bert_vocab then
+    tok = data.tokenizer.from_vocab(cfg.bert_vocab)
+  elseif not tok then
     local texts = {}
     for _, r in ipairs(d.train) do texts[#texts + 1] = r.text end
     tok = data.tokenizer.train(texts, { vocab_size = cfg.vocab_size })
@@ -95,7 +97,8 @@ function M.prepare(cfg, tok)
   shuffle(d.train_seqs, cfg.seed)
   d.eval_seqs = data.corpus.build(d.heldout, tok, { layout = d.layout, relations = d.relations, packing = cfg.packing })
   d.mask_opts = { vocab = tok:size(), mask_id = tok.mask_id, layout = d.layout,
-    special = { [tok.pad_id] = true, [tok.cls_id] = true, [tok.sep_id] = true },
+    -- the official collator labels none of the five special tokens (collating_graphmert.py:478)
+    special = { [tok.pad_id] = true, [tok.unk_id] = true, [tok.cls_id] = true, [tok.sep_id] = true, [tok.mask_id] = true },
     leaf_rate = cfg.leaf_rate, spans = cfg.masking_spans, word_start = function(id) return tok:word_start(id) end }
   return d
 end
