@@ -8,6 +8,7 @@ return {
   copies = 4,               -- a glossary entry is repeated once per triple, up to 4 times
   vocab_size = 6000,
   leaf_rate = 0.5,          -- share of injected tail groups masked per step (official 0.15)
+  max_span = 7,             -- root spans up to 7 tokens (with no SBO head, spans need not fit the leaves)
   -- learned positions (not in the official model) let a small model tell leaves from roots
   -- early; without them tail prediction stays below the frequency baseline at this budget
   model = { roots = 32, leaves = 3, hidden = 160, layers = 2, heads = 4, ffn = 640, lambda = 0.6,

@@ -16,7 +16,8 @@
 -- offset embedding per leaf slot), leaf_rate = 0.15, replace = {0.8, 0.1},
 -- word_start (function(id) → true when the token starts a word; default: every token),
 -- spans = true (false: the no-span ablation, official mlm_sbo = False — every root token masked
--- independently with root_rate, every leaf token with leaf_rate, no SBO entries).
+-- independently with root_rate, every leaf token with leaf_rate, no SBO entries), sbo = true
+-- (false: no SBO entries, for a model without the SBO head; max_span may then exceed leaves).
 -- Random draws come from gm's generator, so gm.manual_seed makes masks reproducible.
 local gm = require "graphmert"
 
@@ -83,13 +84,13 @@ local function options(opts)
     word_start = opts.word_start or function() return true end,
     root_rate = opts.root_rate or 0.15, span_p = opts.span_p or 0.2,
     max_span = math.tointeger(opts.max_span or layout.leaves) or opts.max_span, leaf_rate = opts.leaf_rate or 0.15,
-    spans = opts.spans ~= false,
+    spans = opts.spans ~= false, sbo = opts.sbo ~= false,
   }
   if opts.spans ~= nil and type(opts.spans) ~= "boolean" then
     error("mask: spans must be a boolean, got " .. type(opts.spans), 3)
   end
   if o.spans then
-    if math.type(o.max_span) ~= "integer" or o.max_span < 1 or o.max_span > layout.leaves then
+    if math.type(o.max_span) ~= "integer" or o.max_span < 1 or (o.sbo and o.max_span > layout.leaves) then
       error(string.format("mask: max_span must be an integer in [1, leaves = %d] (the span-boundary targets " ..
         "have one offset per leaf slot), got %s%s", layout.leaves, tostring(o.max_span),
         layout.leaves == 0 and "; a layout without leaves needs spans = false" or ""), 3)
@@ -116,9 +117,11 @@ function M.mask(batch, opts)
         local s, e = span[1], span[2]
         for r = s, e do
           chosen[#chosen + 1] = { b, r, "roots" }
-          local i = #sbo.offset + 1
-          sbo.left[i], sbo.right[i] = layout:flat(b, s - 1), layout:flat(b, e + 1)
-          sbo.offset[i], sbo.targets[i] = r - s + 1, row[r]
+          if o.sbo then
+            local i = #sbo.offset + 1
+            sbo.left[i], sbo.right[i] = layout:flat(b, s - 1), layout:flat(b, e + 1)
+            sbo.offset[i], sbo.targets[i] = r - s + 1, row[r]
+          end
         end
       end
       -- leaves: whole tail groups

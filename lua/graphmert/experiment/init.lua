@@ -99,7 +99,8 @@ function M.prepare(cfg, tok)
   d.mask_opts = { vocab = tok:size(), mask_id = tok.mask_id, layout = d.layout,
     -- the official collator labels none of the five special tokens (collating_graphmert.py:478)
     special = { [tok.pad_id] = true, [tok.unk_id] = true, [tok.cls_id] = true, [tok.sep_id] = true, [tok.mask_id] = true },
-    leaf_rate = cfg.leaf_rate, spans = cfg.masking_spans, word_start = function(id) return tok:word_start(id) end }
+    leaf_rate = cfg.leaf_rate, spans = cfg.masking_spans, sbo = cfg.model.sbo, max_span = cfg.max_span or nil,
+    word_start = function(id) return tok:word_start(id) end }
   return d
 end
 
