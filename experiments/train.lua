@@ -39,7 +39,8 @@ local function train(run)
   local ckpt_path, log_path = run.out .. "/checkpoint.safetensors", run.out .. "/log.csv"
   gm.manual_seed(cfg.seed)
   local model = ex.model(d, c)
-  ex.write_run(run.out, { config = args.config, model = model.config, relations = d.relation_names, wordnet = cfg.wordnet })
+  ex.write_run(run.out, { config = args.config, model = model.config, relations = d.relation_names, wordnet = cfg.wordnet,
+    tail_end = cfg.tail_end })
   local opt = gm.optim.adamw(model:named_parameters(), { lr = c.lr, weight_decay = c.weight_decay })
   local start = 1
   local resuming = args.resume and (run.out == args.out or io.open(ckpt_path) ~= nil)

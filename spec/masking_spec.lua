@@ -155,4 +155,11 @@ describe("masking.mask", function()
     assert.error_matches(function() masking.mask(batch, { vocab = V, mask_id = MASK, layout = layout, spans = "no" }) end,
       "mask: spans must be a boolean")
   end)
+
+  it("refuses tail_end without the id that labels a tail's end", function()
+    local l = gm.layout { roots = 4, leaves = 2 }
+    local batch = { ids = gm.ones(1, l.nodes), valid = gm.ones(1, l.nodes) }
+    assert.error_matches(function() masking.mask(batch, { vocab = 10, mask_id = 5, layout = l, tail_end = true }) end,
+      "mask: tail_end needs end_id")
+  end)
 end)

@@ -17,7 +17,9 @@
 -- word_start (function(id) → true when the token starts a word; default: every token),
 -- spans = true (false: the no-span ablation, official mlm_sbo = False — every root token masked
 -- independently with root_rate, every leaf token with leaf_rate, no SBO entries), sbo = true
--- (false: no SBO entries, for a model without the SBO head; max_span may then exceed leaves).
+-- (false: no SBO entries, for a model without the SBO head; max_span may then exceed leaves),
+-- tail_end = false (true: a masked tail group also takes the empty leaf slots of its root, made
+-- valid and labelled end_id, so the model learns where a tail ends; gm.eval.decode's tail_end).
 -- Random draws come from gm's generator, so gm.manual_seed makes masks reproducible.
 local gm = require "graphmert"
 
@@ -84,8 +86,11 @@ local function options(opts)
     word_start = opts.word_start or function() return true end,
     root_rate = opts.root_rate or 0.15, span_p = opts.span_p or 0.2,
     max_span = math.tointeger(opts.max_span or layout.leaves) or opts.max_span, leaf_rate = opts.leaf_rate or 0.15,
-    spans = opts.spans ~= false, sbo = opts.sbo ~= false,
+    spans = opts.spans ~= false, sbo = opts.sbo ~= false, tail_end = opts.tail_end == true, end_id = opts.end_id,
   }
+  if o.tail_end and math.type(o.end_id) ~= "integer" then
+    error("mask: tail_end needs end_id, the token that labels the slots after a tail (the tokenizer's pad_id)", 3)
+  end
   if opts.spans ~= nil and type(opts.spans) ~= "boolean" then
     error("mask: spans must be a boolean, got " .. type(opts.spans), 3)
   end
@@ -109,6 +114,7 @@ function M.mask(batch, opts)
   local labels = { roots = { positions = {}, targets = {} }, leaves = { positions = {}, targets = {} },
                    sbo = { left = {}, right = {}, offset = {}, targets = {} } }
   local chosen = {} -- {b, node, part}
+  local valid_changed = false
   local sbo = labels.sbo
   for b = 1, B do
     local row, valid_row = ids[b], valid[b]
@@ -130,6 +136,15 @@ function M.mask(batch, opts)
         local group = tail_group(layout, row, valid_row, o.special, r)
         if #group > 0 and draws[r] < o.leaf_rate then
           for _, node in ipairs(group) do chosen[#chosen + 1] = { b, node, "leaves" } end
+          if o.tail_end then -- the empty slots after the tail join it, labelled as its end
+            for a = 1, layout.leaves do
+              local node = layout:leaf(r, a)
+              if valid_row[node] == 0 then
+                row[node], valid_row[node], valid_changed = o.end_id, 1, true
+                chosen[#chosen + 1] = { b, node, "leaves" }
+              end
+            end
+          end
         end
       end
     else
@@ -157,7 +172,7 @@ function M.mask(batch, opts)
     end
   end
   return {
-    ids = gm.tensor(ids), valid = batch.valid, relation = batch.relation,
+    ids = gm.tensor(ids), valid = valid_changed and gm.tensor(valid) or batch.valid, relation = batch.relation,
     head_length = batch.head_length, labels = labels,
   }
 end

@@ -21,6 +21,7 @@ M.schema = {
   vocab_size = { REQUIRED, "number", "WordPiece vocabulary size of the tokenizer trained on the training text (not with bert_vocab)" },
   bert_vocab = { false, "string", "a BERT vocab.txt (uncased) to tokenise with instead of training a tokenizer" },
   leaf_rate = { 0.15, "number", "share of injected tail groups masked per step (official 0.15)" },
+  tail_end = { false, "boolean", "masked tails also cover their root's empty leaf slots, labelled [PAD]: the model learns where a tail ends (for extraction; not in the official code)" },
   max_span = { false, "number", "longest masked root span (false: leaves per root, as the official SBO needs; more only with model.sbo = false)" },
   packing = { "record", "string", "\"record\" (each record whole, truncated to roots − 2) or \"chunk\" (official: records concatenated, cut into roots − 2-token chunks)" },
   masking_spans = { true, "boolean", "root spans with span-boundary targets (official mlm_sbo); false: tokens masked independently (the no-span ablation)" },

@@ -100,6 +100,7 @@ function M.prepare(cfg, tok)
     -- the official collator labels none of the five special tokens (collating_graphmert.py:478)
     special = { [tok.pad_id] = true, [tok.unk_id] = true, [tok.cls_id] = true, [tok.sep_id] = true, [tok.mask_id] = true },
     leaf_rate = cfg.leaf_rate, spans = cfg.masking_spans, sbo = cfg.model.sbo, max_span = cfg.max_span or nil,
+    tail_end = cfg.tail_end, end_id = tok.pad_id,
     word_start = function(id) return tok:word_start(id) end }
   return d
 end
