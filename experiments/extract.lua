@@ -90,14 +90,17 @@ local opts = { graph = graph, relations = relations, only = only, mode = args.de
 if args.decoding == "constrained" then opts.tails = extract.known_tails(graph, tok, relations, model.layout.leaves) end
 
 -- one passage at a time, so that an interruption keeps everything finished before it
-local found, done = {}, 0
+local found, done, shown = {}, 0, 0
 local ok, err = pcall(function()
   for _, p in ipairs(passages) do
     for _, t in ipairs(extract.triples(model, tok, { p }, opts)) do found[#found + 1] = t end
     done = done + 1
     local elapsed = gm.clock() - t0
-    io.stderr:write(string.format("\r%d/%d passages  %.1f passages/s  ETA %ds   ", done, #passages, done / elapsed,
-      math.floor((#passages - done) * elapsed / done)))
+    if elapsed - shown >= 0.5 or done == #passages then -- a progress line twice a second at most
+      shown = elapsed
+      io.stderr:write(string.format("\r%d/%d passages  %.1f passages/s  ETA %ds   ", done, #passages, done / elapsed,
+        math.floor((#passages - done) * elapsed / done)))
+    end
   end
 end)
 if not ok and gm.errors.kind(err) ~= "interrupted" then error(err, 0) end

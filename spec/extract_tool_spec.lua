@@ -1,0 +1,117 @@
+-- experiments/extract.lua end to end: a tiny training run, then a corpus in and kg.jsonl/kg.tsv
+-- out; an interrupted run; bad input.
+local gm = require "graphmert"
+local cjson = require "cjson"
+
+local BIN = "./build/bin/graphmert "
+
+local function run(cmd)
+  local p = io.popen(cmd .. " 2>&1")
+  local out = p:read("a")
+  local ok, _, code = p:close()
+  return out, ok and 0 or code
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local function lines(path)
+  local out = {}
+  for line in io.lines(path) do out[#out + 1] = line end
+  return out
+end
+
+describe("experiments/extract.lua", function()
+  local dir = os.tmpname()
+  os.remove(dir)
+  local config = dir .. ".config.lua"
+  write(config, [[return { seed = 3, wordnet = { pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
+    tail_end = true, max_span = 3,
+    model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32, head = "single", sbo = false },
+    steps = 3, batch = 4, lr = 1e-3, warmup = 1, baseline = false }]])
+  local _, code = run(BIN .. "experiments/train.lua --config " .. config .. " --out " .. dir)
+  assert(code == 0, "training the checkpoint failed")
+  local passages = dir .. "/passages.txt"
+  local text = "to breathe is to draw air into the lungs and to exhale it\n" ..
+    "they run and walk and talk while they eat\n\n" .. "sleep after you eat\n"
+  write(passages, text)
+  local extract = BIN .. "experiments/extract.lua --checkpoint " .. dir .. " --input "
+
+  it("writes kg.jsonl and kg.tsv that agree, with multi-token tails allowed", function()
+    local out, code = run(extract .. passages .. " --out " .. dir .. "/kg.jsonl --top 2")
+    assert.equal(0, code, out)
+    assert.matches("3 passages, %d+ triples", out)
+    local jsonl, tsv = lines(dir .. "/kg.jsonl"), lines(dir .. "/kg.tsv")
+    assert.is_true(#jsonl > 0)
+    assert.equal(#jsonl + 1, #tsv)
+    assert.equal("head\trelation\ttail\tscore\tcount\tdecoding", tsv[1])
+    local per_pair = {}
+    for i, line in ipairs(jsonl) do
+      local t = cjson.decode(line)
+      assert.is_true(t.score <= 0 and t.count >= 1 and #t.sources == t.count)
+      assert.equal("open", t.decoding)
+      assert.is_truthy(t.tail:match("%a"))
+      local cells = {}
+      for cell in (tsv[i + 1] .. "\t"):gmatch("([^\t]*)\t") do cells[#cells + 1] = cell end
+      assert.same({ t.head, t.relation, t.tail }, { cells[1], cells[2], cells[3] })
+      local key = t.head .. "/" .. t.relation
+      per_pair[key] = (per_pair[key] or 0) + 1
+      assert.is_true(per_pair[key] <= 2)
+    end
+  end)
+
+  it("constrained decoding gives only seed-graph entity names", function()
+    local out, code = run(extract .. passages .. " --out " .. dir .. "/kgc.jsonl --decoding constrained --relations entailment")
+    assert.equal(0, code, out)
+    local wn = gm.data.wordnet.load { pos = { "verb" }, limit = 300 }
+    local names = gm.eval.extract.seed_graph(wn).lemmas
+    for _, line in ipairs(lines(dir .. "/kgc.jsonl")) do
+      local t = cjson.decode(line)
+      assert.equal("entailment", t.relation)
+      assert.is_truthy(names[t.tail], t.tail)
+    end
+  end)
+
+  it("an interrupted run leaves a file every line of which parses", function()
+    local many = {}
+    for i = 1, 300 do many[i] = "to breathe is to draw air into the lungs and to exhale it " .. i end
+    write(dir .. "/many.txt", table.concat(many, "\n"))
+    local out, code = run("timeout --preserve-status -s INT 3 " .. extract .. dir .. "/many.txt --out " .. dir .. "/kgi.jsonl")
+    assert.is_true(code == 130 or code == 0, out)
+    if code == 130 then assert.matches("interrupted: %d+ passages", out) end
+    for _, line in ipairs(lines(dir .. "/kgi.jsonl")) do assert.is_true(pcall(cjson.decode, line)) end
+  end)
+
+  it("names the file and line of bad input, and refuses a missing or mismatched checkpoint", function()
+    write(dir .. "/bad.jsonl", '{"text": "they eat"}\nnot json\n')
+    write(dir .. "/latin1.txt", "they eat\ncaf\233\n")
+    write(dir .. "/empty.txt", "\n  \n")
+    local cases = {
+      { extract .. dir .. "/bad.jsonl", "bad.jsonl:2: not a JSON object" },
+      { extract .. dir .. "/latin1.txt", "latin1.txt:2: not UTF%-8 text" },
+      { extract .. dir .. "/empty.txt", "empty.txt has no passages" },
+      { extract .. passages .. " --relations hypernym,nonsense", "unknown relation nonsense" },
+      { BIN .. "experiments/extract.lua --checkpoint " .. dir .. "/nowhere --input " .. passages, "nowhere/run.json" },
+      { extract .. dir .. "/missing.txt", "missing.txt" },
+    }
+    for _, c in ipairs(cases) do
+      local out, code = run(c[1] .. " --out " .. dir .. "/x.jsonl")
+      assert.equal(2, code, out)
+      assert.matches(c[2], out)
+    end
+  end)
+
+  it("refuses a tokenizer that is not the checkpoint's", function()
+    local other = dir .. ".other"
+    os.execute("rm -rf " .. other .. " && cp -r " .. dir .. " " .. other)
+    local tok = gm.data.tokenizer.train({ "a tiny other vocabulary" }, { vocab_size = 40 })
+    tok:save(other .. "/tokenizer.txt")
+    local out, code = run(BIN .. "experiments/extract.lua --checkpoint " .. other .. " --input " .. passages .. " --out " .. other .. "/x.jsonl")
+    assert.equal(2, code, out)
+    assert.matches("not from one run", out)
+    os.execute("rm -rf " .. other .. " " .. dir .. " " .. config)
+  end)
+end)
