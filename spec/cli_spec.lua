@@ -4,12 +4,7 @@ local bin = "./build/bin/graphmert"
 local asan = os.getenv("GRAPHMERT_ASAN_PRELOAD")
 local lua = (asan and ("ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD='" .. asan .. "' ") or "") .. "lua5.4"
 
-local function run(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return out, ok and 0 or code
-end
+local run = require("spec.files").run
 
 describe("graphmert binary", function()
   it("runs a script with arg set as lua5.4 does", function()

@@ -5,18 +5,8 @@ local cjson = require "cjson"
 
 local BIN = "./build/bin/graphmert "
 
-local function run(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return out, ok and 0 or code
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local files = require "spec.files"
+local run, write = files.run, files.write
 
 local function lines(path)
   local out = {}
@@ -25,8 +15,7 @@ local function lines(path)
 end
 
 describe("experiments/extract.lua", function()
-  local dir = os.tmpname()
-  os.remove(dir)
+  local dir = files.tmpname()
   local config = dir .. ".config.lua"
   write(config, [[return { seed = 3, wordnet = { pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
     tail_end = true, max_span = 3,

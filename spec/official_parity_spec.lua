@@ -6,6 +6,7 @@
 -- representation, loss and gradients.
 local gm = require "graphmert"
 local fixture = require "spec.fixture"
+local files = require "spec.files"
 
 local function nested(t) return gm.tensor(t) end
 
@@ -107,8 +108,7 @@ describe("GraphMERT:save_pretrained", function()
 
   -- a copy of the official folder with its config and tensors passed through edit functions
   local function folder(edit_config, edit_tensors)
-    local dir = os.tmpname()
-    os.remove(dir)
+    local dir = files.tmpname()
     os.execute("mkdir -p " .. dir)
     local cfg = fixture.load(src .. "/config.json")
     if edit_config then edit_config(cfg) end
@@ -123,8 +123,7 @@ describe("GraphMERT:save_pretrained", function()
 
   it("writes a folder that from_pretrained reads back bit for bit, in the official layout", function()
     local model = gm.nn.GraphMERT.from_pretrained(src)
-    local dir = os.tmpname()
-    os.remove(dir)
+    local dir = files.tmpname()
     model:save_pretrained(dir)
     local again = gm.nn.GraphMERT.from_pretrained(dir)
     for name, t in pairs(model:state_dict()) do assert.tensor_near(t, again:state_dict()[name], 0, 0) end
@@ -136,8 +135,7 @@ describe("GraphMERT:save_pretrained", function()
   end)
 
   it("refuses a folder without weights, and a shard index that disagrees with its shards", function()
-    local dir = os.tmpname()
-    os.remove(dir)
+    local dir = files.tmpname()
     os.execute("mkdir -p " .. dir .. " && cp " .. src .. "/config.json " .. dir)
     assert.error_matches(function() gm.nn.GraphMERT.from_pretrained(dir) end,
       "has no model.safetensors, pytorch_model.bin or sharded index", nil, true)

@@ -11,18 +11,8 @@ local function tmpfile()
   return p
 end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
+local files = require "spec.files"
+local read, write = files.read, files.write
 
 describe("safetensors", function()
   it("round-trips tensors of every rank and the metadata", function()

@@ -7,24 +7,10 @@ local st = require "graphmert.safetensors"
 local dir = "spec/fixtures/torch/"
 local MARKER = "/tmp/graphmert_torch_load_marker" -- what the hostile pickles would create
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local files = require "spec.files"
+local read, write = files.read, files.write
 
-local function write(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
-
-local function tmpfile()
-  local p = os.tmpname()
-  os.remove(p)
-  return p
-end
+local tmpfile = files.tmpname
 
 local function keys(t)
   local ks = {}

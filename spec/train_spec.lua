@@ -1,22 +1,19 @@
 -- experiments/train.lua and experiments/ablation.lua end to end on slices of WordNet.
 local gm = require "graphmert"
+local files = require "spec.files"
 
 -- A temporary output folder and a config file holding `body`.
 local function scratch(body)
-  local dir = os.tmpname()
-  os.remove(dir)
+  local dir = files.tmpname()
   local config = dir .. ".config.lua"
-  local f = assert(io.open(config, "w"))
-  f:write(body)
-  f:close()
+  files.write(config, body)
   return dir, config
 end
 
 -- Runs a shell command, asserting success; returns its output.
 local function run(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  assert.is_true(p:close(), out)
+  local out, code = files.run(cmd)
+  assert.equal(0, code, out)
   return out
 end
 describe("experiments/train.lua", function()

@@ -44,12 +44,7 @@ M.schema = {
 
 local function fail(where, msg) error(string.format("%s: %s", where, msg), 0) end
 
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys)
-  return keys
-end
+local sorted_keys = require("graphmert.nn.check").sorted_keys
 
 -- cfg with every default filled in; an unknown key, a missing required one or a value of the
 -- wrong type is an error naming it (`where` names the config, e.g. its file).

@@ -45,12 +45,6 @@ local defaults = {
 }
 GraphMERT.defaults = defaults
 
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = tostring(k) end
-  table.sort(keys)
-  return keys
-end
 
 function GraphMERT:__init(config)
   Module.__init(self)
@@ -58,7 +52,7 @@ function GraphMERT:__init(config)
   for k, v in pairs(defaults) do c[k] = v end
   for k, v in pairs(config or {}) do
     if defaults[k] == nil and k ~= "vocab" then
-      error(string.format("GraphMERT: unknown option '%s' (known: vocab, %s)", tostring(k), table.concat(sorted_keys(defaults), ", ")), 2)
+      error(string.format("GraphMERT: unknown option '%s' (known: vocab, %s)", tostring(k), table.concat(check.sorted_keys(defaults), ", ")), 2)
     end
     c[k] = v
   end

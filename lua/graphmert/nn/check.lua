@@ -32,6 +32,14 @@ function M.integer(owner, name, v, min)
   return n
 end
 
+-- the keys of a table as sorted strings (for messages that list the known options)
+function M.sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = tostring(k) end
+  table.sort(keys)
+  return keys
+end
+
 function M.positive_integer(owner, name, v) return M.integer(owner, name, v, 1) end
 
 -- a mask given as a tensor or nested table of 0/1 → a float tensor
