@@ -16,13 +16,17 @@
 --     distributions of one forward with ℓ masks; nothing outside that list can come out.
 --   opts.top (5): candidates kept per query; opts.batch (16): sequences per forward;
 --   opts.tail_end (false): see above.
+local gm = require "graphmert"
+
 local M = {}
 
 local NEG = -math.huge
 
--- log-probabilities of every masked slot of every job, in batches: job.log_probs[a] is a Lua list
--- over the vocabulary for each slot a that holds [MASK]
-local function fill_log_probs(model, tok, jobs, batch)
+-- The log-probabilities of every masked slot of every job, in batches. Without `masks`:
+-- job.log_probs[a] is a Lua list over the vocabulary for each slot a that holds [MASK]. With
+-- masks = {first = [V], rest = [V]} (0 for an allowed token, −inf for a forbidden one, for slot 1
+-- and the others): job.best[a] = {log-probability, id} of the best allowed token, found in C.
+local function fill_log_probs(model, tok, jobs, batch, masks)
   local layout = model.layout
   for first = 1, #jobs, batch do
     local seqs, positions, where = {}, {}, {}
@@ -31,7 +35,7 @@ local function fill_log_probs(model, tok, jobs, batch)
       local root = layout:append(s, job.query.toks) + job.query.at - 1
       layout:inject(s, root, job.query.relation, job.query.head_length, job.slots)
       seqs[#seqs + 1] = s
-      job.log_probs = {}
+      job.log_probs, job.best = {}, {}
       for a, id in ipairs(job.slots) do
         if id == tok.mask_id then
           positions[#positions + 1] = layout:flat(#seqs, layout:leaf(root, a))
@@ -40,21 +44,33 @@ local function fill_log_probs(model, tok, jobs, batch)
       end
     end
     if #positions > 0 then
-      local rows = model:evaluating(function()
-        return model:logits(model(layout:batch(seqs)), positions):log_softmax(2):totable()
+      model:evaluating(function()
+        local lp = model:logits(model(layout:batch(seqs)), positions):log_softmax(2)
+        if not masks then
+          for i, row in ipairs(lp:totable()) do where[i][1].log_probs[where[i][2]] = row end
+          return
+        end
+        local kind = {}
+        for i, w in ipairs(where) do kind[i] = w[2] == 1 and 1 or 2 end
+        local values, ids = (lp + masks.both:index_select(1, kind)):max(2)
+        values, ids = values:totable(), ids:totable()
+        for i, w in ipairs(where) do w[1].best[w[2]] = { values[i], ids[i] } end
       end)
-      for i, w in ipairs(where) do w[1].log_probs[w[2]] = rows[i] end
     end
   end
 end
 
--- the best allowed token of a slot's distribution
-local function best_token(row, allowed)
-  local best, best_id = NEG, nil
-  for id, v in ipairs(row) do
-    if v > best and allowed(id) then best, best_id = v, id end
+-- masks over the vocabulary for open decoding: slot 1 takes a word start, the others any
+-- non-special piece (or [PAD], the end, with tail_end); both = [first; rest]
+local function token_masks(tok, V, tail_end)
+  local special = { [tok.pad_id] = true, [tok.unk_id] = true, [tok.cls_id] = true, [tok.sep_id] = true,
+    [tok.mask_id] = true }
+  local first, rest = {}, {}
+  for id = 1, V do
+    first[id] = (not special[id] and tok:word_start(id)) and 0 or NEG
+    rest[id] = (not special[id] or (tail_end and id == tok.pad_id)) and 0 or NEG
   end
-  return best_id, best
+  return { both = gm.tensor { first, rest } }
 end
 
 -- one job per query and slot count: all leaves with tail_end, each length 1..leaves without
@@ -82,21 +98,17 @@ local function tail_of(tok, slots, tail_end)
 end
 
 local function open(model, tok, queries, opts)
-  local special = { [tok.pad_id] = true, [tok.unk_id] = true, [tok.cls_id] = true, [tok.sep_id] = true,
-    [tok.mask_id] = true }
-  local function first_allowed(id) return not special[id] and tok:word_start(id) end
-  local function rest_allowed(id) return not special[id] or (opts.tail_end and id == tok.pad_id) end
+  local masks = token_masks(tok, model.config.vocab, opts.tail_end)
   local jobs = new_jobs(model, tok, queries, opts)
   for _ = 1, model.layout.leaves do
     local active = {}
     for _, job in ipairs(jobs) do if job.masked > 0 then active[#active + 1] = job end end
     if #active == 0 then break end
-    fill_log_probs(model, tok, active, opts.batch or 16)
+    fill_log_probs(model, tok, active, opts.batch or 16, masks)
     for _, job in ipairs(active) do
       local best, slot, token = NEG, nil, nil
-      for a, row in pairs(job.log_probs) do
-        local id, v = best_token(row, a == 1 and first_allowed or rest_allowed)
-        if id and v > best then best, slot, token = v, a, id end
+      for a, b in pairs(job.best) do
+        if b[1] > best then best, slot, token = b[1], a, b[2] end
       end
       if not slot then -- no allowed token anywhere: the job gives no candidate
         job.masked, job.total = 0, NEG

@@ -17,6 +17,8 @@
 -- merge(triples, {top = 5, min_score}) → one entry per (head, relation, tail): count = passages
 --   supporting it, sources = their ids, score = the best; self-loops and tails without a letter
 --   dropped; the top per (head, relation) kept, best first
+-- queries(tok, layout, passage, opts) → the decoder's queries for one passage and their meta
+-- holds(graph, wordnet, t), valid(graph, t) → one triple's held and valid flags
 -- score(triples, graph, wordnet) → {n, held, valid}: held = the share WordNet holds (a synset of
 --   the head has the relation to a synset of the tail); valid = the share whose tail is a lemma
 --   of a part of speech the relation reaches
@@ -96,26 +98,33 @@ function M.known_tails(graph, tok, relations, leaves)
   return out
 end
 
-function M.triples(model, tok, passages, opts)
-  local layout, names = model.layout, {}
+-- The decoder's queries for one passage: each head found (in the roots' part of the text) with
+-- each relation allowed for it; meta[i] names query i's head and relation.
+function M.queries(tok, layout, passage, opts)
+  local names = {}
   for name in pairs(opts.relations) do names[#names + 1] = name end
   table.sort(names)
-  local out = {}
-  for _, passage in ipairs(passages) do
-    local toks = layout:fit(tok:encode(passage.text))
-    local queries, meta = {}, {}
-    for _, head in ipairs(M.heads(passage.text, opts.graph.lemmas)) do
-      local h = tok:encode(head)
-      local at = #h > 0 and layout.find(toks, h)
-      if at then
-        for _, name in ipairs(M.relations_for(opts.graph, head, names)) do
-          if not opts.only or opts.only[name] then
-            queries[#queries + 1] = { toks = toks, at = at, head_length = #h, relation = opts.relations[name] }
-            meta[#queries] = { head = head, relation = name }
-          end
+  local toks = layout:fit(tok:encode(passage.text))
+  local queries, meta = {}, {}
+  for _, head in ipairs(M.heads(passage.text, opts.graph.lemmas)) do
+    local h = tok:encode(head)
+    local at = #h > 0 and layout.find(toks, h)
+    if at then
+      for _, name in ipairs(M.relations_for(opts.graph, head, names)) do
+        if not opts.only or opts.only[name] then
+          queries[#queries + 1] = { toks = toks, at = at, head_length = #h, relation = opts.relations[name] }
+          meta[#queries] = { head = head, relation = name }
         end
       end
     end
+  end
+  return queries, meta
+end
+
+function M.triples(model, tok, passages, opts)
+  local out = {}
+  for _, passage in ipairs(passages) do
+    local queries, meta = M.queries(tok, model.layout, passage, opts)
     if #queries > 0 then
       local found = decode(model, tok, queries, opts)
       for qi, candidates in ipairs(found) do
@@ -166,19 +175,26 @@ function M.merge(triples, opts)
   return out
 end
 
+-- whether WordNet holds triple t: a synset of the head has the relation to a synset of the tail
+function M.holds(graph, wn, t)
+  local targets = {}
+  for _, k in ipairs(graph.lemmas[t.tail:lower()] or {}) do targets[k] = true end
+  for _, hk in ipairs(graph.lemmas[t.head:lower()] or {}) do
+    for _, p in ipairs(wn.synsets[hk].pointers) do
+      if p.relation == t.relation and targets[p.target] then return true end
+    end
+  end
+  return false
+end
+
+-- whether t's tail is an entity of a kind its relation reaches
+function M.valid(graph, t) return of_kind(graph, t.tail, graph.tail_kinds[t.relation]) end
+
 function M.score(triples, graph, wn)
   local held, valid = 0, 0
   for _, t in ipairs(triples) do
-    if of_kind(graph, t.tail, graph.tail_kinds[t.relation]) then valid = valid + 1 end
-    local targets = {}
-    for _, k in ipairs(graph.lemmas[t.tail:lower()] or {}) do targets[k] = true end
-    local holds = false
-    for _, hk in ipairs(graph.lemmas[t.head:lower()] or {}) do
-      for _, p in ipairs(wn.synsets[hk].pointers) do
-        if p.relation == t.relation and targets[p.target] then holds = true end
-      end
-    end
-    if holds then held = held + 1 end
+    if M.valid(graph, t) then valid = valid + 1 end
+    if M.holds(graph, wn, t) then held = held + 1 end
   end
   local n = math.max(#triples, 1)
   return { n = #triples, held = held / n, valid = valid / n }

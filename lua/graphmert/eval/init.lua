@@ -1,10 +1,11 @@
 -- graphmert.eval — the GraphMERT application's evaluation: tail prediction on held-out triples
 -- with the most-frequent-tail baseline (tail_prediction.lua), and triple extraction from new
--- text scored against WordNet (extract.lua), multi-token tail decoding (decode.lua).
+-- text scored against WordNet (extract.lua), multi-token tail decoding (decode.lua), bootstrap intervals (stats.lua).
 local tails = require "graphmert.eval.tail_prediction"
 return {
   tail_prediction = tails.tail_prediction,
   most_frequent_tail = tails.most_frequent_tail,
   extract = require "graphmert.eval.extract",
   decode = require("graphmert.eval.decode").decode,
+  stats = require "graphmert.eval.stats",
 }

@@ -1,0 +1,202 @@
+-- extract_eval.lua — how good is the extracted knowledge graph? On passages the model never saw
+-- (the glosses of the held-out synsets of the run's split), extract with every relation allowed
+-- for each head and score the top tail per (head, relation) against WordNet, for GraphMERT, the
+-- same budget's model without decay and H-GAT (the run's baseline/ folder, when it exists) and
+-- the most frequent training tail per relation asked the same queries:
+--   precision  share of extracted triples that WordNet holds (95% bootstrap interval over passages)
+--   recall     share of the held-out synsets' own facts (relation known, head in its passage) found
+--   validity   share whose tail is an entity of a kind the relation reaches
+--   multi      share of the correct triples whose tail has several words
+-- and precision/recall over score thresholds (pr.csv, pr.png through gnuplot). Throughput is
+-- passages per second of extraction at the machine's threads. Tails are decoded without being
+-- told their length (gm.eval.decode).
+--   graphmert experiments/extract_eval.lua --checkpoint out/wordnet_10min [--passages 300]
+--       [--decoding open|constrained] [--out DIR (default: CHECKPOINT/extraction)]
+local gm = require "graphmert"
+local ex = gm.experiment
+local extract, stats = gm.eval.extract, gm.eval.stats
+
+local args = ex.args.parse(arg, {
+  script = "extract_eval.lua", about = "Extraction from held-out passages, scored against WordNet.",
+  { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
+  { "passages", 300, "held-out passages to extract from", type = "integer" },
+  { "decoding", "open", "open or constrained" },
+  { "out", nil, "output folder (default CHECKPOINT/extraction)" },
+})
+if not args.checkpoint then error("extract_eval.lua: --checkpoint is required (see --help)", 0) end
+local out_dir = args.out or args.checkpoint .. "/extraction"
+os.execute("mkdir -p '" .. out_dir .. "'")
+
+local run = ex.read_run(args.checkpoint)
+local cfg = ex.config.load(run.config)
+local tok = gm.data.tokenizer.load(args.checkpoint .. "/tokenizer.txt")
+gm.manual_seed(cfg.seed)
+local d = ex.prepare(cfg, tok)
+local wn = gm.data.wordnet.load(cfg.wordnet)
+local graph = extract.seed_graph(wn)
+local relations = {}
+for id, name in ipairs(run.relations) do relations[name] = id end
+
+local passages = {}
+for i = 1, math.min(args.passages, #d.heldout) do
+  passages[i] = { id = i, text = d.heldout[i].text, gold = d.heldout[i].triples }
+end
+
+local function key(t) return (t.head .. "\0" .. t.relation .. "\0" .. t.tail):lower() end
+
+-- the passage's figures from its extracted triples (already the top tail per head and relation)
+local function unit(passage, triples)
+  local found, u = {}, { n = #triples, correct = 0, valid = 0, multi = 0, gold = 0, recalled = 0, scored = {} }
+  for _, t in ipairs(triples) do
+    local held = extract.holds(graph, wn, t)
+    found[key(t)] = t.score
+    if held then u.correct = u.correct + 1 end
+    if held and t.tail:find(" ") then u.multi = u.multi + 1 end
+    if extract.valid(graph, t) then u.valid = u.valid + 1 end
+    u.scored[#u.scored + 1] = { score = t.score, held = held }
+  end
+  local heads = {}
+  for _, h in ipairs(extract.heads(passage.text, graph.lemmas)) do heads[h] = true end
+  for _, t in ipairs(passage.gold) do
+    if relations[t.relation] and heads[t.head:lower()] then
+      u.gold = u.gold + 1
+      local s = found[key(t)]
+      if s then
+        u.recalled = u.recalled + 1
+        u.scored[#u.scored + 1] = { score = s, recall = true }
+      end
+    end
+  end
+  return u
+end
+
+-- the most frequent tail of each relation in training, for the frequency baseline
+local frequent = {}
+do
+  local counts = {}
+  for _, r in ipairs(d.train) do
+    for _, t in ipairs(r.triples) do
+      counts[t.relation] = counts[t.relation] or {}
+      counts[t.relation][t.tail] = (counts[t.relation][t.tail] or 0) + 1
+    end
+  end
+  for rel, c in pairs(counts) do
+    local best, total = nil, 0
+    for tail, n in pairs(c) do
+      total = total + n
+      if not best or n > c[best] or (n == c[best] and tail < best) then best = tail end
+    end
+    frequent[rel] = { tail = best, score = math.log(c[best] / total) }
+  end
+end
+
+local opts = { graph = graph, relations = relations, mode = args.decoding, top = 1, tail_end = run.tail_end }
+local systems = { { name = "GraphMERT", dir = args.checkpoint } }
+local baseline_dir = args.checkpoint .. "/baseline"
+if io.open(baseline_dir .. "/run.json") then systems[2] = { name = "no decay, no H-GAT", dir = baseline_dir } end
+systems[#systems + 1] = { name = "most frequent tail" }
+
+for _, system in ipairs(systems) do
+  local units, t0 = {}, gm.clock()
+  local model
+  if system.dir then
+    model = gm.nn.GraphMERT(ex.read_run(system.dir).model)
+    gm.checkpoint.load(system.dir .. "/checkpoint.safetensors", { model = model })
+    if args.decoding == "constrained" and not opts.tails then
+      opts.tails = extract.known_tails(graph, tok, relations, model.layout.leaves)
+    end
+  end
+  for i, p in ipairs(passages) do
+    local triples
+    if model then
+      triples = extract.merge(extract.triples(model, tok, { p }, opts), { top = 1 })
+    else
+      triples = {}
+      local _, meta = extract.queries(tok, d.layout, p, opts)
+      for _, m in ipairs(meta) do
+        local f = frequent[m.relation]
+        if f then triples[#triples + 1] = { head = m.head, relation = m.relation, tail = f.tail, score = f.score, source = p.id } end
+      end
+      triples = extract.merge(triples, { top = 1 })
+    end
+    units[i] = unit(p, triples)
+    io.stderr:write(string.format("\r%-20s %d/%d passages   ", system.name, i, #passages))
+  end
+  system.seconds = gm.clock() - t0
+  system.units = units
+end
+io.stderr:write("\n")
+
+local function sum(units, field)
+  local s = 0
+  for _, u in ipairs(units) do s = s + u[field] end
+  return s
+end
+local function field_ratio(num, den) return stats.ratio(function(u) return u[num] end, function(u) return u[den] end) end
+local precision, recall = field_ratio("correct", "n"), field_ratio("recalled", "gold")
+
+local lines = {
+  string.format("# Extraction on %d held-out passages (%s decoding, top tail per head and relation)", #passages, args.decoding), "",
+  string.format("`%s`, %s; 95%% intervals: percentile bootstrap over passages (1,000 resamples).", args.checkpoint, ex.summary(d)), "",
+  "| model | triples | precision [95% CI] | recall [95% CI] | validity | multi-word share of correct | passages/s |",
+  "|---|---|---|---|---|---|---|" }
+for _, s in ipairs(systems) do
+  local u = s.units
+  local pl, ph, pv = stats.bootstrap(u, precision)
+  local rl, rh, rv = stats.bootstrap(u, recall)
+  local n, correct = sum(u, "n"), sum(u, "correct")
+  lines[#lines + 1] = string.format("| %s | %d | %.3f [%.3f, %.3f] | %.3f [%.3f, %.3f] | %.3f | %.3f | %s |", s.name, n,
+    pv, pl, ph, rv, rl, rh, n > 0 and sum(u, "valid") / n or 0, correct > 0 and sum(u, "multi") / correct or 0,
+    s.dir and string.format("%.1f", #passages / s.seconds) or "-")
+end
+if #systems > 1 then
+  lines[#lines + 1] = ""
+  for i = 2, #systems do
+    -- the same passages under both systems: pair unit k of one with unit k of the other
+    local pairs = {}
+    for k = 1, #passages do pairs[k] = { systems[1].units[k], systems[i].units[k] } end
+    local l, h, v = stats.paired(pairs,
+      stats.ratio(function(p) return p[1].correct end, function(p) return p[1].n end),
+      stats.ratio(function(p) return p[2].correct end, function(p) return p[2].n end))
+    lines[#lines + 1] = string.format("GraphMERT − %s, precision: %+.3f [%+.3f, %+.3f]%s", systems[i].name, v, l, h,
+      (l > 0 and " (better)") or (h < 0 and " (worse)") or " (the interval includes 0)")
+  end
+end
+
+-- precision and recall over score thresholds (each system's own score scale)
+local csv, blocks = { "system,threshold,precision,recall" }, {}
+for _, s in ipairs(systems) do
+  local block = {}
+  local all, gold = {}, sum(s.units, "gold")
+  for _, u in ipairs(s.units) do for _, e in ipairs(u.scored) do all[#all + 1] = e end end
+  table.sort(all, function(a, b) return a.score > b.score end)
+  local n, correct, recalled = 0, 0, 0
+  for i, e in ipairs(all) do
+    if e.recall then recalled = recalled + 1 else n = n + 1; if e.held then correct = correct + 1 end end
+    if (i == #all or all[i + 1].score < e.score) and n > 0 then
+      local p, r = correct / n, gold > 0 and recalled / gold or 0
+      csv[#csv + 1] = string.format('"%s",%.6f,%.6f,%.6f', s.name, e.score, p, r)
+      block[#block + 1] = string.format("%.6f %.6f", r, p)
+    end
+  end
+  blocks[#blocks + 1] = block
+end
+local f = assert(io.open(out_dir .. "/pr.csv", "w"))
+f:write(table.concat(csv, "\n"), "\n")
+f:close()
+local plot = { "set terminal png size 900,600", string.format("set output '%s/pr.png'", out_dir),
+  "set datafile separator ','", "set xlabel 'recall of held-out facts'", "set ylabel 'precision'", "set key bottom left" }
+local series = {}
+for i, s in ipairs(systems) do
+  plot[#plot + 1] = string.format("$S%d << EOD\n%s\nEOD", i, #blocks[i] > 0 and table.concat(blocks[i], "\n") or "0 0")
+  series[#series + 1] = string.format("$S%d using 1:2 with lines title '%s'", i, s.name)
+end
+plot[#plot + 1] = "plot " .. table.concat(series, ", ")
+local gp = io.popen("gnuplot 2>&1", "w")
+local plotted = gp and gp:write(table.concat(plot, "\n"), "\n") and gp:close()
+lines[#lines + 1] = ""
+lines[#lines + 1] = plotted and "![precision and recall over score thresholds](pr.png)" or "(gnuplot not available: no pr.png)"
+local report = table.concat(lines, "\n")
+local ok, err = gm.write_atomic(out_dir .. "/extraction.md", { report, "\n" })
+if not ok then error(err, 0) end
+print(report)
