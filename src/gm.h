@@ -79,7 +79,7 @@ void gm_memory_set_oom_hook(gm_oom_hook hook, void *ud);  /* per thread */
 
 /* ---- threads ----------------------------------------------------------------------------- */
 
-/* Sets OpenBLAS's threads and the core's own parallel loops together. n <= 0: all cores. */
+/* Sets the threads of the core's parallel loops and matrix products. n <= 0: all cores. */
 void gm_set_num_threads(int n);
 int gm_get_num_threads(void);
 

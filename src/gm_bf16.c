@@ -24,60 +24,65 @@
 #define STACK_PACK_BYTES (48 * 1024) /* tile products pack on the stack, larger ones allocate */
 #define PAR_MIN_FLOPS (4.0 * 1024 * 1024) /* below this, threads cost more than they save */
 
-/* float32 to bfloat16 rounding to nearest even, NaN kept NaN (quiet); branch-free so that the
- * packing loops vectorise. */
-static inline uint32_t bf16_bits(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  return (u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 0x40u : rounded;
+/* The conversions use VCVTNE2PS2BF16: round to nearest even, NaN stays NaN, and (as the
+ * instruction does) subnormal inputs count as zero. Two layouts occur. */
+
+/* Pairs across two rows: o[c] = (r0[c], r1[c]) for c < n, r1 NULL giving zeros (odd k). */
+static void pack_row_pairs(const float *r0, const float *r1, int64_t n, uint32_t *o) {
+  /* word c of the result = bf16 c of the low half, then bf16 c of the high half */
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                              24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
+                                              1, 16, 0);
+  for (int64_t c = 0; c < n; c += 16) {
+    __mmask16 m = n - c >= 16 ? 0xFFFF : (__mmask16)((1u << (n - c)) - 1);
+    __m512 x0 = _mm512_maskz_loadu_ps(m, r0 + c);
+    __m512 x1 = r1 ? _mm512_maskz_loadu_ps(m, r1 + c) : _mm512_setzero_ps();
+    __m512i v = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+    _mm512_mask_storeu_epi32(o + c, m, _mm512_permutexvar_epi16(interleave, v));
+  }
 }
 
-/* op(A)'s rows [i0, i0 + MR) as pairs along k: out[kp * MR + r] = (A[i][2kp], A[i][2kp+1]). */
+/* Pairs along one contiguous row of k values: o[kp * stride] = (x[2kp], x[2kp+1]), a zero
+ * high half for odd k. */
+static void pack_strided_pairs(const float *x, int64_t k, int64_t stride, uint32_t *o) {
+  uint32_t w[16];
+  for (int64_t e = 0; e < k; e += 32) {
+    int64_t left = k - e;
+    __mmask16 m0 = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
+    __mmask16 m1 = left >= 32 ? 0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
+    __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, x + e + 16), _mm512_maskz_loadu_ps(m0, x + e));
+    _mm512_storeu_si512(w, (__m512i)v); /* bf16 in order: word j is pair e/2 + j */
+    int64_t pairs = (left + 1) / 2 < 16 ? (left + 1) / 2 : 16;
+    for (int64_t j = 0; j < pairs; j++) o[(e / 2 + j) * stride] = w[j];
+  }
+}
+
+/* op(A)'s rows [i0, i0 + MR) as pairs along k: out[kp * MR + r] = (A[i][2kp], A[i][2kp+1]),
+ * rows past m zero. */
 static void pack_a(int trans, const float *a, int64_t lda, int64_t m, int64_t k, int64_t i0,
                    uint32_t *out) {
-  int64_t kp_n = (k + 1) / 2;
-  for (int64_t r = 0; r < MR; r++) {
-    int64_t i = i0 + r;
-    if (i >= m) {
-      for (int64_t kp = 0; kp < kp_n; kp++) out[kp * MR + r] = 0;
-    } else if (!trans) {
-      const float *row = a + i * lda;
-      for (int64_t kp = 0; kp < k / 2; kp++)
-        out[kp * MR + r] = bf16_bits(row[2 * kp]) | bf16_bits(row[2 * kp + 1]) << 16;
-      if (k & 1) out[(kp_n - 1) * MR + r] = bf16_bits(row[k - 1]);
-    } else {
-      for (int64_t kp = 0; kp < k / 2; kp++)
-        out[kp * MR + r] = bf16_bits(a[2 * kp * lda + i]) | bf16_bits(a[(2 * kp + 1) * lda + i]) << 16;
-      if (k & 1) out[(kp_n - 1) * MR + r] = bf16_bits(a[(k - 1) * lda + i]);
-    }
-  }
+  int64_t kp_n = (k + 1) / 2, rows = m - i0 < MR ? m - i0 : MR;
+  if (rows < MR) memset(out, 0, (size_t)(kp_n * MR) * sizeof(uint32_t));
+  if (!trans)
+    for (int64_t r = 0; r < rows; r++) pack_strided_pairs(a + (i0 + r) * lda, k, MR, out + r);
+  else /* op(A) = Aᵀ: the panel's rows are columns of A */
+    for (int64_t kp = 0; kp < kp_n; kp++)
+      pack_row_pairs(a + 2 * kp * lda + i0, 2 * kp + 1 < k ? a + (2 * kp + 1) * lda + i0 : NULL, rows,
+                     out + kp * MR);
 }
 
-/* op(B)'s columns [j0, j0 + NR) as pairs along k: out[kp * NR + c] = (B[2kp][j], B[2kp+1][j]). */
+/* op(B)'s columns [j0, j0 + NR) as pairs along k: out[kp * NR + c] = (B[2kp][j], B[2kp+1][j]),
+ * columns past n zero. */
 static void pack_b(int trans, const float *b, int64_t ldb, int64_t n, int64_t k, int64_t j0,
                    uint32_t *out) {
-  int64_t kp_n = (k + 1) / 2, nc = n - j0 < NR ? n - j0 : NR;
-  if (!trans) {
-    for (int64_t kp = 0; kp < kp_n; kp++) {
-      const float *r0 = b + 2 * kp * ldb + j0, *r1 = r0 + ldb;
-      uint32_t *o = out + kp * NR;
-      int has_r1 = 2 * kp + 1 < k;
-      for (int64_t c = 0; c < nc; c++) o[c] = bf16_bits(r0[c]) | (has_r1 ? bf16_bits(r1[c]) << 16 : 0);
-      for (int64_t c = nc; c < NR; c++) o[c] = 0;
-    }
-  } else {
-    for (int64_t c = 0; c < NR; c++) {
-      const float *col = b + (j0 + c) * ldb;
-      if (c >= nc) {
-        for (int64_t kp = 0; kp < kp_n; kp++) out[kp * NR + c] = 0;
-        continue;
-      }
-      for (int64_t kp = 0; kp < k / 2; kp++)
-        out[kp * NR + c] = bf16_bits(col[2 * kp]) | bf16_bits(col[2 * kp + 1]) << 16;
-      if (k & 1) out[(kp_n - 1) * NR + c] = bf16_bits(col[k - 1]);
-    }
-  }
+  int64_t kp_n = (k + 1) / 2, cols = n - j0 < NR ? n - j0 : NR;
+  if (cols < NR) memset(out, 0, (size_t)(kp_n * NR) * sizeof(uint32_t));
+  if (!trans)
+    for (int64_t kp = 0; kp < kp_n; kp++)
+      pack_row_pairs(b + 2 * kp * ldb + j0, 2 * kp + 1 < k ? b + (2 * kp + 1) * ldb + j0 : NULL, cols,
+                     out + kp * NR);
+  else /* op(B) = Bᵀ: the panel's columns are rows of B */
+    for (int64_t c = 0; c < cols; c++) pack_strided_pairs(b + (j0 + c) * ldb, k, NR, out + c);
 }
 
 /* C[0:rows, 0:cols] = alpha (A panel · B panel over kp_n pairs) + beta C; beta 0 never reads C. */

@@ -4,8 +4,9 @@
  *
  * OpenBLAS is loaded here with dlopen, not linked. A DYNAMIC_ARCH OpenBLAS picks its kernels
  * once, when it is loaded, from OPENBLAS_CORETYPE or its own CPUID table; a library older than
- * the CPU (Debian's 0.3.21 on AMD Zen 4/5, say) may fall back to its AVX2 kernels and run
- * sgemm at half speed. Loading it ourselves lets us choose first, the same way in both hosts:
+ * the CPU may not know it and fall back to its AVX2 kernels, which run sgemm at half speed
+ * (Debian's 0.3.21 happens to map AMD family 1Ah to Cooperlake, but nothing promises that for
+ * the next CPU). Loading it ourselves lets us choose first, the same way in both hosts:
  * the graphmert binary and core.so under a stock lua5.4 (where we do not own main(), so
  * re-executing the process with the variable set is not an option; and a re-exec would
  * restart the user's program, change its pid and run every start-up twice). The rule:
@@ -19,6 +20,7 @@
 #include <cblas.h>
 #include <dlfcn.h>
 #include <link.h>
+#include <omp.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -29,7 +31,6 @@
 static struct {
   __typeof__(&cblas_sgemm) sgemm;
   __typeof__(&openblas_set_num_threads) set_num_threads;
-  __typeof__(&openblas_get_num_threads) get_num_threads;
   __typeof__(&openblas_get_corename) get_corename;
   __typeof__(&openblas_get_config) get_config;
   char library[512];
@@ -57,17 +58,21 @@ static void load(void) {
   } else {
     blas.core_source = "OpenBLAS's own CPU detection";
   }
-  /* start-up is single-threaded in both hosts, so changing the environment here is safe */
+  /* Set only while dlopen runs (start-up is single-threaded in both hosts, so changing the
+   * environment is safe): the core type, and one thread so that OpenBLAS does not start a pool
+   * that gm_gemm would never use. */
+  int one_thread = !h && !getenv("OPENBLAS_NUM_THREADS");
   if (chosen) setenv("OPENBLAS_CORETYPE", chosen, 1);
+  if (one_thread) setenv("OPENBLAS_NUM_THREADS", "1", 1);
   if (!h) h = dlopen(BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
   if (chosen) unsetenv("OPENBLAS_CORETYPE");
+  if (one_thread) unsetenv("OPENBLAS_NUM_THREADS");
   if (!h) {
     snprintf(blas.error, sizeof blas.error, "cannot load OpenBLAS (%s): %s", BLAS_SONAME, dlerror());
     return;
   }
   blas.sgemm = (__typeof__(blas.sgemm))dlsym(h, "cblas_sgemm");
   blas.set_num_threads = (__typeof__(blas.set_num_threads))dlsym(h, "openblas_set_num_threads");
-  blas.get_num_threads = (__typeof__(blas.get_num_threads))dlsym(h, "openblas_get_num_threads");
   blas.get_corename = (__typeof__(blas.get_corename))dlsym(h, "openblas_get_corename");
   blas.get_config = (__typeof__(blas.get_config))dlsym(h, "openblas_get_config");
   struct link_map *map = NULL;
@@ -76,12 +81,13 @@ static void load(void) {
     snprintf(blas.library, sizeof blas.library, "%s", real ? real : map->l_name);
     free(real);
   }
-  if (!blas.sgemm || !blas.set_num_threads || !blas.get_num_threads || !blas.get_corename ||
-      !blas.get_config) {
+  if (!blas.sgemm || !blas.set_num_threads || !blas.get_corename || !blas.get_config) {
     snprintf(blas.error, sizeof blas.error, "%s is not OpenBLAS (an openblas_* function is missing)",
              blas.library[0] ? blas.library : BLAS_SONAME);
     blas.sgemm = NULL;
+    return;
   }
+  blas.set_num_threads(1); /* the threads are OpenMP's: see gm_gemm */
 }
 
 gm_status gm_blas_load(void) {
@@ -114,8 +120,25 @@ int gm_matmul_uses_bf16(void) {
 
 /* ---- products ------------------------------------------------------------------------------ */
 
+/* One thread's sgemm (OpenBLAS runs single-threaded: see gm_gemm). */
+static void sgemm1(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                   int64_t ldc) {
+  blas.sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+             (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
 /* The one place every matrix product of the core goes through (Linear, matmul, the attention
- * tiles, H-GAT, the LM head, their backward): float32 sgemm, or bf16 in "medium". */
+ * tiles, H-GAT, the LM head, their backward): float32 sgemm, or bf16 in "medium".
+ *
+ * OpenBLAS is held to one thread and the threads are OpenMP's: C is cut into one slab per
+ * thread (rows, or columns when it is wider than tall) and each thread runs a single-threaded
+ * sgemm on its slab. With OpenBLAS's own pool next to OpenMP's, each pool's idle threads spin
+ * while the other works (libgomp for GOMP_SPINCOUNT, OpenBLAS with sched_yield): on 2 cores a
+ * third of a training step went to spinning. Inside a parallel region (the attention tiles)
+ * the product simply runs on the calling thread. */
+#define GEMM_PAR_MIN_FLOPS (2.0 * 1024 * 1024)
+#define GEMM_SLAB_ALIGN 16 /* slab edges on whole micro-tiles */
 void gm_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
              const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
              int64_t ldc) {
@@ -123,15 +146,29 @@ void gm_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float al
       gm_bf16_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
     return;
   GM_ASSERT(blas.sgemm); /* gm_blas_load succeeded first */
-  blas.sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-             (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-}
-
-int gm_blas_threads_set(int n) {
-  GM_ASSERT(blas.sgemm);
-  int previous = blas.get_num_threads();
-  blas.set_num_threads(n);
-  return previous;
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  int64_t span = m >= n ? m : n;
+  if (threads > (span + GEMM_SLAB_ALIGN - 1) / GEMM_SLAB_ALIGN)
+    threads = (int)((span + GEMM_SLAB_ALIGN - 1) / GEMM_SLAB_ALIGN);
+  if (threads <= 1 || 2.0 * (double)m * (double)n * (double)k < GEMM_PAR_MIN_FLOPS) {
+    sgemm1(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    int64_t blocks = (span + GEMM_SLAB_ALIGN - 1) / GEMM_SLAB_ALIGN;
+    int64_t lo = blocks * t / nt * GEMM_SLAB_ALIGN, hi = blocks * (t + 1) / nt * GEMM_SLAB_ALIGN;
+    if (hi > span) hi = span;
+    if (hi > lo) {
+      if (m >= n) /* rows lo..hi of op(A) and C */
+        sgemm1(trans_a, trans_b, hi - lo, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb,
+               beta, c + lo * ldc, ldc);
+      else /* columns lo..hi of op(B) and C */
+        sgemm1(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb,
+               beta, c + lo, ldc);
+    }
+  }
 }
 
 /* Rows and columns of a's last two dimensions as the product sees them. */
