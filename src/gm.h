@@ -83,9 +83,45 @@ void gm_memory_set_oom_hook(gm_oom_hook hook, void *ud);  /* per thread */
 
 /* ---- threads ----------------------------------------------------------------------------- */
 
-/* Sets OpenBLAS's threads and the core's own parallel loops together. n <= 0: all cores. */
+/* Sets the threads of the core's parallel loops and matrix products. n <= 0: all cores. */
 void gm_set_num_threads(int n);
 int gm_get_num_threads(void);
+
+/* ---- CPU, BLAS and matrix-product precision (gm_cpu.c, gm_blas.c) --------------------------- */
+
+/* Vector features of the running CPU (bit i = 1u << i; names from gm_cpu_feature_name(i)). */
+enum {
+  GM_CPU_SSE4_2 = 1u << 0, GM_CPU_AVX = 1u << 1, GM_CPU_AVX2 = 1u << 2, GM_CPU_FMA = 1u << 3,
+  GM_CPU_AVX512F = 1u << 4, GM_CPU_AVX512BW = 1u << 5, GM_CPU_AVX512VL = 1u << 6,
+  GM_CPU_AVX512DQ = 1u << 7, GM_CPU_AVX512CD = 1u << 8, GM_CPU_AVX512_BF16 = 1u << 9
+};
+#define GM_CPU_FEATURE_COUNT 10
+unsigned gm_cpu_features(void);
+const char *gm_cpu_feature_name(int bit); /* NULL outside [0, GM_CPU_FEATURE_COUNT) */
+
+/* Loads OpenBLAS (once; later calls return the first outcome). Must succeed before any other
+ * core function runs a matrix product or sets threads: luaopen_graphmert_core calls it. */
+gm_status gm_blas_load(void);
+typedef struct gm_blas_info {
+  const char *library;     /* the file loaded */
+  const char *config;      /* openblas_get_config(): version and build options */
+  const char *core;        /* openblas_get_corename(): the kernels in use */
+  const char *core_source; /* why those kernels: see gm_blas.c */
+} gm_blas_info;
+gm_blas_info gm_blas_get_info(void);
+
+/* torch.set_float32_matmul_precision: HIGHEST computes matrix products in float32; MEDIUM
+ * rounds their inputs to bfloat16 and accumulates in float32 where the CPU has avx512_bf16
+ * (float32 elsewhere); HIGH is float32 on CPU, as in PyTorch. Tensors stay float32. */
+typedef enum gm_matmul_precision {
+  GM_MATMUL_HIGHEST = 0,
+  GM_MATMUL_HIGH = 1,
+  GM_MATMUL_MEDIUM = 2
+} gm_matmul_precision;
+void gm_set_matmul_precision(gm_matmul_precision p);
+gm_matmul_precision gm_get_matmul_precision(void);
+int gm_matmul_uses_bf16(void); /* 1 when matrix products run in bf16 now */
+int gm_bf16_available(void);   /* 1 when the CPU can (avx512_bf16) */
 
 /* ---- random numbers ---------------------------------------------------------------------- */
 

@@ -13,9 +13,11 @@
  *   dQ += dqk K,  dK += dqkᵀ Q.
  * (For the renormalised case Σ_j P_ij dP_ij vanishes because each row of A sums to 1.)
  *
- * Tiles go through gm_gemm with OpenBLAS held to one thread: the parallelism is ours, over
+ * Tiles go through gm_gemm, which runs single-threaded inside our parallel loops, over
  * (batch, head, query block) in forward and (batch, head) — or head, when the decay's gradient
- * is per head — in backward, so no two threads ever write the same output row. */
+ * is per head — in backward, so no two threads ever write the same output row; when those are
+ * fewer than twice the threads, backward also splits the query blocks into chunks with dK and
+ * dV summed in per-chunk scratch and added in a fixed order (see gm_attention_backward). */
 #include <omp.h>
 #include <string.h>
 
@@ -294,14 +296,12 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
     return NULL;
   }
   int64_t qblocks = (pb.L + BQ - 1) / BQ, tasks = pb.B * pb.H * qblocks;
-  int blas_threads = gm_blas_threads_set(1);
   GM_FOR(t, tasks, tasks * BQ * BK * 64, {
     float scratch[2 * BQ * BK];
     int64_t bh = t / qblocks, i0 = (t % qblocks) * BQ;
     forward_block(&pb, bh / pb.H, bh % pb.H, i0, out->data, stats->data, scratch);
     if (w) weights_block(&pb, bh / pb.H, bh % pb.H, i0, stats->data, w->data, scratch);
   });
-  gm_blas_threads_set(blas_threads);
   if (weights) *weights = w;
   gm_tensor *srcs[8] = {q, k, v, opts->decay, opts->key_mask, opts->key_bias, opts->attn_mask,
                         opts->attn_bias};
@@ -323,25 +323,22 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
 
 /* ---- backward ---------------------------------------------------------------------------- */
 
-typedef struct grads {
-  float *dq, *dk, *dv;
-  float *ddecay; /* the decay's shape, or a per-thread [L, S] buffer, or NULL */
-} grads;
-
-/* Accumulates the gradients of one (b, h) into g (dq, dk, dv rows of this (b, h) only). */
-GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, const float *out,
-                          const float *stats, const float *dout, grads g, float *ddecay_plane,
-                          float *scratch) {
+/* Accumulates the gradients of (b, h) from the query rows [i_begin, i_end): into dq (the whole
+ * tensor; only those rows are written), dk_bh and dv_bh (this (b, h)'s [S, d] and [S, dv]
+ * destinations) and ddecay_plane (an [L, S] plane; only those rows are written). */
+GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_t i_begin,
+                                 int64_t i_end, const float *out, const float *stats,
+                                 const float *dout, float *dq_all, float *dk, float *dvv,
+                                 float *ddecay_plane, float *scratch) {
   int64_t d = pb->d, dv = pb->dv, L = pb->L, S = pb->S, bh = b * pb->H + h;
   const float *q = pb->q + bh * L * d, *k = pb->k + bh * S * d, *v = pb->v + bh * S * dv;
   const float *o = out + bh * L * dv, *go = dout + bh * L * dv, *st = stats + bh * L * 2;
-  float *dq = g.dq ? g.dq + bh * L * d : NULL, *dk = g.dk ? g.dk + bh * S * d : NULL;
-  float *dvv = g.dv ? g.dv + bh * S * dv : NULL;
+  float *dq = dq_all ? dq_all + bh * L * d : NULL;
   float *qk = scratch, *s = scratch + BQ * BK, *a = scratch + 2 * BQ * BK, *da = scratch + 3 * BQ * BK;
   float *f = scratch + 4 * BQ * BK;
   const float *dp = decay_plane(pb, h);
   int weights_mode = dp && pb->decay_weights, renorm = weights_mode && pb->renormalize;
-  for (int64_t i0 = 0; i0 < L; i0 += BQ) {
+  for (int64_t i0 = i_begin; i0 < i_end; i0 += BQ) {
     int64_t nq = L - i0 < BQ ? L - i0 : BQ;
     float D[BQ];
     for (int64_t r = 0; r < nq; r++) {
@@ -419,52 +416,80 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
   if ((q->requires_grad && !*dq) || (k->requires_grad && !*dk) || (v->requires_grad && !*dv) ||
       (decay && decay->requires_grad && !*ddecay))
     goto fail;
-  grads gr = {*dq ? (*dq)->data : NULL, *dk ? (*dk)->data : NULL, *dv ? (*dv)->data : NULL,
-              *ddecay ? (*ddecay)->data : NULL};
-  int64_t ls = pb.L * pb.S, work = pb.B * pb.H * ls * (pb.d + pb.dv);
+  float *dq_all = *dq ? (*dq)->data : NULL, *dk_all = *dk ? (*dk)->data : NULL;
+  float *dv_all = *dv ? (*dv)->data : NULL, *dd_all = *ddecay ? (*ddecay)->data : NULL;
+  const float *out = node->data, *stats = node->saved->data, *dout = g->data;
+  int64_t ls = pb.L * pb.S, work = pb.B * pb.H * ls * (pb.d + pb.dv), S = pb.S, d = pb.d, dvs = pb.dv;
+  int64_t qblocks = (pb.L + BQ - 1) / BQ;
   size_t scratch_floats = 5 * BQ * BK;
-  int blas_threads = gm_blas_threads_set(1);
+  int threads = gm_get_num_threads();
   gm_status st = GM_OK;
-  if (*ddecay && pb.decay_per_head) {
-    /* one thread per head owns that head's decay gradient plane: no races, no copies */
-    GM_FOR(h, pb.H, work, {
+  if (*ddecay && !pb.decay_per_head) {
+    /* a decay shared by the heads: each thread sums into its own [L, S] plane, added at the end;
+     * a static schedule gives each plane the same tasks in the same order on every run */
+    float *planes = calloc((size_t)threads * (size_t)ls, sizeof(float));
+    int64_t tasks = planes ? pb.B * pb.H : 0;
+    if (!planes) st = GM_ERR_NOMEM;
+    GM_FOR(t, tasks, work, {
       float *scratch = malloc(scratch_floats * sizeof(float));
-      if (!scratch) st = GM_ERR_NOMEM;
-      for (int64_t b = 0; scratch && b < pb.B; b++)
-        backward_head(&pb, b, h, node->data, node->saved->data, g->data, gr, gr.ddecay + h * ls, scratch);
+      float *mine = planes + (size_t)omp_get_thread_num() * (size_t)ls;
+      if (scratch)
+        backward_head(&pb, t / pb.H, t % pb.H, 0, pb.L, out, stats, dout, dq_all,
+                      dk_all ? dk_all + t * S * d : NULL, dv_all ? dv_all + t * S * dvs : NULL, mine, scratch);
+      else
+        st = GM_ERR_NOMEM;
       free(scratch);
     });
-  } else {
-    /* a decay shared by the heads: each thread sums into its own [L, S] plane, added at the end */
-    int threads = gm_get_num_threads();
-    float *planes = *ddecay ? calloc((size_t)threads * (size_t)ls, sizeof(float)) : NULL;
-    if (*ddecay && !planes) st = GM_ERR_NOMEM;
-    int64_t tasks = st == GM_OK ? pb.B * pb.H : 0;
-    if (work > GM_PAR_MIN) {
-#pragma omp parallel for schedule(dynamic)
-      for (int64_t t = 0; t < tasks; t++) {
-        float *scratch = malloc(scratch_floats * sizeof(float));
-        float *mine = planes ? planes + (size_t)omp_get_thread_num() * (size_t)ls : NULL;
-        if (scratch)
-          backward_head(&pb, t / pb.H, t % pb.H, node->data, node->saved->data, g->data, gr, mine, scratch);
-        else
-          st = GM_ERR_NOMEM;
-        free(scratch);
-      }
-    } else {
-      float *scratch = malloc(scratch_floats * sizeof(float));
-      for (int64_t t = 0; scratch && t < tasks; t++)
-        backward_head(&pb, t / pb.H, t % pb.H, node->data, node->saved->data, g->data, gr, planes, scratch);
-      if (!scratch && tasks) st = GM_ERR_NOMEM;
-      free(scratch);
-    }
     if (planes) {
       for (int t = 0; t < threads; t++)
-        for (int64_t i = 0; i < ls; i++) gr.ddecay[i] += planes[(size_t)t * (size_t)ls + i];
+        for (int64_t i = 0; i < ls; i++) dd_all[i] += planes[(size_t)t * (size_t)ls + i];
       free(planes);
     }
+  } else {
+    /* Groups of (b, h) that share nothing: one per head when the decay's gradient is per head
+     * (the group owns that head's plane and walks the batch), else one per (b, h). With fewer
+     * groups than twice the threads, each group's query blocks are also cut into chunks: a
+     * chunk owns its rows of dQ and of the decay plane, and sums dK and dV into scratch of its
+     * own, added in chunk order afterwards, so the result does not depend on scheduling. */
+    int per_head = *ddecay != NULL;
+    int64_t groups = per_head ? pb.H : pb.B * pb.H, per_group = per_head ? pb.B : 1;
+    int64_t chunks = groups >= 2 * threads || work <= GM_PAR_MIN ? 1 : (2 * threads + groups - 1) / groups;
+    if (chunks > qblocks) chunks = qblocks;
+    size_t part_floats = (size_t)(S * (d + dvs));
+    float *parts = NULL;
+    if (chunks > 1 && (dk_all || dv_all)) {
+      parts = calloc((size_t)(pb.B * pb.H * chunks) * part_floats, sizeof(float));
+      if (!parts) st = GM_ERR_NOMEM;
+    }
+    int64_t tasks = st == GM_OK ? groups * chunks : 0;
+    GM_FOR(t, tasks, work, {
+      int64_t grp = t / chunks, c = t % chunks;
+      int64_t i_begin = qblocks * c / chunks * BQ, i_end = qblocks * (c + 1) / chunks * BQ;
+      if (i_end > pb.L) i_end = pb.L;
+      float *scratch = malloc(scratch_floats * sizeof(float));
+      if (!scratch) st = GM_ERR_NOMEM;
+      for (int64_t j = 0; scratch && j < per_group; j++) {
+        int64_t b = per_head ? j : grp / pb.H, h = per_head ? grp : grp % pb.H, bh = b * pb.H + h;
+        float *part = parts ? parts + (size_t)(bh * chunks + c) * part_floats : NULL;
+        float *dkd = !dk_all ? NULL : part ? part : dk_all + bh * S * d;
+        float *dvd = !dv_all ? NULL : part ? part + S * d : dv_all + bh * S * dvs;
+        backward_head(&pb, b, h, i_begin, i_end, out, stats, dout, dq_all, dkd, dvd,
+                      dd_all ? dd_all + h * ls : NULL, scratch);
+      }
+      free(scratch);
+    });
+    if (parts && st == GM_OK)
+      GM_FOR(bh, pb.B * pb.H, work, {
+        for (int64_t c = 0; c < chunks; c++) {
+          const float *part = parts + (size_t)(bh * chunks + c) * part_floats;
+          if (dk_all)
+            for (int64_t i = 0; i < S * d; i++) dk_all[bh * S * d + i] += part[i];
+          if (dv_all)
+            for (int64_t i = 0; i < S * dvs; i++) dv_all[bh * S * dvs + i] += part[S * d + i];
+        }
+      });
+    free(parts);
   }
-  gm_blas_threads_set(blas_threads);
   if (st == GM_OK) return GM_OK;
   gm_fail(st, 0, "not enough memory for the attention backward scratch");
 fail:

@@ -82,9 +82,12 @@ gm_tensor *gm_segment_softmax_backward(const gm_tensor *node, const gm_tensor *g
 void gm_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
              const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
              int64_t ldc);
-/* Sets OpenBLAS's thread count, returning the previous one: kernels that call gm_gemm from
- * their own parallel loops run BLAS single-threaded inside them. */
-int gm_blas_threads_set(int n);
+/* gm_gemm's "medium" precision path (gm_bf16.c, only on CPUs with avx512_bf16): inputs rounded
+ * to bfloat16, float32 accumulation. Returns 0, without touching C, when it cannot get memory
+ * for its packed operands (the caller then multiplies in float32). */
+int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                 int64_t ldc);
 
 /* gather (scatter = 0: out[i] = a[at(i)]) or its backward (scatter = 1: a[at(i)] += out[i]);
  * a gives the shape, a_data the buffer of that shape. */

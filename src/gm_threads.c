@@ -1,5 +1,5 @@
-/* gm_threads.c — one knob for OpenBLAS's threads and the core's OpenMP loops. */
-#include <cblas.h>
+/* gm_threads.c — one knob for the core's OpenMP team, which also runs the matrix products
+ * (OpenBLAS itself stays single-threaded: see gm_gemm). */
 #include <omp.h>
 
 #include "gm_internal.h"
@@ -7,7 +7,6 @@
 void gm_set_num_threads(int n) {
   if (n <= 0) n = omp_get_num_procs();
   omp_set_num_threads(n);
-  openblas_set_num_threads(n);
 }
 
 int gm_get_num_threads(void) { return omp_get_max_threads(); }

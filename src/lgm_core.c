@@ -60,6 +60,55 @@ static int l_get_num_threads(lua_State *L) {
   return 1;
 }
 
+static const char *const precision_names[] = {"highest", "high", "medium", NULL};
+
+static int l_set_float32_matmul_precision(lua_State *L) {
+  gm_set_matmul_precision((gm_matmul_precision)luaL_checkoption(L, 1, NULL, precision_names));
+  return 0;
+}
+
+static int l_get_float32_matmul_precision(lua_State *L) {
+  lua_pushstring(L, precision_names[gm_get_matmul_precision()]);
+  return 1;
+}
+
+/* gm.config(): what the process runs on — BLAS library and kernels (and why those), threads,
+ * the CPU's vector features, the matrix-product precision and what it computes with here. */
+static int l_config(lua_State *L) {
+  gm_blas_info blas = gm_blas_get_info();
+  lua_createtable(L, 0, 10);
+  lua_pushstring(L, "OpenBLAS");
+  lua_setfield(L, -2, "blas");
+  lua_pushstring(L, blas.library);
+  lua_setfield(L, -2, "blas_library");
+  lua_pushstring(L, blas.config);
+  lua_setfield(L, -2, "blas_config");
+  lua_pushstring(L, blas.core);
+  lua_setfield(L, -2, "blas_core");
+  lua_pushstring(L, blas.core_source);
+  lua_setfield(L, -2, "blas_core_source");
+  lua_pushinteger(L, gm_get_num_threads());
+  lua_setfield(L, -2, "threads");
+  lua_newtable(L);
+  unsigned features = gm_cpu_features();
+  for (int bit = 0, n = 0; bit < GM_CPU_FEATURE_COUNT; bit++)
+    if (features & (1u << bit)) {
+      lua_pushstring(L, gm_cpu_feature_name(bit));
+      lua_rawseti(L, -2, ++n);
+    }
+  lua_setfield(L, -2, "cpu_features");
+  lua_pushboolean(L, gm_bf16_available());
+  lua_setfield(L, -2, "bf16_available");
+  gm_matmul_precision p = gm_get_matmul_precision();
+  lua_pushstring(L, precision_names[p]);
+  lua_setfield(L, -2, "float32_matmul_precision");
+  lua_pushstring(L, gm_matmul_uses_bf16() ? "bfloat16 inputs, float32 accumulation"
+                    : p == GM_MATMUL_MEDIUM ? "float32 (no avx512_bf16 on this CPU)"
+                                            : "float32");
+  lua_setfield(L, -2, "matmul_compute");
+  return 1;
+}
+
 static int l_manual_seed(lua_State *L) {
   lua_Integer seed = luaL_checkinteger(L, 1);
   gm_rng_seed(&lgm_state_of(L)->rng, (uint64_t)seed);
@@ -131,6 +180,9 @@ static const luaL_Reg core_functions[] = {
     {"set_memory_cache_limit", l_set_memory_cache_limit},
     {"set_num_threads", l_set_num_threads},
     {"get_num_threads", l_get_num_threads},
+    {"set_float32_matmul_precision", l_set_float32_matmul_precision},
+    {"get_float32_matmul_precision", l_get_float32_matmul_precision},
+    {"config", l_config},
     {"manual_seed", l_manual_seed},
     {"get_rng_state", l_get_rng_state},
     {"set_rng_state", l_set_rng_state},
@@ -144,6 +196,7 @@ LGM_EXPORT int luaopen_graphmert_core(lua_State *L);
 
 LGM_EXPORT int luaopen_graphmert_core(lua_State *L) {
   luaL_checkversion(L);
+  if (gm_blas_load() != GM_OK) return luaL_error(L, "graphmert.core: %s", gm_last_error());
   lua_newtable(L);
   int module = lua_gettop(L);
   /* one settings block per Lua state, kept alive by the registry */
@@ -167,6 +220,16 @@ LGM_EXPORT int luaopen_graphmert_core(lua_State *L) {
 
   const char *threads = getenv("GRAPHMERT_NUM_THREADS");
   if (threads && atoi(threads) > 0) gm_set_num_threads(atoi(threads));
+  /* GRAPHMERT_MATMUL_PRECISION=highest|high|medium: the precision from the start (benchmarks
+   * run unchanged scripts both ways); a name it does not know is an error, not ignored */
+  const char *precision = getenv("GRAPHMERT_MATMUL_PRECISION");
+  if (precision) {
+    int p = 0;
+    while (precision_names[p] && strcmp(precision_names[p], precision) != 0) p++;
+    if (!precision_names[p])
+      return luaL_error(L, "GRAPHMERT_MATMUL_PRECISION must be highest, high or medium (got '%s')", precision);
+    gm_set_matmul_precision((gm_matmul_precision)p);
+  }
   /* GRAPHMERT_MEMORY_LIMIT=<MiB>: a cap on tensor memory from the start, so a runaway size is
    * an error instead of the kernel's out-of-memory kill */
   const char *limit = getenv("GRAPHMERT_MEMORY_LIMIT");

@@ -1,0 +1,155 @@
+-- bench_cpu.lua — how much of the CPU graphmert uses, in one run: the 512-bit FMA peak of the
+-- machine (a register-only loop, build/bin/bench_fma_peak), then t:matmul 2048³, gm.attention
+-- forward+backward (B8 H8 N1024 d64, decay [H,N,N] in scores) and the 2-layer GraphMERT
+-- training step of scripts/bench_model.lua (every leaf filled, and 15% filled), each in the
+-- "highest" and "medium" matrix-product precisions, as seconds and as a fraction of the measured
+-- float32 peak, next to PyTorch 1.13 doing the same work on the same threads
+-- (scripts/bench_cpu_torch.py).
+--   graphmert scripts/bench_cpu.lua [threads=2] [reps=5] [steps=2]      (make bench-cpu)
+-- FLOPs are the model's useful ones: multiply-adds count 2, attention and the step count only
+-- real (unpadded) nodes, H-GAT and elementwise work are left out; so "of peak" is a lower bound.
+local gm = require "graphmert"
+local bench = require "scripts.bench_common"
+
+local threads = math.tointeger(tonumber(arg[1]) or 2)
+local reps = math.tointeger(tonumber(arg[2]) or 5)
+local steps = math.tointeger(tonumber(arg[3]) or 2)
+gm.set_num_threads(threads)
+
+local function first_line(cmd)
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+local function cpu_model()
+  for line in io.lines("/proc/cpuinfo") do
+    local name = line:match("^model name%s*:%s*(.-)%s*$")
+    if name then return name end
+  end
+  return "unknown CPU"
+end
+
+local function peak(kind)
+  local out = first_line(string.format("OMP_NUM_THREADS=%d build/bin/bench_fma_peak %s 1", threads, kind))
+  return tonumber(out:match("^%S+ %d+ ([%d.]+)")) or error("bench_fma_peak failed: " .. out)
+end
+
+local function with_precision(p, fn)
+  local previous = gm.get_float32_matmul_precision()
+  gm.set_float32_matmul_precision(p)
+  local ok, r = pcall(fn)
+  gm.set_float32_matmul_precision(previous)
+  assert(ok, r)
+  return r
+end
+
+-- median wall seconds of reps calls after one warm-up
+local function time(fn)
+  fn()
+  local xs = {}
+  for i = 1, reps do
+    local t0 = gm.clock()
+    fn()
+    xs[i] = gm.clock() - t0
+  end
+  return bench.median(xs)
+end
+
+local config = gm.config()
+local peak_f32, peak_bf16 = peak("f32"), peak("bf16")
+print(string.format("%s, %d threads; vector features: %s", cpu_model(), threads, table.concat(config.cpu_features, " ")))
+print(string.format("OpenBLAS kernels %s (%s); medium computes with: %s", config.blas_core, config.blas_core_source,
+  with_precision("medium", function() return gm.config().matmul_compute end)))
+print(string.format("peak (register-only 512-bit loop): float32 FMA %.0f GFLOP/s, bf16 dot-product %.0f GFLOP/s", peak_f32, peak_bf16))
+
+-- the work ---------------------------------------------------------------------------------------
+local results = {} -- name → { flops, highest = s, medium = s }
+
+do
+  local n = 2048
+  gm.manual_seed(0)
+  local a, b = gm.randn(n, n), gm.randn(n, n)
+  results.matmul = { flops = 2 * n ^ 3 }
+  for _, p in ipairs { "highest", "medium" } do
+    results.matmul[p] = with_precision(p, function() return time(function() a:matmul(b):release() end) end)
+  end
+  a:release(); b:release()
+end
+
+do
+  local B, H, N, d = 8, 8, 1024, 64
+  gm.manual_seed(0)
+  local q, k, v = gm.randn(B, H, N, d):requires_grad(true), gm.randn(B, H, N, d):requires_grad(true),
+      gm.randn(B, H, N, d):requires_grad(true)
+  local decay = gm.rand(H, N, N):requires_grad(true)
+  local ones = gm.ones(B, H, N, d)
+  results.attention = { flops = 12 * B * H * N * N * d } -- Q Kᵀ, P V; dV, dP, dQ, dK
+  for _, p in ipairs { "highest", "medium" } do
+    results.attention[p] = with_precision(p, function()
+      return time(function()
+        local out = gm.attention(q, k, v, { decay = decay, decay_mode = "scores" })
+        out:backward(ones)
+        out:release()
+        for _, t in ipairs { q, k, v, decay } do t:zero_grad() end
+      end)
+    end)
+  end
+end
+
+-- the training step of bench_model.lua, in a child process per configuration
+local Hd, F, V, layers, B = 512, 2048, 8000, 2, 8
+local function step_flops(real)
+  local n = real / B -- real nodes per sequence (on average)
+  local linear = real * 2 * (4 * Hd * Hd + 2 * Hd * F) * layers
+  local attention = B * 4 * n * n * Hd * layers
+  local head = 0.15 * real * 2 * (Hd * Hd + Hd * V)
+  return 3 * (linear + attention + head) -- backward costs twice the forward
+end
+for _, fill in ipairs { "1", "0.15" } do
+  local r = {}
+  for _, p in ipairs { "highest", "medium" } do
+    local out = first_line(string.format("GRAPHMERT_MATMUL_PRECISION=%s %s scripts/bench_model.lua %d %d --child %s",
+      p, arg[-1], steps, threads, fill))
+    local t, real = out:match("graphmert step ([%d.]+) .* real (%d+)")
+    if not t then error("training step failed: " .. out) end
+    r[p], r.flops = tonumber(t), step_flops(tonumber(real))
+  end
+  results["step" .. fill] = r
+end
+
+-- PyTorch ----------------------------------------------------------------------------------------
+local torch = bench.torch_output("bench_cpu_torch.py", threads, reps, steps) or ""
+for what, p, s in torch:gmatch("torch (%S+) (%S+) ([%d.]+)") do
+  if results[what] then results[what]["torch_" .. p] = tonumber(s) end
+end
+
+local rows = {
+  { "matmul", "t:matmul 2048³" },
+  { "attention", "attention fwd+bwd B8 H8 N1024 d64" },
+  { "step1", "training step, every leaf filled" },
+  { "step0.15", "training step, 15% of leaves filled" },
+}
+print(string.format("\n%-36s %-8s %9s %8s %9s   %9s %8s %9s", "", "", "graphmert", "", "", "pytorch", "", ""))
+print(string.format("%-36s %-8s %9s %8s %9s   %9s %8s %9s", "work", "precision", "seconds", "GFLOP/s", "of peak",
+  "seconds", "GFLOP/s", "of peak"))
+local function cells(s, flops)
+  if not s then return "-", "-", "-" end
+  return string.format("%.4f", s), string.format("%.0f", flops / s / 1e9), string.format("%.0f%%", 100 * flops / s / 1e9 / peak_f32)
+end
+for _, row in ipairs(rows) do
+  local r = results[row[1]]
+  for _, p in ipairs { "highest", "medium" } do
+    local s, g, f = cells(r[p], r.flops)
+    local ts, tg, tf = cells(r["torch_" .. p], r.flops)
+    print(string.format("%-36s %-8s %9s %8s %9s   %9s %8s %9s", p == "highest" and row[2] or "", p, s, g, f, ts, tg, tf))
+  end
+end
+print(string.format("\nmedium vs highest: t:matmul %.2fx, attention %.2fx, step (all leaves) %.2fx, step (15%%) %.2fx",
+  results.matmul.highest / results.matmul.medium, results.attention.highest / results.attention.medium,
+  results.step1.highest / results.step1.medium, results["step0.15"].highest / results["step0.15"].medium))
+print(string.format("model FLOPs per step: %.0f GFLOP (all leaves), %.0f GFLOP (15%%); 'of peak' is against float32 %.0f GFLOP/s",
+  results.step1.flops / 1e9, results["step0.15"].flops / 1e9, peak_f32))
+if torch == "" then print("pytorch not available (install python3-torch to compare)") end
+for what, p, why in torch:gmatch("torch (%S+) (%S+) failed: ([^\n]*)") do print(string.format("pytorch %s %s: %s", what, p, why)) end

@@ -1,0 +1,187 @@
+-- precision_spec.lua — gm.set_float32_matmul_precision (PyTorch's names). "highest" and "high"
+-- multiply in float32; "medium" rounds the inputs of every matrix product to bfloat16 and
+-- accumulates in float32 where the CPU has avx512_bf16, and is float32 elsewhere.
+--
+-- Tolerance stated here: bfloat16 keeps 8 significant bits, so each input is off by at most
+-- 2^-9 relative and a product by about 2^-8; over a sum of k terms of random sign the error
+-- grows like sqrt(k) while the result does too. "medium" results are therefore compared with
+-- float32 at 2% of the largest magnitude of the float32 result (a few times that estimate),
+-- and the bf16 kernel itself, exactly, against float64 sums of bf16-rounded inputs at 1e-5.
+local gm = require "graphmert"
+
+local bf16 = gm.config().bf16_available
+
+local function with_precision(p, fn)
+  local previous = gm.get_float32_matmul_precision()
+  gm.set_float32_matmul_precision(p)
+  local ok, a, b, c = pcall(fn)
+  gm.set_float32_matmul_precision(previous)
+  assert(ok, a)
+  return a, b, c
+end
+
+-- max |x - y| / max |y| over the elements of two tensors of the same shape
+local function relative_gap(x, y)
+  local d = x - y
+  return math.sqrt((d * d):max():item() / math.max((y * y):max():item(), 1e-30))
+end
+
+-- round a float32 value to the nearest bfloat16 (ties to even), as the kernel does
+local function to_bf16(x)
+  local bits = string.unpack("<I4", string.pack("<f", x))
+  bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+  return (string.unpack("<f", string.pack("<I4", bits & 0xFFFFFFFF)))
+end
+
+-- op(a) @ op(b) in float64 from bf16-rounded inputs, as a nested table
+local function bf16_reference(a, b, ta, tb)
+  local A, B = a:totable(), b:totable()
+  local m, k = ta and #A[1] or #A, ta and #A or #A[1]
+  local n = tb and #B or #B[1]
+  local out = {}
+  for i = 1, m do
+    out[i] = {}
+    for j = 1, n do
+      local s = 0.0
+      for l = 1, k do
+        local x = ta and A[l][i] or A[i][l]
+        local y = tb and B[j][l] or B[l][j]
+        s = s + to_bf16(x) * to_bf16(y)
+      end
+      out[i][j] = s
+    end
+  end
+  return out
+end
+
+describe("float32 matmul precision", function()
+  it("is 'highest' by default, takes PyTorch's three names and refuses others", function()
+    assert.equals("highest", gm.get_float32_matmul_precision())
+    for _, p in ipairs { "high", "medium", "highest" } do
+      gm.set_float32_matmul_precision(p)
+      assert.equals(p, gm.get_float32_matmul_precision())
+      assert.equals(p, gm.config().float32_matmul_precision)
+    end
+    assert.error_matches(function() gm.set_float32_matmul_precision("low") end,
+      "bad argument #1 to 'set_float32_matmul_precision' %(invalid option 'low'%)")
+    assert.error_matches(function() gm.set_float32_matmul_precision() end, "set_float32_matmul_precision")
+  end)
+
+  it("says in gm.config what 'medium' computes with on this CPU", function()
+    with_precision("medium", function()
+      assert.equals(bf16 and "bfloat16 inputs, float32 accumulation" or "float32 (no avx512_bf16 on this CPU)",
+        gm.config().matmul_compute)
+    end)
+    assert.equals("float32", gm.config().matmul_compute)
+  end)
+
+  it("'high' is float32 on CPU, bit for bit the same as 'highest'", function()
+    gm.manual_seed(1)
+    local a, b = gm.randn(70, 90), gm.randn(90, 50)
+    local x = with_precision("highest", function() return a:matmul(b) end)
+    local y = with_precision("high", function() return a:matmul(b) end)
+    assert.same(x:totable(), y:totable())
+  end)
+
+  it("'medium' multiplies bf16-rounded inputs with float32 sums, for every transpose and edge size", function()
+    gm.manual_seed(2)
+    for _, c in ipairs { { 37, 53, 41, false, false }, { 13, 1, 33, true, false }, { 25, 64, 7, false, true },
+      { 12, 32, 32, true, true }, { 1, 129, 3, false, false } } do
+      local m, k, n, ta, tb = c[1], c[2], c[3], c[4], c[5]
+      local a = ta and gm.randn(k, m) or gm.randn(m, k)
+      local b = tb and gm.randn(n, k) or gm.randn(k, n)
+      local got = with_precision("medium", function() return a:matmul(b, ta, tb) end)
+      if bf16 then
+        assert.tensor_near(bf16_reference(a, b, ta, tb), got, 1e-5, 1e-5 * math.sqrt(k))
+      else
+        assert.same(with_precision("highest", function() return a:matmul(b, ta, tb) end):totable(), got:totable())
+      end
+    end
+  end)
+
+  it("'medium' matmul (large, batched, threaded) agrees with float32 to bf16 tolerance", function()
+    gm.manual_seed(3)
+    local a, b = gm.randn(3, 300, 257), gm.randn(257, 190)
+    local x = with_precision("highest", function() return a:matmul(b) end)
+    local y = with_precision("medium", function() return a:matmul(b) end)
+    local gap = relative_gap(y, x)
+    assert.is_true(gap < 0.02, "gap " .. gap)
+    if bf16 then assert.is_true(gap > 0, "medium gave float32's exact result") end
+  end)
+
+  it("'medium' attention forward and backward agree with float32 to bf16 tolerance", function()
+    gm.manual_seed(4)
+    local B, H, N, d = 2, 2, 150, 32
+    local q, k, v = gm.randn(B, H, N, d), gm.randn(B, H, N, d), gm.randn(B, H, N, d)
+    local decay = gm.rand(N, N)
+    local function run()
+      local qq, kk, vv = q:detach():requires_grad(true), k:detach():requires_grad(true), v:detach():requires_grad(true)
+      local out = gm.attention(qq, kk, vv, { decay = decay })
+      out:backward(gm.ones(B, H, N, d))
+      return out, { qq:grad(), kk:grad(), vv:grad() }
+    end
+    local o32, g32 = with_precision("highest", run)
+    local o16, g16 = with_precision("medium", run)
+    assert.is_true(relative_gap(o16, o32) < 0.02, "out " .. relative_gap(o16, o32))
+    for i = 1, 3 do assert.is_true(relative_gap(g16[i], g32[i]) < 0.02, "grad " .. i .. " " .. relative_gap(g16[i], g32[i])) end
+  end)
+
+  it("'medium' encoder layer agrees with float32 to bf16 tolerance, gradients included", function()
+    gm.manual_seed(5)
+    local layer = gm.nn.EncoderLayer { dim = 64, heads = 4, ffn = 128, dropout = 0, attention_dropout = 0 }
+    local x = gm.randn(2, 40, 64)
+    local function run()
+      layer:zero_grad()
+      local y = layer(x, { decay = gm.rand(40, 40) })
+      ;(y * y):sum():backward()
+      return y, layer.fc1.weight:grad():clone()
+    end
+    gm.manual_seed(6)
+    local y32, g32 = with_precision("highest", run)
+    gm.manual_seed(6)
+    local y16, g16 = with_precision("medium", run)
+    assert.is_true(relative_gap(y16, y32) < 0.02, "out " .. relative_gap(y16, y32))
+    assert.is_true(relative_gap(g16, g32) < 0.05, "fc1 grad " .. relative_gap(g16, g32))
+  end)
+
+  it("a tiny GraphMERT trained 200 steps in 'medium' ends within 2% of float32's loss", function()
+    local R, Lv, V = 8, 2, 40
+    local N = R * (1 + Lv)
+    local function batch_for(step)
+      gm.manual_seed(100 + step)
+      local r = gm.rand(4, N):totable()
+      local ids, valid = {}, {}
+      for b = 1, 4 do
+        ids[b], valid[b] = {}, {}
+        for n = 1, N do
+          local filled = n <= R or ((n - R - 1) // Lv) % 2 == 0
+          ids[b][n] = filled and (5 + math.floor(r[b][n] * (V - 5))) or 1
+          valid[b][n] = filled and 1 or 0
+        end
+      end
+      local batch = { ids = gm.tensor(ids), valid = gm.tensor(valid),
+        relation = { { 2, 0, 1, 0, 0, 0, 3, 0 }, { 0, 1, 0, 0, 2, 0, 0, 0 }, { 1, 1, 0, 0, 0, 0, 0, 2 }, { 0, 0, 0, 3, 0, 0, 1, 0 } },
+        head_length = { { 2, 0, 1, 0, 0, 0, 2, 0 }, { 0, 1, 0, 0, 2, 0, 0, 0 }, { 1, 2, 0, 0, 0, 0, 0, 1 }, { 0, 0, 0, 2, 0, 0, 1, 0 } } }
+      return gm.masking.mask(batch, { vocab = V, mask_id = 4, special = { [1] = true }, roots = R, leaves = Lv, leaf_rate = 0.5 })
+    end
+    local function train()
+      gm.manual_seed(9)
+      local model = gm.nn.GraphMERT { vocab = V, hidden = 64, layers = 2, heads = 4, ffn = 128, roots = R,
+        leaves = Lv, relations = 3, dropout = 0, attention_dropout = 0, relation_dropout = 0 }
+      local opt = gm.optim.adamw(model:named_parameters(), { lr = 3e-3, weight_decay = 0 })
+      local tail = 0
+      for step = 1, 200 do
+        local batch = batch_for(step % 50) -- 50 fixed batches, four passes
+        opt:zero_grad()
+        local loss = model:loss(batch)
+        loss:backward()
+        opt:step()
+        if step > 180 then tail = tail + loss:item() / 20 end
+      end
+      return tail
+    end
+    local f32 = with_precision("highest", train)
+    local b16 = with_precision("medium", train)
+    assert.is_true(math.abs(b16 - f32) <= 0.02 * f32, string.format("medium %.4f vs float32 %.4f", b16, f32))
+  end)
+end)

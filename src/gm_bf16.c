@@ -1,0 +1,196 @@
+/* gm_bf16.c — C = alpha op(A) op(B) + beta C with the inputs rounded to bfloat16 and float32
+ * accumulation (AVX-512 BF16 VDPBF16PS): the "medium" matrix-product precision.
+ *
+ * Debian's OpenBLAS 0.3.21 is built without its sbgemm, and oneDNN's matmul costs a
+ * primitive per shape, far more than the attention kernel's 64 x 128 x 64 tiles take to
+ * compute, so the product is done here, GotoBLAS-style: both operands are packed once into
+ * bf16 pairs along k (A in panels of MR rows, B in panels of NR columns, zero-padded), then a
+ * register-blocked micro-kernel multiplies an MR x NR tile of C over a chunk of KC pairs of k
+ * while that chunk of the B panel stays in L1.
+ *
+ * The file is compiled for AVX-512 BF16 (the pragma below) but only ever called after
+ * gm_bf16_available() said the running CPU has it; nothing else in the build needs those
+ * instructions. */
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
+#include <immintrin.h>
+#include <omp.h>
+
+#include "gm_internal.h"
+
+#define MR 12         /* rows of C per micro-tile: 12 x 2 accumulators in 24 zmm registers */
+#define NR 32         /* columns of C per micro-tile: two zmm */
+#define KC 128        /* pairs of k per chunk: a 16 KiB chunk of a B panel, in L1 */
+#define MC_PANELS 16  /* A panels per block: 192 rows x 384 k, 144 KiB, in L2 */
+#define STACK_PACK_BYTES (48 * 1024) /* tile products pack on the stack, larger ones allocate */
+#define PAR_MIN_FLOPS (4.0 * 1024 * 1024) /* below this, threads cost more than they save */
+
+/* The conversions use VCVTNE2PS2BF16: round to nearest even, NaN stays NaN, and (as the
+ * instruction does) subnormal inputs count as zero. Two layouts occur. */
+
+/* Pairs across two rows: o[c] = (r0[c], r1[c]) for c < n, r1 NULL giving zeros (odd k). */
+static void pack_row_pairs(const float *r0, const float *r1, int64_t n, uint32_t *o) {
+  /* word c of the result = bf16 c of the low half, then bf16 c of the high half */
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                              24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
+                                              1, 16, 0);
+  for (int64_t c = 0; c < n; c += 16) {
+    __mmask16 m = n - c >= 16 ? 0xFFFF : (__mmask16)((1u << (n - c)) - 1);
+    __m512 x0 = _mm512_maskz_loadu_ps(m, r0 + c);
+    __m512 x1 = r1 ? _mm512_maskz_loadu_ps(m, r1 + c) : _mm512_setzero_ps();
+    __m512i v = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+    _mm512_mask_storeu_epi32(o + c, m, _mm512_permutexvar_epi16(interleave, v));
+  }
+}
+
+/* Pairs along one contiguous row of k values: o[kp * stride] = (x[2kp], x[2kp+1]), a zero
+ * high half for odd k. */
+static void pack_strided_pairs(const float *x, int64_t k, int64_t stride, uint32_t *o) {
+  uint32_t w[16];
+  for (int64_t e = 0; e < k; e += 32) {
+    int64_t left = k - e;
+    __mmask16 m0 = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
+    __mmask16 m1 = left >= 32 ? 0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
+    __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, x + e + 16), _mm512_maskz_loadu_ps(m0, x + e));
+    _mm512_storeu_si512(w, (__m512i)v); /* bf16 in order: word j is pair e/2 + j */
+    int64_t pairs = (left + 1) / 2 < 16 ? (left + 1) / 2 : 16;
+    for (int64_t j = 0; j < pairs; j++) o[(e / 2 + j) * stride] = w[j];
+  }
+}
+
+/* op(A)'s rows [i0, i0 + MR) as pairs along k: out[kp * MR + r] = (A[i][2kp], A[i][2kp+1]),
+ * rows past m zero. */
+static void pack_a(int trans, const float *a, int64_t lda, int64_t m, int64_t k, int64_t i0,
+                   uint32_t *out) {
+  int64_t kp_n = (k + 1) / 2, rows = m - i0 < MR ? m - i0 : MR;
+  if (rows < MR) memset(out, 0, (size_t)(kp_n * MR) * sizeof(uint32_t));
+  if (!trans)
+    for (int64_t r = 0; r < rows; r++) pack_strided_pairs(a + (i0 + r) * lda, k, MR, out + r);
+  else /* op(A) = Aᵀ: the panel's rows are columns of A */
+    for (int64_t kp = 0; kp < kp_n; kp++)
+      pack_row_pairs(a + 2 * kp * lda + i0, 2 * kp + 1 < k ? a + (2 * kp + 1) * lda + i0 : NULL, rows,
+                     out + kp * MR);
+}
+
+/* op(B)'s columns [j0, j0 + NR) as pairs along k: out[kp * NR + c] = (B[2kp][j], B[2kp+1][j]),
+ * columns past n zero. */
+static void pack_b(int trans, const float *b, int64_t ldb, int64_t n, int64_t k, int64_t j0,
+                   uint32_t *out) {
+  int64_t kp_n = (k + 1) / 2, cols = n - j0 < NR ? n - j0 : NR;
+  if (cols < NR) memset(out, 0, (size_t)(kp_n * NR) * sizeof(uint32_t));
+  if (!trans)
+    for (int64_t kp = 0; kp < kp_n; kp++)
+      pack_row_pairs(b + 2 * kp * ldb + j0, 2 * kp + 1 < k ? b + (2 * kp + 1) * ldb + j0 : NULL, cols,
+                     out + kp * NR);
+  else /* op(B) = Bᵀ: the panel's columns are rows of B */
+    for (int64_t c = 0; c < cols; c++) pack_strided_pairs(b + (j0 + c) * ldb, k, NR, out + c);
+}
+
+/* C[0:rows, 0:cols] = alpha (A panel · B panel over kp_n pairs) + beta C; beta 0 never reads C. */
+static void micro_kernel(int64_t kp_n, const uint32_t *ap, const uint32_t *bp, float *c,
+                         int64_t ldc, int rows, int cols, float alpha, float beta) {
+  __m512 acc[MR][2];
+  for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t kp = 0; kp < kp_n; kp++) {
+    __m512bh b0 = (__m512bh)_mm512_load_si512(bp), b1 = (__m512bh)_mm512_load_si512(bp + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; r++) {
+      __m512bh a = (__m512bh)_mm512_set1_epi32((int)ap[r]);
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
+    }
+    ap += MR;
+    bp += NR;
+  }
+  __mmask16 m0 = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);
+  __mmask16 m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (__mmask16)((1u << (cols - 16)) - 1);
+  __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int r = 0; r < rows; r++) {
+    float *cr = c + r * ldc;
+    __m512 x0 = _mm512_mul_ps(acc[r][0], va), x1 = _mm512_mul_ps(acc[r][1], va);
+    if (beta != 0.0f) {
+      x0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, cr), vb, x0);
+      x1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, cr + 16), vb, x1);
+    }
+    _mm512_mask_storeu_ps(cr, m0, x0);
+    _mm512_mask_storeu_ps(cr + 16, m1, x1);
+  }
+}
+
+typedef struct product {
+  int64_t m, n, k, kp_n, mp, np; /* mp, np: A and B panels */
+  const uint32_t *ap, *bp;       /* packed, kp_n pairs per panel */
+  float *c;
+  int64_t ldc;
+  float alpha, beta;
+} product;
+
+/* C tiles of A panels [p0, p1) x B panels [q0, q1), chunk by chunk of k. */
+static void multiply(const product *pr, int64_t p0, int64_t p1, int64_t q0, int64_t q1) {
+  for (int64_t k0 = 0; k0 < pr->kp_n; k0 += KC) {
+    int64_t kc = pr->kp_n - k0 < KC ? pr->kp_n - k0 : KC;
+    float beta = k0 == 0 ? pr->beta : 1.0f;
+    for (int64_t pb = p0; pb < p1; pb += MC_PANELS) {
+      int64_t pe = pb + MC_PANELS < p1 ? pb + MC_PANELS : p1;
+      for (int64_t q = q0; q < q1; q++) {
+        const uint32_t *bq = pr->bp + (q * pr->kp_n + k0) * NR;
+        int64_t j = q * NR, cols = pr->n - j < NR ? pr->n - j : NR;
+        for (int64_t p = pb; p < pe; p++) {
+          int64_t i = p * MR, rows = pr->m - i < MR ? pr->m - i : MR;
+          micro_kernel(kc, pr->ap + (p * pr->kp_n + k0) * MR, bq, pr->c + i * pr->ldc + j,
+                       pr->ldc, (int)rows, (int)cols, pr->alpha, beta);
+        }
+      }
+    }
+  }
+}
+
+/* Splits the panel grid among the team along its longer side; each thread owns its C tiles. */
+static void multiply_share(const product *pr, int thread, int threads) {
+  int64_t p0 = 0, p1 = pr->mp, q0 = 0, q1 = pr->np;
+  if (pr->np >= pr->mp) q0 = pr->np * thread / threads, q1 = pr->np * (thread + 1) / threads;
+  else p0 = pr->mp * thread / threads, p1 = pr->mp * (thread + 1) / threads;
+  multiply(pr, p0, p1, q0, q1);
+}
+
+static void scale_c(float *c, int64_t ldc, int64_t m, int64_t n, float beta) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
+}
+
+int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                 int64_t ldc) {
+  if (m == 0 || n == 0) return 1;
+  if (k == 0) {
+    scale_c(c, ldc, m, n, beta);
+    return 1;
+  }
+  product pr = {.m = m, .n = n, .k = k, .kp_n = (k + 1) / 2, .mp = (m + MR - 1) / MR,
+                .np = (n + NR - 1) / NR, .c = c, .ldc = ldc, .alpha = alpha, .beta = beta};
+  /* B's panels start on a 64-byte line: a_words rounded up to 16 */
+  size_t a_words = (size_t)(pr.mp * pr.kp_n * MR + 15) / 16 * 16, b_words = (size_t)(pr.np * pr.kp_n * NR);
+  size_t bytes = (a_words + b_words) * sizeof(uint32_t);
+  _Alignas(64) uint32_t stack[STACK_PACK_BYTES / sizeof(uint32_t)];
+  uint32_t *pack = bytes <= sizeof stack ? stack : gm_malloc(bytes);
+  if (!pack) return 0;
+  pr.ap = pack;
+  pr.bp = pack + a_words;
+  uint32_t *ap = pack, *bp = pack + a_words;
+  int parallel = !omp_in_parallel() && omp_get_max_threads() > 1 && 2.0 * m * n * k > PAR_MIN_FLOPS;
+  if (parallel) {
+#pragma omp parallel
+    {
+#pragma omp for schedule(static) nowait
+      for (int64_t p = 0; p < pr.mp; p++) pack_a(trans_a, a, lda, m, k, p * MR, ap + p * pr.kp_n * MR);
+#pragma omp for schedule(static)
+      for (int64_t q = 0; q < pr.np; q++) pack_b(trans_b, b, ldb, n, k, q * NR, bp + q * pr.kp_n * NR);
+      multiply_share(&pr, omp_get_thread_num(), omp_get_num_threads());
+    }
+  } else {
+    for (int64_t p = 0; p < pr.mp; p++) pack_a(trans_a, a, lda, m, k, p * MR, ap + p * pr.kp_n * MR);
+    for (int64_t q = 0; q < pr.np; q++) pack_b(trans_b, b, ldb, n, k, q * NR, bp + q * pr.kp_n * NR);
+    multiply(&pr, 0, pr.mp, 0, pr.np);
+  }
+  if (pack != stack) gm_free(pack);
+  return 1;
+}
