@@ -162,7 +162,8 @@ describe("float32 matmul precision", function()
       local batch = { ids = gm.tensor(ids), valid = gm.tensor(valid),
         relation = { { 2, 0, 1, 0, 0, 0, 3, 0 }, { 0, 1, 0, 0, 2, 0, 0, 0 }, { 1, 1, 0, 0, 0, 0, 0, 2 }, { 0, 0, 0, 3, 0, 0, 1, 0 } },
         head_length = { { 2, 0, 1, 0, 0, 0, 2, 0 }, { 0, 1, 0, 0, 2, 0, 0, 0 }, { 1, 2, 0, 0, 0, 0, 0, 1 }, { 0, 0, 0, 2, 0, 0, 1, 0 } } }
-      return gm.masking.mask(batch, { vocab = V, mask_id = 4, special = { [1] = true }, roots = R, leaves = Lv, leaf_rate = 0.5 })
+      return gm.data.masking.mask(batch, { vocab = V, mask_id = 4, special = { [1] = true },
+        layout = gm.layout { roots = R, leaves = Lv }, leaf_rate = 0.5 })
     end
     local function train()
       gm.manual_seed(9)

@@ -17,6 +17,9 @@ return {
   ["gm.cat"] = "gm.cat({t1, t2, ...}[, dim = 1]) — the tensors joined along dim (differentiable)",
   ["gm.concat"] = "gm.concat({t1, t2, ...}[, dim = 1]) — the same as gm.cat",
   ["gm.torch_load"] = "gm.torch_load(path[, {skip_non_float = false}]) — a PyTorch checkpoint (torch.save's zip format, pytorch_model.bin) read without running its pickle: name → float32 tensor, and the skipped names → dtypes",
+  ["gm.config"] = "gm.config() — what runs the numbers: BLAS library, core and why it was chosen, threads, CPU vector features, matmul precision and whether bf16 is available",
+  ["gm.set_float32_matmul_precision"] = "gm.set_float32_matmul_precision(\"highest\" | \"high\" | \"medium\") — PyTorch's setting: medium multiplies bf16 inputs with float32 sums on CPUs with avx512_bf16 (high = highest on a CPU)",
+  ["gm.get_float32_matmul_precision"] = "gm.get_float32_matmul_precision() — the current matmul precision setting",
   ["gm.embedding"] = "gm.embedding(weight [V, D], ids [...]) — rows of weight for 1-based ids, shape [..., D]",
   -- ops without a method form
   ["gm.attention"] = "gm.attention(q, k, v[, opts]) — multi-head attention [B, H, L, d] with key/attention masks and biases, GraphMERT's decay (opts.decay, decay_mode), scale, dropout, need_weights",
