@@ -11,9 +11,10 @@
 --                              tensors reduced in one stream (a missing gradient counts as zeros)
 --   broadcast(tensors, root = 0) → tensors, root's values in place on every rank
 --   barrier()   finalize()
---   run(fn, ...)               fn(...) then finalize(); an error on a rank of several prints
---                              "rank N: <error>" and ends the whole job (MPI_Abort) instead of
---                              leaving the other ranks waiting in a collective
+--   session()                  a to-be-closed value for a script: finalize() at its end, and an
+--                              error on a rank of several prints "rank N: <error>" and ends
+--                              the whole job (MPI_Abort) instead of leaving the other ranks
+--                              waiting in a collective
 -- Collectives take lists of float32 tensors, copied into buckets of at most bucket_bytes
 -- (default 32 MiB), one MPI call per bucket; every rank must pass the same sizes. With one
 -- process they leave the values unchanged (sum and mean alike).
@@ -65,22 +66,25 @@ end
 function M.barrier() M.init(); core.barrier() end
 function M.finalize() core.finalize() end
 
-function M.run(fn, ...)
-  local results = table.pack(xpcall(fn, function(e)
-    if M.size() > 1 and type(e) == "string" then return debug.traceback(e, 2) end
-    return e
-  end, ...))
-  if not results[1] then
-    if M.size() > 1 then
+-- A to-be-closed value for a script's main chunk (local s <close> = dist.session()): at the
+-- chunk's end it finalizes MPI; when the chunk ends by an error on one rank of several, it
+-- prints "rank N: <error>" and ends every rank (MPI_Abort, exit status 1), so the other ranks
+-- do not wait forever in a collective. With one process the error goes on as usual.
+local session_meta = {
+  __close = function(_, err)
+    if err ~= nil and M.size() > 1 then
       io.stdout:flush()
-      io.stderr:write(string.format("rank %d: %s\n", M.rank(), tostring(results[2])))
+      io.stderr:write(string.format("rank %d: %s\n", M.rank(), tostring(err)))
       io.stderr:flush()
       core.abort(1)
     end
-    error(results[2], 0)
-  end
-  M.finalize()
-  return table.unpack(results, 2, results.n)
+    M.finalize()
+  end,
+}
+
+function M.session()
+  M.init()
+  return setmetatable({}, session_meta)
 end
 
 return M

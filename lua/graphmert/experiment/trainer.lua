@@ -4,6 +4,7 @@
 -- d is gm.experiment.prepare's data (sequences, masking options), cfg a checked config.
 local gm = require "graphmert"
 local errors = require "graphmert.errors"
+local shard = require "graphmert.experiment.shard"
 
 local M = {}
 
@@ -13,21 +14,58 @@ local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge en
 -- NaN or infinite loss or gradient norm raises a "nonfinite" error naming the step before the
 -- optimizer touches the weights (so the last checkpoint stays the last good state), or with
 -- cfg.on_nonfinite = "skip" leaves the weights alone and goes on.
+-- Under MPI (gm.distributed.size() > 1) every rank masks the whole global batch with the same
+-- generator state (so the masks are the ones one process would draw), then computes the loss
+-- of its contiguous share of the rows, each term scaled to its share of the global batch's
+-- count (GraphMERT:loss's counts): the gradients and losses, summed over the ranks in one
+-- bucketed all-reduce, are the global batch's. Clipping and AdamW then run on the same summed
+-- gradient on every rank. Dropout draws for the share's rows from a generator seeded by
+-- (seed, step, rank), and the masking generator is put back afterwards, so the ranks stay in
+-- step; with dropout the results are therefore equal to one process only in distribution.
 function M.trainer(d, cfg, model, opt)
   local schedule = { peak = cfg.lr, min_lr = cfg.min_lr, warmup = cfg.warmup, total = cfg.steps }
+  local dist = gm.distributed
+  local ranks, rank = dist.size(), dist.rank()
+  if ranks > cfg.batch then
+    error(string.format("trainer: %d ranks cannot share a batch of %d sequences (batch must be at least the number of ranks)",
+      ranks, cfg.batch), 2)
+  end
+  local params = model:parameters()
+
+  -- this rank's share of the masked global batch: its loss (a tensor), gradients summed over
+  -- the ranks, and the global loss value
+  local function shared_loss(batch, step)
+    local share = shard.rows(batch, shard.range(batch.ids:size(1), rank, ranks))
+    local loss_opts = setmetatable({ counts = model:loss_counts(batch, cfg.loss) }, { __index = cfg.loss })
+    local masking_state = gm.get_rng_state()
+    gm.manual_seed((cfg.seed * 1000003 + step) * 4099 + rank)
+    local loss = model:loss(share, loss_opts)
+    if loss:requires_grad() then loss:backward() end
+    gm.set_rng_state(masking_state)
+    local total = gm.tensor { loss:item() }
+    dist.allreduce_grads(params, { total }, { op = "sum" })
+    return total:item()
+  end
+
   return function(step)
     local first = ((step - 1) * cfg.batch) % math.max(1, #d.train_seqs) + 1
     local batch = gm.data.masking.mask(gm.data.corpus.batch(d.train_seqs, first, cfg.batch), d.mask_opts)
     opt:set_lr(gm.optim.cosine(step, schedule))
     opt:zero_grad()
-    local loss = model:loss(batch, cfg.loss)
-    local value, tokens = loss:item(), batch.valid:sum():item()
+    local value, tokens
+    if ranks == 1 then
+      local loss = model:loss(batch, cfg.loss)
+      value = loss:item()
+      if finite(value) then loss:backward() end
+    else
+      value = shared_loss(batch, step)
+    end
+    tokens = batch.valid:sum():item()
     local bad
     if not finite(value) then
       bad = string.format("loss %s", tostring(value))
     else
-      loss:backward()
-      local norm = gm.optim.clip_grad_norm(model:parameters(), cfg.clip)
+      local norm = gm.optim.clip_grad_norm(params, cfg.clip)
       if not finite(norm) then bad = string.format("gradient norm %s", tostring(norm)) end
     end
     if bad then
@@ -42,14 +80,19 @@ function M.trainer(d, cfg, model, opt)
 end
 
 -- Masked-token accuracy on the held-out sequences, with fixed masks (the generator's state is
--- put back afterwards, so evaluating does not change training).
+-- put back afterwards, so evaluating does not change training). Under MPI every rank draws
+-- every batch's masks (the same masks as one process) but runs the model on every size()-th
+-- batch only; the counts are summed over the ranks.
 function M.masked_accuracy(d, cfg, model)
+  local dist = gm.distributed
+  local ranks, rank = dist.size(), dist.rank()
   local state = gm.get_rng_state()
   gm.manual_seed(12345)
   local hits, total = 0, 0
   model:evaluating(function()
     for first = 1, #d.eval_seqs, cfg.batch do
       local b = gm.data.masking.mask(gm.data.corpus.batch(d.eval_seqs, first, cfg.batch), d.mask_opts)
+      if ((first - 1) // cfg.batch) % ranks ~= rank then goto next_batch end
       local hidden = model(b)
       for _, part in ipairs { b.labels.roots, b.labels.leaves } do
         if #part.positions > 0 then
@@ -60,9 +103,14 @@ function M.masked_accuracy(d, cfg, model)
           end
         end
       end
+      ::next_batch::
     end
   end)
   gm.set_rng_state(state)
+  if ranks > 1 then
+    local counts = dist.allreduce({ gm.tensor { hits, total } })[1]:totable()
+    hits, total = math.tointeger(counts[1]), math.tointeger(counts[2])
+  end
   return total > 0 and hits / total or 0, total
 end
 
