@@ -19,9 +19,11 @@ local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge en
 -- of its contiguous share of the rows, each term scaled to its share of the global batch's
 -- count (GraphMERT:loss's counts): the gradients and losses, summed over the ranks in one
 -- bucketed all-reduce, are the global batch's. Clipping and AdamW then run on the same summed
--- gradient on every rank. Dropout draws for the share's rows from a generator seeded by
--- (seed, step, rank), and the masking generator is put back afterwards, so the ranks stay in
--- step; with dropout the results are therefore equal to one process only in distribution.
+-- gradient on every rank. Every rank runs its forward from the generator state one process
+-- would have (dropout takes one seed per call) and ends where one process would, so the next
+-- masks are the same everywhere. The relation dropout of H-GAT (on weights) is then one
+-- process's; row dropout on rank r > 0 repeats the pattern of the first rows, so with
+-- dropout > 0 results match one process only in distribution (without, to rounding).
 function M.trainer(d, cfg, model, opt)
   local schedule = { peak = cfg.lr, min_lr = cfg.min_lr, warmup = cfg.warmup, total = cfg.steps }
   local dist = gm.distributed
@@ -32,18 +34,36 @@ function M.trainer(d, cfg, model, opt)
   end
   local params = model:parameters()
 
-  -- this rank's share of the masked global batch: its loss (a tensor), gradients summed over
-  -- the ranks, and the global loss value
-  local function shared_loss(batch, step)
+  -- The forward draws one number per dropout call, and some calls depend on the rows (H-GAT's
+  -- only when the rows hold a triple); one process draws as many as the rank that drew most.
+  -- Each rank counts its draws as a one-hot vector, summed with the gradients; every rank then
+  -- moves its generator that far from the common start, as one process would have.
+  local MAX_DRAWS = 256
+  local function count_draws(start, finish)
+    gm.set_rng_state(start)
+    for n = 0, MAX_DRAWS - 1 do
+      if gm.get_rng_state() == finish then return n end
+      gm.rand(1)
+    end
+    error(string.format("trainer: the forward drew more than %d random numbers", MAX_DRAWS), 0)
+  end
+
+  -- this rank's share of the masked global batch: the global loss value, with the gradients
+  -- summed over the ranks
+  local function shared_loss(batch)
     local share = shard.rows(batch, shard.range(batch.ids:size(1), rank, ranks))
     local loss_opts = setmetatable({ counts = model:loss_counts(batch, cfg.loss) }, { __index = cfg.loss })
-    local masking_state = gm.get_rng_state()
-    gm.manual_seed((cfg.seed * 1000003 + step) * 4099 + rank)
+    local start = gm.get_rng_state()
     local loss = model:loss(share, loss_opts)
     if loss:requires_grad() then loss:backward() end
-    gm.set_rng_state(masking_state)
+    local draws = gm.zeros(MAX_DRAWS)
+    draws:set(1, count_draws(start, gm.get_rng_state()) + 1)
     local total = gm.tensor { loss:item() }
-    dist.allreduce_grads(params, { total }, { op = "sum" })
+    dist.allreduce_grads(params, { total, draws }, { op = "sum" })
+    local most = 0
+    for n, ranks_with_n in ipairs(draws:totable()) do if ranks_with_n > 0 then most = n - 1 end end
+    gm.set_rng_state(start)
+    for _ = 1, most do gm.rand(1) end
     return total:item()
   end
 
@@ -58,7 +78,7 @@ function M.trainer(d, cfg, model, opt)
       value = loss:item()
       if finite(value) then loss:backward() end
     else
-      value = shared_loss(batch, step)
+      value = shared_loss(batch)
     end
     tokens = batch.valid:sum():item()
     local bad
