@@ -2,7 +2,8 @@
 -- model: the 2-layer hidden-512 GraphMERT of scripts/bench_model.lua (batch 8 × 1024 nodes, 15%
 -- of the leaves filled), the global batch shared by the ranks as experiments/train.lua does.
 --   mpirun -np K graphmert scripts/bench_distributed.lua [steps=3] [threads=1]
--- Rank 0 prints the median step time, the all-reduce time within it and the bytes reduced.
+-- Rank 0 prints the median step time and the all-reduce time within it (after a barrier, so
+-- without the wait for a slower rank).
 local gm = require "graphmert"
 local dist = gm.distributed
 local shard = require "graphmert.experiment.shard"
@@ -44,6 +45,7 @@ for step = 0, steps do
   local t0 = gm.clock()
   opt:zero_grad()
   model:loss(share, { counts = counts }):backward()
+  dist.barrier() -- the all-reduce alone, without waiting for a slower rank
   local t1 = gm.clock()
   dist.allreduce_grads(params, {}, { op = "sum" })
   local t2 = gm.clock()

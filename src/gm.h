@@ -422,7 +422,9 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
  * Collectives treat a list of float32 tensors as one stream, copied into buffers of at most
  * bucket_bytes (0: GM_DIST_BUCKET_BYTES), one MPI call per buffer; every rank must pass the same
  * number of elements (checked, so a mismatch fails on every rank instead of hanging). */
-#define GM_DIST_BUCKET_BYTES ((size_t)32 << 20)
+/* 4 MiB: on one machine (shared memory) 1–4 MiB buckets all-reduced 48 MB 2–3x faster than
+ * 32 MiB ones (they stay in cache); on a network 4 MiB is still far above the latency regime. */
+#define GM_DIST_BUCKET_BYTES ((size_t)4 << 20)
 typedef enum gm_dist_op { GM_DIST_SUM = 0, GM_DIST_MEAN = 1 } gm_dist_op;
 int gm_dist_compiled(void);        /* 1 when built with MPI */
 gm_status gm_dist_init(void);      /* idempotent; MPI_Init when launched by mpirun */

@@ -16,7 +16,7 @@
 --                              the whole job (MPI_Abort) instead of leaving the other ranks
 --                              waiting in a collective
 -- Collectives take lists of float32 tensors, copied into buckets of at most bucket_bytes
--- (default 32 MiB), one MPI call per bucket; every rank must pass the same sizes. With one
+-- (default 4 MiB), one MPI call per bucket; every rank must pass the same sizes. With one
 -- process they leave the values unchanged (sum and mean alike).
 local core = require("graphmert.core").distributed
 
