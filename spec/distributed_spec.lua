@@ -87,8 +87,9 @@ describe_mpi("gm.distributed under mpirun -np 2", function()
     out, code = train(2, dir .. "/two")
     assert.equal(0, code, out)
     assert_close(want, losses(dir .. "/two/log.csv"), 1, 20)
-    -- a 2-rank run stopped in step 11 (its checkpoint is at step 10), resumed with 1 and 2 ranks
-    out, code = run("GRAPHMERT_SPEC_FAIL=1:11 " .. mpirun .. "2 -x GRAPHMERT_SPEC_FAIL " .. bin ..
+    -- a 2-rank run stopped in step 11 by rank 0, the one that writes (so its checkpoint of step 10
+    -- is done), resumed with 1 and 2 ranks
+    out, code = run("GRAPHMERT_SPEC_FAIL=0:11 " .. mpirun .. "2 -x GRAPHMERT_SPEC_FAIL " .. bin ..
       " spec/fixtures/distributed_train_failing.lua --config " .. config .. " --out " .. dir .. "/stopped")
     assert.are_not.equal(0, code)
     for _, ranks in ipairs { 1, 2 } do
@@ -106,11 +107,13 @@ describe_mpi("gm.distributed under mpirun -np 2", function()
       " spec/fixtures/distributed_train_failing.lua --config " .. config .. " --out " .. dir .. "/failed")
     assert.are_not.equal(0, code)
     assert.matches("rank 1: [^\n]*spec failure at step 5", out)
+    -- rank 0 may be ended while writing step 4's checkpoint: then step 2's is on disk
     gm.manual_seed(1)
     local cfg = gm.experiment.config.load(config)
     local d = gm.experiment.prepare(cfg, gm.data.tokenizer.load(dir .. "/failed/tokenizer.txt"))
     local model = gm.experiment.model(d, cfg)
     local opt = gm.optim.adamw(model:named_parameters(), { lr = cfg.lr })
-    assert.equal(4, gm.checkpoint.load(dir .. "/failed/checkpoint.safetensors", { model = model, optimizer = opt }))
+    local step = gm.checkpoint.load(dir .. "/failed/checkpoint.safetensors", { model = model, optimizer = opt })
+    assert.is_true(step == 4 or step == 2, "checkpoint of step " .. step)
   end)
 end)
