@@ -58,6 +58,14 @@ gm_status gm_dist_init(void) {
   return GM_OK;
 }
 
+static gm_status check_list(gm_tensor *const *ts, int n, int arg) {
+  if (n < 0) return gm_fail(GM_ERR_ARG, arg, "negative tensor count %d", n);
+  for (int i = 0; i < n; i++)
+    if (!ts[i]) return gm_fail(GM_ERR_ARG, arg, "tensor %d is missing", i + 1);
+  return GM_OK;
+}
+
+#ifdef GM_WITH_MPI
 /* ---- the stream: a list of tensors read and written as one run of floats ------------------ */
 
 typedef struct stream {
@@ -90,13 +98,6 @@ static void stream_move(stream *s, float *buf, int64_t count, int to_buf) {
   }
 }
 
-static gm_status check_list(const char *fn, gm_tensor *const *ts, int n) {
-  if (n < 0) return gm_fail(GM_ERR_ARG, 1, "%s: negative tensor count %d", fn, n);
-  for (int i = 0; i < n; i++)
-    if (!ts[i]) return gm_fail(GM_ERR_ARG, 1, "%s: tensor %d is missing", fn, i + 1);
-  return GM_OK;
-}
-
 static int64_t bucket_elems(size_t bucket_bytes) {
   size_t bytes = bucket_bytes ? bucket_bytes : GM_DIST_BUCKET_BYTES;
   int64_t n = (int64_t)(bytes / sizeof(float));
@@ -104,20 +105,19 @@ static int64_t bucket_elems(size_t bucket_bytes) {
   return n > 0 ? n : 1;
 }
 
-#ifdef GM_WITH_MPI
-static gm_status need_mpi(const char *fn) {
-  if (!mpi_on) return gm_fail(GM_ERR_STATE, 0, "%s: MPI was finalized", fn);
+static gm_status need_mpi(void) {
+  if (!mpi_on) return gm_fail(GM_ERR_STATE, 0, "MPI was finalized");
   return GM_OK;
 }
 
 /* Every rank must move the same number of floats; a mismatch fails on all of them. */
-static gm_status same_count(const char *fn, int64_t total) {
+static gm_status same_count(int64_t total) {
   long long mine[2] = {total, -total}, all[2];
   if (MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
-    return gm_fail(GM_ERR_IO, 0, "%s: MPI_Allreduce failed", fn);
+    return gm_fail(GM_ERR_IO, 0, "MPI_Allreduce failed");
   if (all[0] != -all[1])
-    return gm_fail(GM_ERR_SHAPE, 1, "%s: the ranks pass different numbers of elements (%lld to %lld; this rank %lld)",
-                   fn, -all[1], all[0], (long long)total);
+    return gm_fail(GM_ERR_SHAPE, 1, "the ranks pass different numbers of elements (%lld to %lld; this rank %lld)",
+                   -all[1], all[0], (long long)total);
   return GM_OK;
 }
 #endif
@@ -125,15 +125,15 @@ static gm_status same_count(const char *fn, int64_t total) {
 /* ---- collectives ---------------------------------------------------------------------------- */
 
 /* One bucketed pass: root < 0 all-reduces (sum), otherwise broadcasts from root. */
-static gm_status run_buckets(const char *fn, gm_tensor *const *ts, int n, int root, size_t bucket_bytes) {
+static gm_status run_buckets(gm_tensor *const *ts, int n, int root, size_t bucket_bytes) {
 #ifdef GM_WITH_MPI
-  if (!mpi_on) return need_mpi(fn);
+  if (!mpi_on) return need_mpi();
   int64_t total = stream_numel(ts, n);
-  gm_status st = same_count(fn, total);
+  gm_status st = same_count(total);
   if (st != GM_OK || total == 0) return st;
   int64_t cap = bucket_elems(bucket_bytes);
   float *buf = malloc((size_t)(total < cap ? total : cap) * sizeof(float));
-  if (!buf) return gm_fail(GM_ERR_NOMEM, 0, "%s: no memory for a bucket of %lld floats", fn, (long long)cap);
+  if (!buf) return gm_fail(GM_ERR_NOMEM, 0, "no memory for a bucket of %lld floats", (long long)cap);
   stream in = {ts, n, 0, 0}, out = {ts, n, 0, 0};
   for (int64_t done = 0; done < total;) {
     int64_t k = total - done < cap ? total - done : cap;
@@ -147,7 +147,7 @@ static gm_status run_buckets(const char *fn, gm_tensor *const *ts, int n, int ro
     }
     if (!ok) {
       free(buf);
-      return gm_fail(GM_ERR_IO, 0, "%s: MPI call failed", fn);
+      return gm_fail(GM_ERR_IO, 0, root < 0 ? "MPI_Allreduce failed" : "MPI_Bcast failed");
     }
     stream_move(&out, buf, k, 0);
     done += k;
@@ -155,7 +155,7 @@ static gm_status run_buckets(const char *fn, gm_tensor *const *ts, int n, int ro
   free(buf);
   return GM_OK;
 #else
-  (void)fn, (void)ts, (void)n, (void)root, (void)bucket_bytes;
+  (void)ts, (void)n, (void)root, (void)bucket_bytes;
   return GM_OK;
 #endif
 }
@@ -168,17 +168,17 @@ static void scale_all(gm_tensor *const *ts, int n, float factor) {
 }
 
 gm_status gm_dist_allreduce(gm_tensor *const *ts, int n, gm_dist_op op, size_t bucket_bytes) {
-  gm_status st = check_list("allreduce", ts, n);
+  gm_status st = check_list(ts, n, 1);
   if (st != GM_OK || world_size == 1) return st;
-  st = run_buckets("allreduce", ts, n, -1, bucket_bytes);
+  st = run_buckets(ts, n, -1, bucket_bytes);
   if (st == GM_OK && op == GM_DIST_MEAN) scale_all(ts, n, 1.0f / (float)world_size);
   return st;
 }
 
 gm_status gm_dist_allreduce_grads(gm_tensor *const *params, int n, gm_tensor *const *extra, int n_extra,
                                   gm_dist_op op, size_t bucket_bytes) {
-  gm_status st = check_list("allreduce_grads", params, n);
-  if (st == GM_OK) st = check_list("allreduce_grads", extra, n_extra);
+  gm_status st = check_list(params, n, 1);
+  if (st == GM_OK) st = check_list(extra, n_extra, 2);
   if (st != GM_OK || world_size == 1) return st;
   /* the list: each parameter's gradient, the extra tensors, then one flag per parameter (1 when
    * this rank has a gradient for it), all reduced together */
@@ -188,20 +188,23 @@ gm_status gm_dist_allreduce_grads(gm_tensor *const *params, int n, gm_tensor *co
   if (!list || !flags) {
     free(list);
     gm_tensor_release(flags);
-    return gm_fail(GM_ERR_NOMEM, 0, "allreduce_grads: no memory for %d parameters", n);
+    return gm_fail(GM_ERR_NOMEM, 0, "no memory for the list of %d parameters", n);
   }
+  for (int i = 0; i < n; i++) flags->data[i] = params[i]->grad ? 1.0f : 0.0f;
+  /* from here a gradient with flag 0 is a zero one made here */
   for (int i = 0; i < n && st == GM_OK; i++) {
-    if (params[i]->grad) flags->data[i] = 1.0f;
-    else if (!(params[i]->grad = gm_tensor_full(params[i]->ndim, params[i]->shape, 0.0f))) st = GM_ERR_NOMEM;
+    if (!params[i]->grad && !(params[i]->grad = gm_tensor_full(params[i]->ndim, params[i]->shape, 0.0f)))
+      st = gm_last_status();
     list[i] = params[i]->grad;
   }
   if (st == GM_OK) {
     for (int i = 0; i < n_extra; i++) list[n + i] = extra[i];
     list[n + n_extra] = flags;
-    st = run_buckets("allreduce_grads", list, n + n_extra + 1, -1, bucket_bytes);
+    st = run_buckets(list, n + n_extra + 1, -1, bucket_bytes);
     if (st == GM_OK && op == GM_DIST_MEAN) scale_all(list, n + n_extra, 1.0f / (float)world_size);
   }
-  /* no rank had a gradient: none, as in one process (the optimizer skips the parameter) */
+  /* a flag still 0: no rank had a gradient (or the reduction failed), so none, as in one
+   * process (the optimizer skips the parameter) */
   for (int i = 0; i < n; i++)
     if (flags->data[i] == 0.0f) {
       gm_tensor_release(params[i]->grad);
@@ -213,19 +216,19 @@ gm_status gm_dist_allreduce_grads(gm_tensor *const *params, int n, gm_tensor *co
 }
 
 gm_status gm_dist_broadcast(gm_tensor *const *ts, int n, int root, size_t bucket_bytes) {
-  gm_status st = check_list("broadcast", ts, n);
+  gm_status st = check_list(ts, n, 1);
   if (st != GM_OK) return st;
   if (root < 0 || root >= world_size)
-    return gm_fail(GM_ERR_ARG, 2, "broadcast: root %d is not a rank (0 to %d)", root, world_size - 1);
+    return gm_fail(GM_ERR_ARG, 2, "root %d is not a rank (0 to %d)", root, world_size - 1);
   if (world_size == 1) return GM_OK;
-  return run_buckets("broadcast", ts, n, root, bucket_bytes);
+  return run_buckets(ts, n, root, bucket_bytes);
 }
 
 gm_status gm_dist_barrier(void) {
 #ifdef GM_WITH_MPI
   if (world_size > 1) {
-    if (!mpi_on) return need_mpi("barrier");
-    if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) return gm_fail(GM_ERR_IO, 0, "barrier: MPI_Barrier failed");
+    if (!mpi_on) return need_mpi();
+    if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) return gm_fail(GM_ERR_IO, 0, "MPI_Barrier failed");
   }
 #endif
   return GM_OK;
@@ -236,7 +239,7 @@ gm_status gm_dist_finalize(void) {
   if (mpi_on) {
     mpi_on = 0;
     mpi_done = 1;
-    if (MPI_Finalize() != MPI_SUCCESS) return gm_fail(GM_ERR_IO, 0, "finalize: MPI_Finalize failed");
+    if (MPI_Finalize() != MPI_SUCCESS) return gm_fail(GM_ERR_IO, 0, "MPI_Finalize failed");
   }
 #endif
   return GM_OK;
