@@ -102,6 +102,23 @@ describe_mpi("gm.distributed under mpirun -np 2", function()
     end
   end)
 
+  it("trains through an epoch's last batch of one row, which leaves rank 0 without rows", function()
+    -- the fixture's 281 training sequences in batches of 4: step 71 has one
+    local text = assert(io.open(config)):read("a"):gsub("steps = 20, batch = 6,", "steps = 72, batch = 4,")
+      :gsub("checkpoint_every = 2,", "checkpoint_every = 100,")
+    local short = dir .. "/short_config.lua"
+    assert(io.open(short, "w")):write(text):close()
+    local want, got = {}, {}
+    for ranks, curve in pairs { want, got } do
+      local out, code = run(string.format("%s%d %s experiments/train.lua --config %s --out %s/short%d", mpirun, ranks, bin,
+        short, dir, ranks))
+      assert.equal(0, code, out)
+      assert.matches("281 training sequences", out)
+      for step, loss in pairs(losses(string.format("%s/short%d/log.csv", dir, ranks))) do curve[step] = loss end
+    end
+    assert_close(want, got, 1, 72)
+  end)
+
   it("ends the job when a rank raises, naming the rank, with the last checkpoint whole", function()
     local out, code = run("GRAPHMERT_SPEC_FAIL=1:5 " .. mpirun .. "2 -x GRAPHMERT_SPEC_FAIL " .. bin ..
       " spec/fixtures/distributed_train_failing.lua --config " .. config .. " --out " .. dir .. "/failed")

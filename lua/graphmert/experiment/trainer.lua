@@ -51,14 +51,17 @@ function M.trainer(d, cfg, model, opt)
   -- this rank's share of the masked global batch: the global loss value, with the gradients
   -- summed over the ranks
   local function shared_loss(batch)
-    local share = shard.rows(batch, shard.range(batch.ids:size(1), rank, ranks))
-    local loss_opts = setmetatable({ counts = model:loss_counts(batch, cfg.loss) }, { __index = cfg.loss })
-    local start = gm.get_rng_state()
-    local loss = model:loss(share, loss_opts)
-    if loss:requires_grad() then loss:backward() end
+    local first, count = shard.range(batch.ids:size(1), rank, ranks)
+    local start, value = gm.get_rng_state(), 0
+    if count > 0 then -- none when the epoch's last batch is shorter than the number of ranks
+      local loss_opts = setmetatable({ counts = model:loss_counts(batch, cfg.loss) }, { __index = cfg.loss })
+      local loss = model:loss(shard.rows(batch, first, count), loss_opts)
+      if loss:requires_grad() then loss:backward() end
+      value = loss:item()
+    end
     local draws = gm.zeros(MAX_DRAWS)
     draws:set(1, count_draws(start, gm.get_rng_state()) + 1)
-    local total = gm.tensor { loss:item() }
+    local total = gm.tensor { value }
     dist.allreduce_grads(params, { total, draws }, { op = "sum" })
     local most = 0
     for n, ranks_with_n in ipairs(draws:totable()) do if ranks_with_n > 0 then most = n - 1 end end
