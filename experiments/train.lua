@@ -17,6 +17,7 @@ local ex = gm.experiment
 local errors = gm.errors
 local dist = gm.distributed
 
+local session <close> = dist.session() -- ends MPI at the end, or the whole job on an error
 local main = dist.is_main()
 local function say(...) if main then io.write(...) end end
 
@@ -24,7 +25,6 @@ local args = ex.args.parse(arg, ex.args.training("train.lua",
   "Train GraphMERT on WordNet, then the baseline model; print the evaluation table.", "out/wordnet_small",
   { { "resume", false, "continue from the checkpoints in the output folder", flag = true } }))
 
-local session <close> = dist.session() -- ends MPI at the end, or the whole job on an error
 local cfg = ex.config.load(args.config)
 if args.steps then cfg.steps = args.steps end
 if cfg.memory_limit then gm.set_memory_limit(cfg.memory_limit) end -- bytes of tensor memory

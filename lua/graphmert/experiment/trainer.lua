@@ -36,8 +36,9 @@ function M.trainer(d, cfg, model, opt)
 
   -- The forward draws one number per dropout call, and some calls depend on the rows (H-GAT's
   -- only when the rows hold a triple); one process draws as many as the rank that drew most.
-  -- Each rank counts its draws as a one-hot vector, summed with the gradients; every rank then
-  -- moves its generator that far from the common start, as one process would have.
+  -- Each rank counts its draws (gm.rand(1) takes one number, as a dropout call does) as a
+  -- one-hot vector, summed with the gradients; every rank then moves its generator that far
+  -- from the common start, as one process would have.
   local MAX_DRAWS = 256
   local function count_draws(start, finish)
     gm.set_rng_state(start)
