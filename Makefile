@@ -32,6 +32,14 @@ ALL_CFLAGS  := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fopenmp -fno-tr
                $(LUA_CFLAGS) $(BLAS_CFLAGS)
 # OpenBLAS is not linked but loaded at start-up (src/gm_blas.c says why): only its header here.
 LDLIBS      := -fopenmp -lm -ldl
+# MPI (gm.distributed over Open MPI) is compiled in when its development files are there;
+# `make MPI=0` builds without it (gm.distributed is then the one-process world).
+MPI         ?= $(shell pkg-config --exists ompi-c && echo 1 || echo 0)
+ifeq ($(MPI),1)
+MPI_CFLAGS  ?= -DGM_WITH_MPI $(shell pkg-config --cflags ompi-c)
+MPI_LIBS    ?= $(shell pkg-config --libs ompi-c)
+LDLIBS      += $(MPI_LIBS)
+endif
 
 CORE_SRC := $(wildcard src/gm_*.c)
 BIND_SRC := $(wildcard src/lgm_*.c)
@@ -49,6 +57,14 @@ build/obj build/graphmert build/bin build/gen:
 
 build/obj/%.o: src/%.c $(HEADERS) | build/obj
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# only this file sees mpi.h; a stamp of the MPI setting rebuilds it when MPI= changes
+build/obj/gm_distributed.o: src/gm_distributed.c $(HEADERS) build/obj/mpi-$(MPI).stamp | build/obj
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -c $< -o $@
+
+build/obj/mpi-$(MPI).stamp: | build/obj
+	rm -f build/obj/mpi-*.stamp
+	touch $@
 
 # The module is not linked against liblua: the host interpreter provides the Lua API.
 # -z nodelete: lua_close must not unload it (and libgomp) under live OpenMP worker threads.

@@ -4,8 +4,15 @@
 -- output folder.
 --   graphmert experiments/ablation.lua [--config experiments/configs/wordnet_small.lua]
 --                                      [--out out/ablation] [--steps N]
+-- Under MPI (mpirun -np K) the ranks share each batch (gm.experiment.trainer); rank 0 prints,
+-- writes the results and runs the tail-prediction tables.
 local gm = require "graphmert"
 local ex = gm.experiment
+local dist = gm.distributed
+
+local session <close> = dist.session() -- ends MPI at the end, or the whole job on an error
+local main = dist.is_main()
+local function say(...) if main then io.write(...) end end
 
 local args = ex.args.parse(arg, ex.args.training("ablation.lua",
   "The λ × H-GAT ablation: every variant with the same seed, data and budget.", "out/ablation"))
@@ -15,7 +22,7 @@ os.execute("mkdir -p " .. args.out)
 
 gm.manual_seed(cfg.seed)
 local d = ex.prepare(cfg)
-print(ex.summary(d))
+say(ex.summary(d), "\n")
 
 local variants = {}
 for _, lambda in ipairs { false, 0.4, 0.6, 0.8, 0.9 } do
@@ -30,21 +37,25 @@ for v, var in ipairs(variants) do
   local c = ex.variant(cfg, { lambda = var.lambda, hgat = var.hgat })
   gm.manual_seed(cfg.seed) -- the same initialisation, masks and batches for every variant
   local model = ex.model(d, c)
+  dist.broadcast(model:parameters(), 0)
   local opt = gm.optim.adamw(model:named_parameters(), { lr = c.lr, weight_decay = c.weight_decay })
   curves[v] = {}
   local t0 = gm.clock()
   local train_step = ex.trainer(d, c, model, opt)
   for step = 1, c.steps do
     curves[v][step] = train_step(step)
-    io.write(string.format("\r%-24s step %d/%d  loss %.4f   ", var.name, step, c.steps, curves[v][step]))
-    io.flush()
+    say(string.format("\r%-24s step %d/%d  loss %.4f   ", var.name, step, c.steps, curves[v][step]))
+    if main then io.flush() end
   end
   local acc = ex.masked_accuracy(d, c, model)
-  local tails = ex.tail_metrics(d, c, model)
+  local tails = main and ex.tail_metrics(d, c, model)
   rows[v] = { name = var.name, acc = acc, tails = tails }
-  io.write(string.format("\n  %.0f s; masked-token accuracy %.3f, tail hits@10 %.3f (facts) %.3f (synsets)\n",
-    gm.clock() - t0, acc, tails.facts.hits10, tails.synsets.hits10))
+  if main then
+    io.write(string.format("\n  %.0f s; masked-token accuracy %.3f, tail hits@10 %.3f (facts) %.3f (synsets)\n",
+      gm.clock() - t0, acc, tails.facts.hits10, tails.synsets.hits10))
+  end
 end
+if not main then return end
 
 rows[#rows + 1] = { name = "most frequent tail", tails = ex.baseline_metrics(d, cfg) }
 local md = { "# λ ablation on WordNet 3.0", "",

@@ -8,9 +8,18 @@
 -- `baseline = false` in the config skips the baseline run. A NaN or infinite loss or gradient
 -- stops training with the step in the message (the last checkpoint is kept), or is skipped with
 -- `on_nonfinite = "skip"`.
+-- Under MPI (mpirun -np K graphmert experiments/train.lua ...) the K ranks share each batch (see
+-- gm.experiment.trainer): rank 0 prints, logs, writes the checkpoints and the results; every rank
+-- resumes from the same checkpoint (K may differ from the run that wrote it). An error on any
+-- rank ends the job naming the rank.
 local gm = require "graphmert"
 local ex = gm.experiment
 local errors = gm.errors
+local dist = gm.distributed
+
+local session <close> = dist.session() -- ends MPI at the end, or the whole job on an error
+local main = dist.is_main()
+local function say(...) if main then io.write(...) end end
 
 local args = ex.args.parse(arg, ex.args.training("train.lua",
   "Train GraphMERT on WordNet, then the baseline model; print the evaluation table.", "out/wordnet_small",
@@ -25,8 +34,8 @@ local tok_path = args.out .. "/tokenizer.txt"
 
 gm.manual_seed(cfg.seed)
 local d = ex.prepare(cfg, args.resume and gm.data.tokenizer.load(tok_path) or nil)
-if not args.resume then d.tok:save(tok_path) end
-print(ex.summary(d))
+if not args.resume and main then d.tok:save(tok_path) end
+say(ex.summary(d), "\n")
 
 local runs = { { name = "GraphMERT", out = args.out } }
 if cfg.baseline ~= false then
@@ -40,49 +49,56 @@ local function train(run)
   local ckpt_path, log_path = run.out .. "/checkpoint.safetensors", run.out .. "/log.csv"
   gm.manual_seed(cfg.seed)
   local model = ex.model(d, c)
-  ex.write_run(run.out, { config = args.config, model = model.config, relations = d.relation_names, wordnet = cfg.wordnet,
-    tail_end = cfg.tail_end })
+  if main then
+    ex.write_run(run.out, { config = args.config, model = model.config, relations = d.relation_names,
+      wordnet = cfg.wordnet, tail_end = cfg.tail_end })
+  end
   local opt = gm.optim.adamw(model:named_parameters(), { lr = c.lr, weight_decay = c.weight_decay })
   local start = 1
   local resuming = args.resume and (run.out == args.out or io.open(ckpt_path) ~= nil)
   if resuming then
     start = gm.checkpoint.load(ckpt_path, { model = model, optimizer = opt }) + 1
-    print(string.format("%s: resumed at step %d", run.name, start))
+    say(string.format("%s: resumed at step %d\n", run.name, start))
   end
-  local log = assert(io.open(log_path, resuming and "a" or "w"))
-  if not resuming then log:write("step,loss,lr,tokens_per_s\n") end
+  dist.broadcast(model:parameters(), 0) -- every rank starts from rank 0's weights
+  local log = main and assert(io.open(log_path, resuming and "a" or "w"))
+  if log and not resuming then log:write("step,loss,lr,tokens_per_s\n") end
   local t_start, tokens_done, last_step = gm.clock(), 0, nil
   local train_step = ex.trainer(d, c, model, opt)
-  local function save(step) gm.checkpoint.save(ckpt_path, { model = model, optimizer = opt, step = step }) end
+  local function save(step)
+    if main then gm.checkpoint.save(ckpt_path, { model = model, optimizer = opt, step = step }) end
+  end
   local ok, err = pcall(function()
     for step = start, c.steps do
       local t0 = gm.clock()
       local loss, tokens, skipped = train_step(step)
-      if skipped then io.write(string.format("\n  step %d skipped: non-finite loss or gradient\n", step)) end
+      if skipped then say(string.format("\n  step %d skipped: non-finite loss or gradient\n", step)) end
       tokens_done = tokens_done + tokens
       local elapsed = gm.clock() - t_start
-      log:write(string.format("%d,%.6f,%.3g,%.1f\n", step, loss, opt:get_lr(), tokens / (gm.clock() - t0)))
-      log:flush()
-      io.write(string.format("\r%s: step %d/%d  loss %.4f  lr %.2e  %.0f tokens/s  ETA %ds   ", run.name, step, c.steps,
+      if log then
+        log:write(string.format("%d,%.6f,%.3g,%.1f\n", step, loss, opt:get_lr(), tokens / (gm.clock() - t0)))
+        log:flush()
+      end
+      say(string.format("\r%s: step %d/%d  loss %.4f  lr %.2e  %.0f tokens/s  ETA %ds   ", run.name, step, c.steps,
         loss, opt:get_lr(), tokens_done / elapsed, math.floor((c.steps - step) * elapsed / (step - start + 1))))
-      io.flush()
+      if main then io.flush() end
       if step % c.eval_every == 0 or step == c.steps then
         local acc, n = ex.masked_accuracy(d, c, model)
-        io.write(string.format("\n  eval at step %d: masked-token accuracy %.3f over %d held-out tokens\n", step, acc, n))
+        say(string.format("\n  eval at step %d: masked-token accuracy %.3f over %d held-out tokens\n", step, acc, n))
       end
       if step % c.checkpoint_every == 0 or step == c.steps then save(step) end
       last_step = step
     end
   end)
-  log:close()
+  if log then log:close() end
   if not ok then
     if errors.kind(err) == "interrupted" and last_step then
       save(last_step)
-      print(string.format("\ninterrupted: checkpoint at step %d written to %s (continue with --resume)", last_step, ckpt_path))
+      say(string.format("\ninterrupted: checkpoint at step %d written to %s (continue with --resume)\n", last_step, ckpt_path))
       os.exit(130)
     end
     if errors.kind(err) == "nonfinite" then
-      io.stderr:write("\n", tostring(err), "\n")
+      if main then io.stderr:write("\n", tostring(err), "\n") end
       os.exit(1)
     end
     error(err, 0)
@@ -90,11 +106,13 @@ local function train(run)
   return model, c
 end
 
+-- the masked-token accuracy is shared by the ranks; the tail-prediction tables run on rank 0
 local rows = {}
 for _, run in ipairs(runs) do
   local model, c = train(run)
-  rows[#rows + 1] = { name = run.name, acc = (ex.masked_accuracy(d, c, model)), tails = ex.tail_metrics(d, c, model) }
+  rows[#rows + 1] = { name = run.name, acc = (ex.masked_accuracy(d, c, model)), tails = main and ex.tail_metrics(d, c, model) }
 end
+if not main then return end
 rows[#rows + 1] = { name = "most frequent tail", tails = ex.baseline_metrics(d, cfg) }
 local report = ex.table(rows)
 print("\n" .. report)

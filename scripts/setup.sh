@@ -2,7 +2,7 @@
 # setup.sh — installs the Debian packages graphmert needs, only those missing. Idempotent:
 # a second run installs nothing. Used by `make test`, `make demo` and .ci/run.
 set -e
-PACKAGES="build-essential pkg-config lua5.4 liblua5.4-dev libopenblas-dev lua-lpeg lua-busted \
+PACKAGES="build-essential pkg-config lua5.4 liblua5.4-dev libopenblas-dev libopenmpi-dev openmpi-bin lua-lpeg lua-busted \
 lua-cjson libreadline-dev wordnet-base gnuplot-nox"
 missing=""
 for p in $PACKAGES; do

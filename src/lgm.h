@@ -90,5 +90,6 @@ void lgm_open_attention(lua_State *L, int module_index);
 void lgm_open_io(lua_State *L, int module_index);
 void lgm_open_optim(lua_State *L, int module_index);
 void lgm_open_torchload(lua_State *L, int module_index);
+void lgm_open_distributed(lua_State *L, int module_index);
 
 #endif

@@ -214,6 +214,7 @@ LGM_EXPORT int luaopen_graphmert_core(lua_State *L) {
   lgm_open_io(L, module);
   lgm_open_optim(L, module);
   lgm_open_torchload(L, module);
+  lgm_open_distributed(L, module);
 
   lua_pushstring(L, GM_VERSION);
   lua_setfield(L, module, "version");

@@ -16,6 +16,7 @@ gm.attention = require("graphmert.attention")(gm, core.attention)
 
 gm.Tensor = nil -- the metatable stays internal; gm.is_tensor tells tensors apart
 gm.methods = nil
+gm.distributed = nil -- core.distributed is wrapped by graphmert.distributed (loaded on first use)
 local tensor_meta = core.Tensor
 function gm.is_tensor(x) return getmetatable(x) == tensor_meta end
 
@@ -29,7 +30,7 @@ function gm.embedding(weight, ids)
 end
 
 local submodules = { nn = true, optim = true, layout = true, safetensors = true, checkpoint = true,
-  gradcheck = true, errors = true, class = true,
+  gradcheck = true, errors = true, class = true, distributed = true,
   data = true, eval = true, experiment = true }
 return setmetatable(gm, {
   __index = function(t, k)

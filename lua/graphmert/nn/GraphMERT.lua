@@ -270,12 +270,20 @@ end
 -- masked token, parts.mlm) or "separate" (L_MLM + mu · L_MNM, each averaged over its own tokens,
 -- parts.mlm and parts.mnm). With sbo the span-boundary term is added with weight 1 (parts.sbo);
 -- a batch with no SBO target has no such term (the official code gives NaN there).
+-- opts.counts (data parallelism: loss_counts of the global batch this one is a share of) makes
+-- each term a sum over this batch's targets divided by the global count, so that the shares'
+-- losses and gradients add up to the global batch's.
 function GraphMERT:loss(batch, opts)
   opts = opts or {}
   local hidden = self:forward(batch)
-  local function ce(positions, targets)
+  local counts = opts.counts
+  local function share(term, n, name)
+    if counts and counts[name] ~= n then return term * (n / counts[name]) end
+    return term
+  end
+  local function ce(positions, targets, name)
     if #positions == 0 then return nil end
-    return self:logits(hidden, positions):cross_entropy(targets)
+    return share(self:logits(hidden, positions):cross_entropy(targets), #positions, name)
   end
   local lb, parts, total = batch.labels, {}, nil
   if (opts.normalization or "joint") == "joint" then
@@ -285,11 +293,11 @@ function GraphMERT:loss(batch, opts)
         pos[#pos + 1], tgt[#tgt + 1] = part.positions[i], part.targets[i]
       end
     end
-    parts.mlm = ce(pos, tgt)
+    parts.mlm = ce(pos, tgt, "mlm")
     total = parts.mlm
   else
-    parts.mlm = ce(lb.roots.positions, lb.roots.targets)
-    parts.mnm = ce(lb.leaves.positions, lb.leaves.targets)
+    parts.mlm = ce(lb.roots.positions, lb.roots.targets, "mlm")
+    parts.mnm = ce(lb.leaves.positions, lb.leaves.targets, "mnm")
     local mu = opts.mu or 1
     if parts.mlm and parts.mnm then total = parts.mlm + parts.mnm * mu
     else total = parts.mlm or (parts.mnm and parts.mnm * mu) end
@@ -300,11 +308,25 @@ function GraphMERT:loss(batch, opts)
         "(gm.data.masking.mask makes them)", 2)
     end
     if #lb.sbo.targets > 0 then
-      parts.sbo = self:sbo_logits(hidden, lb.sbo):cross_entropy(lb.sbo.targets)
+      parts.sbo = share(self:sbo_logits(hidden, lb.sbo):cross_entropy(lb.sbo.targets), #lb.sbo.targets, "sbo")
       total = total and total + parts.sbo or parts.sbo
     end
   end
   return total or gm.zeros(1):sum(), parts
+end
+
+-- The number of targets each term of loss(batch, opts) averages over: {mlm, mnm, sbo} (the
+-- terms the batch and options have).
+function GraphMERT:loss_counts(batch, opts)
+  local lb = batch.labels
+  local counts = {}
+  if ((opts or {}).normalization or "joint") == "joint" then
+    counts.mlm = #lb.roots.positions + #lb.leaves.positions
+  else
+    counts.mlm, counts.mnm = #lb.roots.positions, #lb.leaves.positions
+  end
+  if self.lm_pair_head and lb.sbo then counts.sbo = #lb.sbo.targets end
+  return counts
 end
 
 -- An official checkpoint folder (config.json + model.safetensors) → a model in eval mode.
