@@ -17,6 +17,7 @@ local function say(...) if main then io.write(...) end end
 local args = ex.args.parse(arg, ex.args.training("ablation.lua",
   "The λ × H-GAT ablation: every variant with the same seed, data and budget.", "out/ablation"))
 local cfg = ex.config.load(args.config)
+ex.apply_settings(cfg)
 if args.steps then cfg.steps = args.steps end
 os.execute("mkdir -p " .. args.out)
 

@@ -27,8 +27,7 @@ local args = ex.args.parse(arg, ex.args.training("train.lua",
 
 local cfg = ex.config.load(args.config)
 if args.steps then cfg.steps = args.steps end
-if cfg.memory_limit then gm.set_memory_limit(cfg.memory_limit) end -- bytes of tensor memory
-if cfg.precision then gm.set_float32_matmul_precision(cfg.precision) end -- "highest" or "medium" (bf16 products)
+ex.apply_settings(cfg)
 os.execute("mkdir -p " .. args.out)
 local tok_path = args.out .. "/tokenizer.txt"
 

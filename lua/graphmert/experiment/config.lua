@@ -39,6 +39,7 @@ M.schema = {
   eval_triples = { 500, "number", "held-out triples per tail-prediction table" },
   baseline = { true, "boolean", "also train the model without decay and without H-GAT on the same budget" },
   on_nonfinite = { "stop", "string", "\"stop\" (training stops naming the step) or \"skip\" (the step is skipped)" },
+  precision = { "highest", "string", "float32 matmul precision: \"highest\" (float32) or \"medium\" (bf16 products, float32 sums)" },
   memory_limit = { false, "number", "cap on tensor memory in bytes (false: none)" },
 }
 

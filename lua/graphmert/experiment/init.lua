@@ -123,6 +123,12 @@ function M.variant(cfg, overrides)
   return c
 end
 
+-- The process-wide settings a config holds: the tensor memory cap and the matmul precision.
+function M.apply_settings(cfg)
+  if cfg.memory_limit then gm.set_memory_limit(cfg.memory_limit) end
+  gm.set_float32_matmul_precision(cfg.precision)
+end
+
 -- run.json in a training output folder: what a later tool needs to rebuild the run's model and
 -- read its outputs (the config file, the model's options, the relation names in id order, the
 -- WordNet options of the seed graph). Written atomically.
