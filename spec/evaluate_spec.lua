@@ -37,4 +37,20 @@ describe("evaluate", function()
     assert.is_true(r.hits10 >= r.hits1)
     assert.is_true(r.mrr >= r.hits1)
   end)
+
+  it("ranks whole tails without their length: the frequency baseline's top ten, a model's decoder", function()
+    local known = { [1] = { tok:encode("canine"), tok:encode("feline"), tok:encode("bird"), tok:encode("a dog") } }
+    local with_tails = { layout = opts.layout, relations = opts.relations, tails = known }
+    local r = gm.eval.most_frequent_tail(train, test, tok, with_tails)
+    -- canine (2 of 3 training tails) is first: fox → rank 1, lion's feline → rank 2
+    assert.near(0.5, r.tail.hits1, 1e-9)
+    assert.near(1, r.tail.hits10, 1e-9)
+    assert.near(0.75, r.tail.mrr, 1e-9)
+    local model = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16,
+      roots = 8, leaves = 2, relations = 1, sbo = false }
+    local m = gm.eval.tail_prediction(model, tok, test, with_tails)
+    -- four known tails: every gold tail is within the top ten, so hits@10 is 1
+    assert.near(1, m.tail.hits10, 1e-9)
+    assert.is_true(m.tail.mrr >= 0.25 and m.tail.mrr <= 1 and m.tail.hits1 <= m.tail.mrr)
+  end)
 end)

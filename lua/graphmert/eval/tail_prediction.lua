@@ -3,10 +3,15 @@
 -- For a triple (head, relation, tail) of a record: the record's text fills the roots, the tail's
 -- leaf slots of the head's first root are [MASK] (as many as the tail has tokens), the relation
 -- and head length are set, and the model ranks the vocabulary at the first slot.
--- tail_prediction(model, tok, records, {layout, relations, max_triples = 500, batch = 16})
---   → {n, hits1, hits10, mrr, exact}  (exact: every tail token is the argmax at its slot)
--- most_frequent_tail(train_records, test_records, tok, {layout, relations}) → the same metrics
---   for ranking tails' first tokens by their frequency per relation in training.
+-- That protocol tells the model the answer's length. With opts.tails (relation id → the known
+-- tails of the kind it reaches, gm.eval.extract.known_tails) the whole tail is also decoded
+-- without it (gm.eval.decode, constrained: the decoder chooses the length) and ranked among the
+-- known tails: `tail` = {hits1, hits10, mrr} (MRR over the top 10, 0 below).
+-- tail_prediction(model, tok, records, {layout, relations, max_triples = 500, batch = 16, tails,
+--   tail_end}) → {n, hits1, hits10, mrr, exact, tail}  (first-token metrics; exact: every tail
+--   token is the argmax at its slot)
+-- most_frequent_tail(train_records, test_records, tok, {layout, relations, tails}) → the same
+--   metrics for ranking first tokens, and whole tails, by their frequency per relation in training.
 local gm = require "graphmert"
 
 local M = {}
@@ -27,6 +32,36 @@ local function cases(records, tok, opts)
     end
   end
   return out
+end
+
+-- hits@1, hits@10 and MRR@10 of whole-tail ranks (11 = not in the top 10)
+local function score_top10(ranks)
+  local d, h1, h10, rr = math.max(#ranks, 1), 0, 0, 0
+  for _, r in ipairs(ranks) do
+    if r == 1 then h1 = h1 + 1 end
+    if r <= 10 then h10, rr = h10 + 1, rr + 1 / r end
+  end
+  return { hits1 = h1 / d, hits10 = h10 / d, mrr = rr / d }
+end
+
+local function same(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+
+-- the whole tails decoded without their length, ranked among the known tails
+local function decoded(model, tok, cs, opts)
+  local queries = {}
+  for k, c in ipairs(cs) do queries[k] = { toks = c.toks, at = c.root - 1, head_length = c.head_len, relation = c.rel } end
+  local found = gm.eval.decode(model, tok, queries, { mode = "constrained", tails = opts.tails, top = 10,
+    tail_end = opts.tail_end, batch = opts.batch })
+  local ranks = {}
+  for k, list in ipairs(found) do
+    ranks[k] = 11
+    for i, cand in ipairs(list) do if same(cand.ids, cs[k].tail) then ranks[k] = i break end end
+  end
+  return score_top10(ranks)
 end
 
 local function score(ranks, exact)
@@ -76,13 +111,17 @@ function M.tail_prediction(model, tok, records, opts)
       end
     end
   end)
-  return score(ranks, exact)
+  local result = score(ranks, exact)
+  if opts.tails then result.tail = decoded(model, tok, cs, opts) end
+  return result
 end
 
 function M.most_frequent_tail(train_records, test_records, tok, opts)
-  local counts = {} -- relation → first tail token → count
+  local counts, whole = {}, {} -- relation → first tail token (whole tail) → count
   for _, rec in ipairs(train_records) do
     for _, t in ipairs(rec.triples) do
+      whole[t.relation] = whole[t.relation] or {}
+      whole[t.relation][t.tail] = (whole[t.relation][t.tail] or 0) + 1
       local tail = tok:encode(t.tail)
       if tail[1] then
         counts[t.relation] = counts[t.relation] or {}
@@ -99,14 +138,27 @@ function M.most_frequent_tail(train_records, test_records, tok, opts)
     for i, e in ipairs(list) do rank[e[1]] = i end
     ranked[rel] = { rank = rank, size = #list, top = list[1] and list[1][1] }
   end
-  local ranks, exact = {}, {}
+  local top_tails = {} -- relation → its ten most frequent whole tails, as token ids
+  for rel, c in pairs(whole) do
+    local list = {}
+    for tail, n in pairs(c) do list[#list + 1] = { tail, n } end
+    table.sort(list, function(x, y) return x[2] > y[2] or (x[2] == y[2] and x[1] < y[1]) end)
+    top_tails[rel] = {}
+    for i = 1, math.min(10, #list) do top_tails[rel][i] = tok:encode(list[i][1]) end
+  end
+  local ranks, exact, tail_ranks = {}, {}, {}
   for _, c in ipairs(cases(test_records, tok, opts)) do
     local r = ranked[c.relation]
     local rank = r and r.rank[c.tail[1]] or ((r and r.size or 0) + tok:size() // 2) -- unseen: the middle
     ranks[#ranks + 1] = rank
     exact[#exact + 1] = #c.tail == 1 and r ~= nil and r.top == c.tail[1]
+    local tr = 11
+    for i, ids in ipairs(top_tails[c.relation] or {}) do if same(ids, c.tail) then tr = i break end end
+    tail_ranks[#tail_ranks + 1] = tr
   end
-  return score(ranks, exact)
+  local result = score(ranks, exact)
+  if opts.tails then result.tail = score_top10(tail_ranks) end
+  return result
 end
 
 return M
