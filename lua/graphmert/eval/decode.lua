@@ -132,18 +132,44 @@ local function open(model, tok, queries, opts)
   return out
 end
 
+-- a relation's known tails grouped by token count, made once per list
+local grouped = setmetatable({}, { __mode = "k" })
+local function by_length(list)
+  if not grouped[list] then
+    local g = {}
+    for _, ids in ipairs(list) do
+      g[#ids] = g[#ids] or {}
+      table.insert(g[#ids], ids)
+    end
+    grouped[list] = g
+  end
+  return grouped[list]
+end
+
+-- keeps list the `top` best candidates, best first, as candidates come
+local function keep(list, top, ids, score)
+  if #list == top and score <= list[top].score then return end
+  local i = math.min(#list, top - 1) + 1
+  while i > 1 and list[i - 1].score < score do
+    if i <= top then list[i] = list[i - 1] end
+    i = i - 1
+  end
+  list[i] = { ids = ids, score = score }
+end
+
 local function constrained(model, tok, queries, opts)
   local jobs = new_jobs(model, tok, queries, opts)
   fill_log_probs(model, tok, jobs, opts.batch or 16)
-  local out = {}
+  local out, top = {}, opts.top or 5
   for qi = 1, #queries do out[qi] = {} end
   for _, job in ipairs(jobs) do
     local slots, lp, list = #job.slots, job.log_probs, out[job.index]
-    for _, ids in ipairs((opts.tails or {})[job.query.relation] or {}) do
-      if #ids == slots or (opts.tail_end and #ids < slots) then
+    local groups = by_length((opts.tails or {})[job.query.relation] or {})
+    for len = opts.tail_end and 1 or slots, slots do
+      for _, ids in ipairs(groups[len] or {}) do
         local sum = 0
         for a = 1, slots do sum = sum + lp[a][ids[a] or tok.pad_id] end
-        list[#list + 1] = { ids = ids, score = sum / slots }
+        keep(list, top, ids, sum / slots)
       end
     end
   end
