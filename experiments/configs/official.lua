@@ -16,7 +16,7 @@ return {
   leaf_rate = 0.15,         -- mlm_on_leaves_probability
   model = { roots = 128, leaves = 7, hidden = 512, layers = 12, heads = 8, ffn = 2048, lambda = 0.6,
             positions = false, dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3,
-            init = "official", relation_dropout_mask = "triple" }, -- init implies pad_id = 1 ([PAD])
+            init = "official", relation_dropout_mask = "triple" }, -- pad_id "auto": the [PAD] row
   -- 25 epochs of the official 989,666 sequences at batch 64 ≈ 387k steps; a budget for this corpus
   steps = 20000,
   -- the official batch is 32 per GPU with 2 accumulation steps; the trainer has no gradient

@@ -23,8 +23,9 @@
 -- and three official details that are off by default (the README's conventions table):
 -- init = "torch" | "official" (official: out_proj xavier_uniform instead of torch.nn.Linear's
 -- uniform(±1/√H), q/k/v each xavier_uniform with gain 1/√2 — the same distribution as torch's
--- in_proj — and pad_id defaulting to 1), pad_id = false | a token id (torch's padding_idx: that
--- embedding row starts at zero and the lookup gives it no gradient; the tied decoder still does),
+-- in_proj — and pad_id "auto" meaning 1), pad_id = "auto" | false | a token id (torch's
+-- padding_idx: that embedding row starts at zero and the lookup gives it no gradient; the tied
+-- decoder still does; "auto": 1 with init = "official", false otherwise),
 -- relation_dropout_mask = "table" | "triple" (one relation-dropout mask per table and forward,
 -- or, as the official code, an independent one for each triple occurrence, drawn inside gm.hgat).
 -- GraphMERT.from_pretrained(dir) / model:save_pretrained(dir): official checkpoint folders
@@ -48,7 +49,7 @@ local defaults = {
   hidden = 512, layers = 12, heads = 8, ffn = 2048, roots = 128, leaves = 7, leaf_edges = "path",
   lambda = 0.6, offset = 1, dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3,
   hgat = true, hgat_interleaved = true, positions = false, init_std = 0.02, relations = 1, compact = true,
-  head = "official", sbo = true, graph_token = true, init = "torch", pad_id = false, relation_dropout_mask = "table",
+  head = "official", sbo = true, graph_token = true, init = "torch", pad_id = "auto", relation_dropout_mask = "table",
 }
 GraphMERT.defaults = defaults
 
@@ -74,8 +75,8 @@ function GraphMERT:__init(config)
   if c.relation_dropout_mask ~= "table" and c.relation_dropout_mask ~= "triple" then
     error("GraphMERT: relation_dropout_mask must be \"table\" or \"triple\", got " .. tostring(c.relation_dropout_mask), 2)
   end
-  -- the official init zeroes the [PAD] row (official id 0, ours 1) unless pad_id says otherwise
-  if (config or {}).pad_id == nil and c.init == "official" then c.pad_id = 1 end
+  -- "auto": the official init's [PAD] row (official id 0, ours 1), none with the torch init
+  if c.pad_id == "auto" then c.pad_id = c.init == "official" and 1 end
   if c.pad_id then c.pad_id = check.integer("GraphMERT", "pad_id", c.pad_id, 1) end
   self.config = c
   self.layout = gm.layout { roots = c.roots, leaves = c.leaves }
