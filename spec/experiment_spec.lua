@@ -18,6 +18,15 @@ describe("experiment.config", function()
     assert.equal(gm.nn.GraphMERT.defaults.hidden, c.model.hidden)
   end)
 
+  it("gives the official init the tokenizer's [PAD] row (pad_id \"auto\" survives the filled defaults)", function()
+    local c = config.check(minimal { model = { roots = 4, leaves = 2, hidden = 8, layers = 1, heads = 2, ffn = 8, init = "official" } }, "test")
+    assert.equal("auto", c.model.pad_id)
+    local d = { tok = { pad_id = 2, size = function() return 20 end }, relation_names = { "r" } }
+    assert.equal(2, gm.experiment.model(d, c).config.pad_id)
+    c = config.check(minimal { model = { roots = 4, leaves = 2, hidden = 8, layers = 1, heads = 2, ffn = 8 } }, "test")
+    assert.is_false(gm.experiment.model(d, c).config.pad_id)
+  end)
+
   it("rejects an unknown key, naming it", function()
     assert.error_matches(function() config.check(minimal { leaf_rte = 0.5 }, "cfg.lua") end,
       "cfg.lua: unknown key 'leaf_rte'")

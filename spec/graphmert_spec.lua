@@ -162,6 +162,70 @@ describe("GraphMERT", function()
     end
   end)
 
+  it("init = \"official\": a zero [PAD] row without lookup gradient, xavier attention projections", function()
+    gm.manual_seed(21)
+    local model = tiny { init = "official", dropout = 0, attention_dropout = 0, relation_dropout = 0 }
+    assert.equal(1, model.config.pad_id)
+    local function max_abs(t)
+      local m = 0
+      for _, v in ipairs(t:reshape(-1):totable()) do m = math.max(m, math.abs(v)) end
+      return m
+    end
+    local function pad_row(t) return max_abs(t:narrow(1, 1, 1)) end
+    assert.equal(0, pad_row(model.embed_tokens.weight))
+    local attn = model.layers["0"].self_attn
+    local qkv, out = math.sqrt(6 / 32) / math.sqrt(2), math.sqrt(6 / 32)
+    assert.is_true(max_abs(attn.in_proj_weight) <= qkv and max_abs(attn.in_proj_weight) > 0.9 * qkv)
+    -- xavier's bound √(6/2H) is above torch.nn.Linear's 1/√H
+    assert.is_true(max_abs(attn.out_proj.weight) <= out and max_abs(attn.out_proj.weight) > 1 / math.sqrt(16))
+    assert.equal(0, max_abs(attn.out_proj.bias))
+    -- a real root whose input is [PAD] (a random replacement can draw it): the row keeps its value
+    -- in the forward, and only the tied decoder gives it gradient
+    local batch = make_batch(2)
+    local ids = batch.ids:totable()
+    ids[1][3] = 1
+    batch.ids = gm.tensor(ids)
+    batch.labels = { roots = { positions = { 3 }, targets = { 7 } }, leaves = { positions = {}, targets = {} } }
+    local hidden = model(batch)
+    local untied = tiny { dropout = 0, attention_dropout = 0, relation_dropout = 0 }
+    untied:load_state_dict(model:state_dict())
+    assert.tensor_near(untied(batch), hidden, 0, 0)
+    model:zero_grad()
+    local h = model(batch):reshape(-1, 16):index_select(1, { 3 })
+    model.lm_head(h):matmul(model.embed_tokens.weight:detach(), false, true):sum():backward()
+    assert.equal(0, pad_row(model.embed_tokens.weight:grad()))
+    untied:zero_grad()
+    h = untied(batch):reshape(-1, 16):index_select(1, { 3 })
+    untied.lm_head(h):matmul(untied.embed_tokens.weight:detach(), false, true):sum():backward()
+    assert.is_true(pad_row(untied.embed_tokens.weight:grad()) > 0)
+    model:zero_grad()
+    model:loss(batch):backward()
+    assert.is_true(pad_row(model.embed_tokens.weight:grad()) > 0)
+    assert.is_false(tiny { init = "official", pad_id = false }.config.pad_id)
+    assert.is_false(tiny().config.pad_id)
+    assert.equal(3, tiny { pad_id = 3 }.embed_tokens.padding)
+    assert.error_matches(function() tiny { init = "paper" } end, "init must be \"torch\" or \"official\", got paper")
+    assert.error_matches(function() tiny { pad_id = 0 } end, "pad_id must be a positive integer")
+  end)
+
+  it("relation_dropout_mask = \"triple\": one mask per triple while training, none in eval", function()
+    local per_table = tiny { dropout = 0, attention_dropout = 0, relation_dropout = 0.5 }
+    local per_triple = tiny { dropout = 0, attention_dropout = 0, relation_dropout = 0.5, relation_dropout_mask = "triple" }
+    per_triple:load_state_dict(per_table:state_dict())
+    local batch = gm.data.masking.mask(make_batch(2), mask_opts)
+    per_table:eval(); per_triple:eval()
+    assert.tensor_near(per_table(batch), per_triple(batch), 0, 0)
+    per_table:train(); per_triple:train()
+    gm.manual_seed(5)
+    local a = per_triple(batch)
+    gm.manual_seed(5)
+    assert.tensor_near(a, per_triple(batch), 0, 0)
+    assert.is_true(((a - per_table(batch)) ^ 2):sum():item() > 0)
+    per_triple:loss(batch):backward()
+    assert.is_true((per_triple.hgat_weight:grad() ^ 2):sum():item() > 0)
+    assert.error_matches(function() tiny { relation_dropout_mask = "row" } end, "relation_dropout_mask must be \"table\" or \"triple\"")
+  end)
+
   it("refuses batches that do not fit the graph", function()
     local model = tiny()
     local batch = make_batch(1)

@@ -1,9 +1,11 @@
--- Official parity: checkpoint folders written by the unmodified official GraphMERT code
--- (jha-lab/graphmert_umls @ 5a86858c, run in float64 by ../shared/official_ref/run_official.py
--- SEED DIR: tiny config, seeded weights, a batch from the official collator with padding
--- leaves, a head over two roots and one relation on several roots) load through
--- GraphMERT.from_pretrained and give the official logits, span-boundary logits, sequence
--- representation, loss and gradients.
+-- Official parity: checkpoint folders load through GraphMERT.from_pretrained and give the
+-- reference logits, span-boundary logits, sequence representation, loss and gradients. The
+-- folders: written by the unmodified official GraphMERT code (jha-lab/graphmert_umls @ 5a86858c,
+-- run in float64 by ../shared/official_ref/run_official.py SEED DIR: tiny config, seeded weights,
+-- a batch from the official collator with padding leaves, a head over two roots and one relation
+-- on several roots), and by the project's own float64 twin of the official forward
+-- (scripts/refs/gen_official_twin.py: another tiny config, a head over three roots, one relation
+-- on three roots, padding leaves, and real roots whose input is [PAD], with a non-zero [PAD] row).
 local gm = require "graphmert"
 local fixture = require "spec.fixture"
 local files = require "spec.files"
@@ -38,14 +40,11 @@ local function labels_of(o, layout)
   return { roots = roots, leaves = { positions = {}, targets = {} }, sbo = sbo }
 end
 
--- the official folders, and seed1's weights in the other layouts (pytorch_model.bin as the
--- official trainer writes it, and both formats sharded; scripts/refs/gen_official_folders.py)
-local folders = { { "seed1", "seed1" }, { "seed2", "seed2" }, { "layouts/bin", "seed1" },
-  { "layouts/bin_sharded", "seed1" }, { "layouts/safetensors_sharded", "seed1" } }
-for _, folder in ipairs(folders) do
-  describe("GraphMERT.from_pretrained on the official code's " .. folder[1] .. " checkpoint", function()
-    local dir = "spec/fixtures/official/" .. folder[1]
-    local case = fixture.load("spec/fixtures/official/" .. folder[2] .. "/case.json")
+-- The checks on one folder: title, the folder, the folder of its case.json, and the sizes its
+-- config must give ({vocab, hidden, layers, heads, ffn, roots, leaves, relations}, λ).
+local function check_folder(title, dir, case_dir, sizes, lambda)
+  describe("GraphMERT.from_pretrained on " .. title, function()
+    local case = fixture.load(case_dir .. "/case.json")
     local o = case.official
     local model = gm.nn.GraphMERT.from_pretrained(dir)
     local batch = { ids = nested(case.ids), valid = nested(case.valid), relation = case.relation,
@@ -53,8 +52,8 @@ for _, folder in ipairs(folders) do
 
     it("reads the official config (λ from _exp_mask_base, sizes, SBO)", function()
       local c = model.config
-      assert.equal(0.6, c.lambda)
-      assert.same({ 40, 16, 2, 2, 32, 6, 3, 3 }, { c.vocab, c.hidden, c.layers, c.heads, c.ffn, c.roots, c.leaves, c.relations })
+      assert.equal(lambda, c.lambda)
+      assert.same(sizes, { c.vocab, c.hidden, c.layers, c.heads, c.ffn, c.roots, c.leaves, c.relations })
       assert.is_true(c.sbo)
       assert.is_false(model.training)
     end)
@@ -101,6 +100,17 @@ for _, folder in ipairs(folders) do
     end)
   end)
 end
+
+-- the official folders, seed1's weights in the other layouts (pytorch_model.bin as the official
+-- trainer writes it, and both formats sharded; scripts/refs/gen_official_folders.py), and the twin
+local official = { { 40, 16, 2, 2, 32, 6, 3, 3 }, 0.6 }
+for _, f in ipairs { { "seed1", "seed1" }, { "seed2", "seed2" }, { "layouts/bin", "seed1" },
+  { "layouts/bin_sharded", "seed1" }, { "layouts/safetensors_sharded", "seed1" } } do
+  check_folder("the official code's " .. f[1] .. " checkpoint", "spec/fixtures/official/" .. f[1],
+    "spec/fixtures/official/" .. f[2], official[1], official[2])
+end
+check_folder("the float64 twin's checkpoint (scripts/refs/gen_official_twin.py)", "spec/fixtures/official_twin",
+  "spec/fixtures/official_twin", { 30, 12, 2, 3, 24, 7, 3, 4 }, 0.7)
 
 describe("GraphMERT:save_pretrained", function()
   local src = "spec/fixtures/official/seed1"

@@ -388,9 +388,16 @@ gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset
  * from index_base (1 in Lua). Returns Σ_j α_ij W_r h_j [n, H] (add it to the tails); a is read
  * as [a1 ‖ a2] or, with interleaved, as the official code's [a1_0, a2_0, a1_1, ...].
  * Differentiable with respect to tails, heads, W and a. */
+typedef struct gm_hgat_opts {
+  int interleaved;
+  int index_base;
+  /* dropout in [0, 1): W_r and a_r get an independent mask for each occurrence — the tails that
+   * share a relation and a start row — drawn from dropout_seed (0: no dropout) */
+  float dropout;
+  uint64_t dropout_seed;
+} gm_hgat_opts;
 gm_tensor *gm_hgat(gm_tensor *tails, gm_tensor *heads, gm_tensor *w, gm_tensor *a,
-                   gm_tensor *rel, gm_tensor *start, gm_tensor *count, int interleaved,
-                   int index_base);
+                   gm_tensor *rel, gm_tensor *start, gm_tensor *count, const gm_hgat_opts *o);
 
 /* base with rows index[k] (along dim 0, counted from index_base) increased by src[k]:
  * repeated indices add up. Differentiable with respect to base and src. */

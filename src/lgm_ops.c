@@ -286,16 +286,18 @@ static int o_solve(lua_State *L) {
   return lgm_finish(L, b, gm_solve(a, rhs));
 }
 
-/* hgat(tails, heads, W, a, rel, start, count[, {interleaved = false}]): rel indexes the rows of
- * W and a, start the rows of heads, both 1-based; see gm.h */
+/* hgat(tails, heads, W, a, rel, start, count[, {interleaved = false, dropout = 0}]): rel indexes
+ * the rows of W and a, start the rows of heads, both 1-based; dropout draws one mask of W_r and
+ * a_r per occurrence (the tails sharing rel and start) from gm's generator; see gm.h */
 static int o_hgat(lua_State *L) {
   gm_tensor *args[7];
   for (int i = 0; i < 4; i++) args[i] = lgm_check_tensor(L, i + 1);
   for (int i = 4; i < 7; i++) args[i] = lgm_check_tensorish(L, i + 1);
-  int interleaved = lgm_field_boolean(L, 8, "interleaved", 0);
+  gm_hgat_opts o = {.interleaved = lgm_field_boolean(L, 8, "interleaved", 0), .index_base = 1,
+                    .dropout = (float)lgm_field_number(L, 8, "dropout", 0.0)};
+  if (o.dropout > 0.0f) o.dropout_seed = gm_rng_next(&lgm_state_of(L)->rng);
   lgm_box *b = lgm_new_box(L);
-  return lgm_finish(L, b, gm_hgat(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-                                  interleaved, 1));
+  return lgm_finish(L, b, gm_hgat(args[0], args[1], args[2], args[3], args[4], args[5], args[6], &o));
 }
 
 /* ---- neural-network ops ------------------------------------------------------------------ */

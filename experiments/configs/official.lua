@@ -15,7 +15,8 @@ return {
   vocab_size = 30522,       -- the size of the official (BiomedBERT) vocabulary, trained on WordNet here
   leaf_rate = 0.15,         -- mlm_on_leaves_probability
   model = { roots = 128, leaves = 7, hidden = 512, layers = 12, heads = 8, ffn = 2048, lambda = 0.6,
-            positions = false, dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3 },
+            positions = false, dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3,
+            init = "official", relation_dropout_mask = "triple" }, -- pad_id "auto": the [PAD] row
   -- 25 epochs of the official 989,666 sequences at batch 64 ≈ 387k steps; a budget for this corpus
   steps = 20000,
   -- the official batch is 32 per GPU with 2 accumulation steps; the trainer has no gradient

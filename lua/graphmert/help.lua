@@ -136,5 +136,5 @@ return {
   ["Tensor:dropout"] = "x:dropout(p[, training = true]) — zeroes elements with probability p and scales the rest by 1/(1-p) (also gm.dropout)",
   ["Tensor:cross_entropy"] = "logits:cross_entropy(target[, {ignore_index = -100}]) — mean cross-entropy of [N, C] logits and 1-based classes (also gm.cross_entropy)",
   ["Tensor:segment_softmax"] = "x:segment_softmax(index, groups) — softmax of x's rows within groups index[e] (1-based) (also gm.segment_softmax)",
-  ["Tensor:hgat"] = "tails:hgat(heads, W, a, rel, start, count[, {interleaved = false}]) — GraphMERT's H-GAT relation fusion (also gm.hgat)",
+  ["Tensor:hgat"] = "tails:hgat(heads, W, a, rel, start, count[, {interleaved = false, dropout = 0}]) — GraphMERT's H-GAT relation fusion (also gm.hgat); dropout masks W_r and a_r per occurrence (tails sharing rel and start)",
 }

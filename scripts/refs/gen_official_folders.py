@@ -6,43 +6,13 @@ save_safetensors: false gives), and both formats sharded in two with their index
 import json
 import os
 import shutil
-import struct
 
 import torch
 
+from refs_common import read_safetensors, write_safetensors
+
 SRC = "spec/fixtures/official/seed1"
 OUT = "spec/fixtures/official/layouts"
-DTYPES = {"F32": torch.float32, "F64": torch.float64}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = e["data_offsets"]
-        t = torch.frombuffer(bytearray(data[a:b]), dtype=DTYPES[e["dtype"]]).reshape(e["shape"])
-        out[name] = t.clone()
-    return out
-
-
-def write_safetensors(path, tensors):
-    names = sorted(tensors)
-    entries, blobs, offset = {}, [], 0
-    for name in names:
-        raw = tensors[name].contiguous().numpy().astype("<f4").tobytes()
-        entries[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    entries["__metadata__"] = {"format": "pt"}
-    header = json.dumps(entries, separators=(",", ":")).encode()
-    header += b" " * ((8 - len(header) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(header)) + header + b"".join(blobs))
 
 
 def folder(name):

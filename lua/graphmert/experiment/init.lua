@@ -153,6 +153,8 @@ end
 function M.model(d, cfg)
   local model_cfg = { vocab = d.tok:size(), relations = #d.relation_names }
   for k, v in pairs(cfg.model) do model_cfg[k] = v end
+  -- the official init's padding row is the tokenizer's [PAD]
+  if model_cfg.init == "official" and (model_cfg.pad_id or "auto") == "auto" then model_cfg.pad_id = d.tok.pad_id end
   return gm.nn.GraphMERT(model_cfg)
 end
 

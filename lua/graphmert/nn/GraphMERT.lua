@@ -19,7 +19,15 @@
 -- leaf_edges = "path", lambda = 0.6 (false: no decay), offset = 1, dropout = 0.1,
 -- attention_dropout = 0.1, relation_dropout = 0.3, hgat = true, hgat_interleaved = true (the
 -- official layout of a_r), positions = false, init_std = 0.02, compact = true (skip padding),
--- head = "official" | "single", sbo = true, graph_token = true (the official model's three).
+-- head = "official" | "single", sbo = true, graph_token = true (the official model's three),
+-- and three official details that are off by default (the README's conventions table):
+-- init = "torch" | "official" (official: out_proj xavier_uniform instead of torch.nn.Linear's
+-- uniform(±1/√H), q/k/v each xavier_uniform with gain 1/√2 — the same distribution as torch's
+-- in_proj — and pad_id "auto" meaning 1), pad_id = "auto" | false | a token id (torch's
+-- padding_idx: that embedding row starts at zero and the lookup gives it no gradient; the tied
+-- decoder still does; "auto": 1 with init = "official", false otherwise),
+-- relation_dropout_mask = "table" | "triple" (one relation-dropout mask per table and forward,
+-- or, as the official code, an independent one for each triple occurrence, drawn inside gm.hgat).
 -- GraphMERT.from_pretrained(dir) / model:save_pretrained(dir): official checkpoint folders
 -- (config.json + model.safetensors with the official names, nn/pretrained.lua).
 --
@@ -41,7 +49,7 @@ local defaults = {
   hidden = 512, layers = 12, heads = 8, ffn = 2048, roots = 128, leaves = 7, leaf_edges = "path",
   lambda = 0.6, offset = 1, dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3,
   hgat = true, hgat_interleaved = true, positions = false, init_std = 0.02, relations = 1, compact = true,
-  head = "official", sbo = true, graph_token = true,
+  head = "official", sbo = true, graph_token = true, init = "torch", pad_id = "auto", relation_dropout_mask = "table",
 }
 GraphMERT.defaults = defaults
 
@@ -61,11 +69,20 @@ function GraphMERT:__init(config)
     c[key] = check.positive_integer("GraphMERT", key, c[key])
   end
   c.layers, c.leaves = check.integer("GraphMERT", "layers", c.layers, 0), check.integer("GraphMERT", "leaves", c.leaves, 0)
+  if c.init ~= "torch" and c.init ~= "official" then
+    error("GraphMERT: init must be \"torch\" or \"official\", got " .. tostring(c.init), 2)
+  end
+  if c.relation_dropout_mask ~= "table" and c.relation_dropout_mask ~= "triple" then
+    error("GraphMERT: relation_dropout_mask must be \"table\" or \"triple\", got " .. tostring(c.relation_dropout_mask), 2)
+  end
+  -- "auto": the official init's [PAD] row (official id 0, ours 1), none with the torch init
+  if c.pad_id == "auto" then c.pad_id = c.init == "official" and 1 end
+  if c.pad_id then c.pad_id = check.integer("GraphMERT", "pad_id", c.pad_id, 1) end
   self.config = c
   self.layout = gm.layout { roots = c.roots, leaves = c.leaves }
   local H, std = c.hidden, c.init_std
   self.nodes = self.layout.nodes
-  self:add_module("embed_tokens", Embedding(c.vocab, H, std))
+  self:add_module("embed_tokens", Embedding(c.vocab, H, std, c.pad_id or nil))
   if c.positions then self:add_module("embed_positions", Embedding(self.nodes, H, std)) end
   if c.hgat then
     self:register_parameter("hgat_weight", gm.randn(c.relations, H, H) * std)
@@ -101,7 +118,26 @@ function GraphMERT:__init(config)
       if name:match("fc%d%.bias$") or name:match("dense%.bias$") or name:match("decoder%.bias$") then t:zero_() end
     end
   end)
+  if c.init == "official" then self:_official_attention_init() end
   self.graph = gm.leafy_chain { roots = c.roots, leaves = c.leaves, leaf_edges = c.leaf_edges }
+end
+
+-- GraphMertMultiheadAttention.reset_parameters: q, k and v each xavier_uniform with gain 1/√2,
+-- out_proj xavier_uniform (gain 1) with a zero bias.
+function GraphMERT:_official_attention_init()
+  local H = self.config.hidden
+  local function xavier(t, gain)
+    local bound = gain * math.sqrt(6 / (t:size(1) + t:size(2)))
+    t:copy_(gm.rand(t:shape()) * (2 * bound) - bound)
+  end
+  gm.no_grad(function()
+    for i = 1, self.config.layers do
+      local attn = self.layers[tostring(i - 1)].self_attn
+      for part = 0, 2 do xavier(attn.in_proj_weight:narrow(1, part * H + 1, H), 1 / math.sqrt(2)) end
+      xavier(attn.out_proj.weight, 1)
+      attn.out_proj.bias:zero_()
+    end
+  end)
 end
 
 -- The H-GAT index lists of a batch: tails and heads as flat rows of [B·N, H], per tail its
@@ -187,10 +223,13 @@ function GraphMERT:forward(batch, need_weights)
   if c.hgat then
     local tails, heads, rel, start, count = self:_triples(batch, B, valid)
     if #tails > 0 then
-      local W = self.hgat_weight:dropout(c.relation_dropout, self.training)
-      local a = self.hgat_attention:dropout(c.relation_dropout, self.training)
-      local delta = gm.hgat(x:index_select(1, tails), x:index_select(1, heads), W, a, rel, start, count,
-        { interleaved = c.hgat_interleaved })
+      local W, a, opts = self.hgat_weight, self.hgat_attention, { interleaved = c.hgat_interleaved }
+      if c.relation_dropout_mask == "triple" then -- each triple's own mask (its tails share a start)
+        opts.dropout = self.training and c.relation_dropout or 0
+      else
+        W, a = W:dropout(c.relation_dropout, self.training), a:dropout(c.relation_dropout, self.training)
+      end
+      local delta = gm.hgat(x:index_select(1, tails), x:index_select(1, heads), W, a, rel, start, count, opts)
       x = gm.index_add(x, tails, delta)
     end
   end

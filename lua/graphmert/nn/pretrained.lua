@@ -10,7 +10,8 @@
 --   neither is refused (a silent default would change every logit). Every official tensor is
 --   mapped to ours — q/k/v projections into in_proj_weight/in_proj_bias, the relation tables
 --   [K+1, ·] without their padding row 0 — and a missing or unknown tensor, or a shape that
---   does not fit, is refused with its name. lm_head.decoder.* may be absent (the official
+--   does not fit, is refused with its name. The model trains on as the official one: pad_id =
+--   pad_token_id + 1 (no lookup gradient to that row) and relation_dropout_mask = "triple". lm_head.decoder.* may be absent (the official
 --   checkpoints tie the decoder to the token embedding and leave it out) or equal to what it
 --   is tied to.
 -- save(model, dir): the same layout back (padding rows zero, no lm_head.decoder.*), written
@@ -124,6 +125,9 @@ local function options(cfg, path)
     dropout = dropout, attention_dropout = dropout,
     relation_dropout = cfg.relation_emb_dropout ~= nil and cfg.relation_emb_dropout or 0.3,
     sbo = cfg.mlm_sbo ~= false, head = "official", graph_token = true,
+    -- training it goes on as the official code does: padding_idx, one relation mask per triple
+    pad_id = check.integer("from_pretrained: " .. path, "pad_token_id", cfg.pad_token_id or 0, 0) + 1,
+    relation_dropout_mask = "triple",
   }
 end
 
@@ -236,7 +240,7 @@ function M.save(model, dir)
     _exp_mask_base = c.lambda or cjson.null, dropout = c.dropout, attention_dropout = c.dropout,
     activation_dropout = c.dropout, relation_emb_dropout = c.relation_dropout, mlm_sbo = c.sbo and true or false,
     activation_fn = "gelu", pre_layernorm = false, encoder_normalize_before = false, embed_scale = cjson.null,
-    span_upper_length = cjson.null, tie_word_embeddings = true, pad_token_id = 0,
+    span_upper_length = cjson.null, tie_word_embeddings = true, pad_token_id = (c.pad_id or 1) - 1,
   }
   local ok, err = gm.write_atomic(dir .. "/config.json", { cjson.encode(config) })
   if not ok then error("save_pretrained: " .. err, 2) end
