@@ -185,7 +185,7 @@ local f = assert(io.open(out_dir .. "/pr.csv", "w"))
 f:write(table.concat(csv, "\n"), "\n")
 f:close()
 local plot = { "set terminal png size 900,600", string.format("set output '%s/pr.png'", out_dir),
-  "set datafile separator ','", "set xlabel 'recall of held-out facts'", "set ylabel 'precision'", "set key bottom left" }
+  "set xlabel 'recall of held-out facts'", "set ylabel 'precision'", "set key bottom left" }
 local series = {}
 for i, s in ipairs(systems) do
   plot[#plot + 1] = string.format("$S%d << EOD\n%s\nEOD", i, #blocks[i] > 0 and table.concat(blocks[i], "\n") or "0 0")
