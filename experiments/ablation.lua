@@ -11,8 +11,7 @@ local ex = gm.experiment
 local dist = gm.distributed
 
 local session <close> = dist.session() -- ends MPI at the end, or the whole job on an error
-local main = dist.is_main()
-local function say(...) if main then io.write(...) end end
+local main, say = dist.is_main(), dist.say
 
 local args = ex.args.parse(arg, ex.args.training("ablation.lua",
   "The λ × H-GAT ablation: every variant with the same seed, data and budget.", "out/ablation"))

@@ -18,8 +18,7 @@ local errors = gm.errors
 local dist = gm.distributed
 
 local session <close> = dist.session() -- ends MPI at the end, or the whole job on an error
-local main = dist.is_main()
-local function say(...) if main then io.write(...) end end
+local main, say = dist.is_main(), dist.say
 
 local args = ex.args.parse(arg, ex.args.training("train.lua",
   "Train GraphMERT on WordNet, then the baseline model; print the evaluation table.", "out/wordnet_small",

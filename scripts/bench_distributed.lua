@@ -13,27 +13,10 @@ local steps = math.tointeger(tonumber(arg[1]) or 3)
 local threads = math.tointeger(tonumber(arg[2]) or 1)
 gm.set_num_threads(threads)
 gm.manual_seed(0)
-local R, L, V, B, fill = 128, 7, 8000, 8, 0.15
-local model = gm.nn.GraphMERT { vocab = V, hidden = 512, layers = 2, heads = 8, ffn = 2048, roots = R, leaves = L,
-  relations = 4, sbo = false }
+local model, batch = require("scripts.bench_common").graphmert_step_setup(0.15)
+local B = batch.ids:size(1)
 local params = model:parameters()
 local opt = gm.optim.adamw(model:named_parameters(), { lr = 1e-4 })
-local ids, valid, relation, head_length = {}, {}, {}, {}
-local r, leaf = gm.rand(B, R * (1 + L)):totable(), gm.rand(B, R):totable()
-for b = 1, B do
-  ids[b], valid[b], relation[b], head_length[b] = {}, {}, {}, {}
-  for n = 1, R * (1 + L) do
-    local root = n <= R and n or (n - R - 1) // L + 1
-    local filled = n <= R or leaf[b][root] < fill
-    ids[b][n], valid[b][n] = filled and (5 + math.floor(r[b][n] * (V - 5))) or 1, filled and 1 or 0
-  end
-  for root = 1, R do
-    local has = leaf[b][root] < fill
-    relation[b][root], head_length[b][root] = has and 1 + root % 4 or 0, has and 1 or 0
-  end
-end
-local batch = gm.data.masking.mask({ ids = gm.tensor(ids), valid = gm.tensor(valid), relation = relation,
-  head_length = head_length }, { vocab = V, mask_id = 4, special = { [1] = true }, layout = gm.layout { roots = R, leaves = L } })
 local share = shard.rows(batch, shard.range(B, dist.rank(), dist.size()))
 local counts = model:loss_counts(batch)
 local numel = 0

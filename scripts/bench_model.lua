@@ -20,30 +20,8 @@ if arg[3] == "--child" then -- one configuration, in this process
   local fill = tonumber(arg[4])
   gm.set_num_threads(threads)
   gm.manual_seed(0)
-  local R, L, V, B = 128, 7, 8000, 8
-  local N = R * (1 + L)
-  local model = gm.nn.GraphMERT { vocab = V, hidden = 512, layers = 2, heads = 8, ffn = 2048, roots = R,
-    leaves = L, relations = 4 }
+  local model, masked, real = bench.graphmert_step_setup(fill)
   local opt = gm.optim.adamw(model:named_parameters(), { lr = 1e-4 })
-  local ids, valid, relation, head_length = {}, {}, {}, {}
-  local r = gm.rand(B, N):totable()
-  local leaf = gm.rand(B, R):totable()
-  for b = 1, B do
-    ids[b], valid[b], relation[b], head_length[b] = {}, {}, {}, {}
-    for n = 1, N do
-      local root = n <= R and n or (n - R - 1) // L + 1
-      local filled = n <= R or leaf[b][root] < fill
-      ids[b][n] = filled and (5 + math.floor(r[b][n] * (V - 5))) or 1
-      valid[b][n] = filled and 1 or 0
-    end
-    for root = 1, R do
-      local has = leaf[b][root] < fill
-      relation[b][root], head_length[b][root] = has and 1 + root % 4 or 0, has and 1 or 0
-    end
-  end
-  local batch = { ids = gm.tensor(ids), valid = gm.tensor(valid), relation = relation, head_length = head_length }
-  local masked = gm.data.masking.mask(batch, { vocab = V, mask_id = 4, special = { [1] = true }, layout = gm.layout { roots = R, leaves = L } })
-  local real = batch.valid:sum():item()
   local times = {}
   for step = 0, steps do
     local t0 = gm.clock()

@@ -34,6 +34,8 @@ end
 function M.rank() M.init(); return core.rank() end
 function M.size() M.init(); return core.size() end
 function M.is_main() return M.rank() == 0 end
+-- io.write on rank 0 only: what a script prints once for the whole job
+function M.say(...) if M.is_main() then io.write(...) end end
 M.compiled = core.compiled
 
 local function list_arg(fn, tensors, n)
