@@ -8,6 +8,9 @@
  * register-blocked micro-kernel multiplies an MR x NR tile of C over a chunk of KC pairs of k
  * while that chunk of the B panel stays in L1.
  *
+ * Large products (DNNL_MIN_MULADDS and up) go to oneDNN when it is installed (gm_dnnl.c): the
+ * operands are rounded to bf16 once, the same way, and oneDNN multiplies them.
+ *
  * The file is compiled for AVX-512 BF16 (the pragma below) but only ever called after
  * gm_bf16_available() said the running CPU has it; nothing else in the build needs those
  * instructions. */
@@ -23,6 +26,10 @@
 #define MC_PANELS 16  /* A panels per block: 192 rows x 384 k, 144 KiB, in L2 */
 #define STACK_PACK_BYTES (48 * 1024) /* tile products pack on the stack, larger ones allocate */
 #define PAR_MIN_FLOPS (4.0 * 1024 * 1024) /* below this, threads cost more than they save */
+/* From here on oneDNN beats this kernel, its fixed cost per call and the rounding pass paid
+ * (AMD EPYC, 2 threads: 256^3 430 vs our 474 GFLOP/s, 512 x 512 x 128 530 vs 488, 512^3 600,
+ * large products 750 vs 245). */
+#define DNNL_MIN_MULADDS (512.0 * 512 * 128)
 
 /* The conversions use VCVTNE2PS2BF16: round to nearest even, NaN stays NaN, and (as the
  * instruction does) subnormal inputs count as zero. Two layouts occur. */
@@ -157,6 +164,33 @@ static void scale_c(float *c, int64_t ldc, int64_t m, int64_t n, float beta) {
     for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
 }
 
+/* x's rows x cols (leading dimension ld) as contiguous bf16, rounded as the packing does. */
+static void round_matrix(const float *x, int64_t rows, int64_t cols, int64_t ld, uint16_t *out) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c += 16) {
+      __mmask16 m = cols - c >= 16 ? 0xFFFF : (__mmask16)((1u << (cols - c)) - 1);
+      __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + r * ld + c));
+      _mm256_mask_storeu_epi16(out + r * cols + c, m, (__m256i)v);
+    }
+}
+
+/* The product through oneDNN: 1 when done, 0 (C untouched) without oneDNN or memory. */
+static int dnnl_product(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                        const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                        int64_t ldc) {
+  if (!gm_dnnl_available()) return 0;
+  uint16_t *a16 = gm_malloc((size_t)(m * k + k * n) * sizeof(uint16_t));
+  if (!a16) return 0;
+  uint16_t *b16 = a16 + m * k;
+  int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n; /* as stored */
+  round_matrix(a, m * k / a_cols, a_cols, lda, a16);
+  round_matrix(b, k * n / b_cols, b_cols, ldb, b16);
+  int done = gm_dnnl_bf16_gemm(trans_a, trans_b, m, n, k, alpha, a16, a_cols, b16, b_cols, beta, c, ldc);
+  gm_free(a16);
+  return done;
+}
+
 int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                  int64_t ldc) {
@@ -165,6 +199,9 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
     scale_c(c, ldc, m, n, beta);
     return 1;
   }
+  if ((double)m * (double)n * (double)k >= DNNL_MIN_MULADDS && !omp_in_parallel() &&
+      dnnl_product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+    return 1;
   product pr = {.m = m, .n = n, .k = k, .kp_n = (k + 1) / 2, .mp = (m + MR - 1) / MR,
                 .np = (n + NR - 1) / NR, .c = c, .ldc = ldc, .alpha = alpha, .beta = beta};
   /* B's panels start on a 64-byte line: a_words rounded up to 16 */

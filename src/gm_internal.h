@@ -88,6 +88,12 @@ void gm_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float al
 int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                  int64_t ldc);
+/* oneDNN's bf16 gemm (gm_dnnl.c), loaded on first use if installed: C = alpha op(A) op(B) + beta C
+ * with row-major bf16 A and B. Returns 0, C untouched, when oneDNN is missing or refuses. */
+int gm_dnnl_available(void);
+int gm_dnnl_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                      const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb, float beta,
+                      float *c, int64_t ldc);
 
 /* gather (scatter = 0: out[i] = a[at(i)]) or its backward (scatter = 1: a[at(i)] += out[i]);
  * a gives the shape, a_data the buffer of that shape. */
