@@ -125,7 +125,8 @@ static void micro_kernel(int64_t kp_n, const uint32_t *ap, const uint32_t *bp, f
 
 typedef struct product {
   int64_t m, n, k, kp_n, mp, np; /* mp, np: A and B panels */
-  const uint32_t *ap, *bp;       /* packed, kp_n pairs per panel */
+  const uint32_t *ap, *bp;       /* packed, kp_n pairs per A panel */
+  int64_t b_stride;              /* words from one B panel to the next (kp_n NR, or more) */
   float *c;
   int64_t ldc;
   float alpha, beta;
@@ -139,7 +140,7 @@ static void multiply(const product *pr, int64_t p0, int64_t p1, int64_t q0, int6
     for (int64_t pb = p0; pb < p1; pb += MC_PANELS) {
       int64_t pe = pb + MC_PANELS < p1 ? pb + MC_PANELS : p1;
       for (int64_t q = q0; q < q1; q++) {
-        const uint32_t *bq = pr->bp + (q * pr->kp_n + k0) * NR;
+        const uint32_t *bq = pr->bp + q * pr->b_stride + k0 * NR;
         int64_t j = q * NR, cols = pr->n - j < NR ? pr->n - j : NR;
         for (int64_t p = pb; p < pe; p++) {
           int64_t i = p * MR, rows = pr->m - i < MR ? pr->m - i : MR;
@@ -203,7 +204,8 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
       dnnl_product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
     return 1;
   product pr = {.m = m, .n = n, .k = k, .kp_n = (k + 1) / 2, .mp = (m + MR - 1) / MR,
-                .np = (n + NR - 1) / NR, .c = c, .ldc = ldc, .alpha = alpha, .beta = beta};
+                .np = (n + NR - 1) / NR, .b_stride = (k + 1) / 2 * NR, .c = c, .ldc = ldc,
+                .alpha = alpha, .beta = beta};
   /* B's panels start on a 64-byte line: a_words rounded up to 16 */
   size_t a_words = (size_t)(pr.mp * pr.kp_n * MR + 15) / 16 * 16, b_words = (size_t)(pr.np * pr.kp_n * NR);
   size_t bytes = (a_words + b_words) * sizeof(uint32_t);
@@ -230,4 +232,34 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
   }
   if (pack != stack) gm_free(pack);
   return 1;
+}
+
+/* ---- operands packed once, read in blocks (the attention kernel's keys and values) ------- */
+
+int64_t gm_bf16_panel_words(int64_t n, int64_t k) { return (n + NR - 1) / NR * ((k + 1) / 2) * NR; }
+
+void gm_bf16_pack_panels(int trans_b, const float *b, int64_t ldb, int64_t n, int64_t k, uint32_t *out) {
+  int64_t kp_n = (k + 1) / 2;
+  for (int64_t q = 0; q * NR < n; q++) pack_b(trans_b, b, ldb, n, k, q * NR, out + q * kp_n * NR);
+}
+
+void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                         int64_t lda, const uint32_t *panels, int64_t panels_k, int64_t col0,
+                         int64_t k0, float beta, float *c, int64_t ldc) {
+  GM_ASSERT(col0 % NR == 0 && k0 % 2 == 0);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    scale_c(c, ldc, m, n, beta);
+    return;
+  }
+  int64_t kp_full = (panels_k + 1) / 2;
+  product pr = {.m = m, .n = n, .k = k, .kp_n = (k + 1) / 2, .mp = (m + MR - 1) / MR,
+                .np = (n + NR - 1) / NR, .b_stride = kp_full * NR, .c = c, .ldc = ldc,
+                .alpha = alpha, .beta = beta};
+  pr.bp = panels + col0 / NR * kp_full * NR + k0 / 2 * NR;
+  _Alignas(64) uint32_t ap[STACK_PACK_BYTES / sizeof(uint32_t)];
+  GM_ASSERT((size_t)(pr.mp * pr.kp_n * MR) <= sizeof ap / sizeof ap[0]); /* a tile's A */
+  for (int64_t p = 0; p < pr.mp; p++) pack_a(trans_a, a, lda, m, k, p * MR, ap + p * pr.kp_n * MR);
+  pr.ap = ap;
+  multiply(&pr, 0, pr.mp, 0, pr.np);
 }
