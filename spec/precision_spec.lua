@@ -73,6 +73,10 @@ describe("float32 matmul precision", function()
         gm.config().matmul_compute)
     end)
     assert.equals("float32", gm.config().matmul_compute)
+    -- oneDNN is optional (scripts/setup.sh installs it): used when the loader finds it
+    local installed = os.execute("ldconfig -p | grep -q 'libdnnl\\.so\\.2 '")
+    assert.matches(installed and "^oneDNN %d+%.%d+%.%d+ %(libdnnl%.so%.2%)$" or "^not loaded %(.*libdnnl%.so%.2",
+      gm.config().bf16_large_products)
   end)
 
   it("'high' is float32 on CPU, bit for bit the same as 'highest'", function()
@@ -97,6 +101,26 @@ describe("float32 matmul precision", function()
         assert.same(with_precision("highest", function() return a:matmul(b, ta, tb) end):totable(), got:totable())
       end
     end
+  end)
+
+  it("'medium' large products (oneDNN when installed) round as the small ones do, for every transpose", function()
+    -- 512 x 256 x 256 is at the size from which gm_bf16.c hands products to oneDNN; its 64-row
+    -- pieces stay on graphmert's own kernel. Both multiply the same bf16-rounded inputs, so they
+    -- differ only by float32 summation order (1e-5 of the result's scale).
+    gm.manual_seed(7)
+    local m, k, n = 512, 256, 256
+    local a, b = gm.randn(m, k), gm.randn(k, n)
+    with_precision("medium", function()
+      local pieces = {}
+      for i = 0, m - 1, 64 do pieces[#pieces + 1] = a:narrow(1, i + 1, 64):matmul(b) end
+      local small = gm.cat(pieces, 1)
+      local at, bt = a:transpose(1, 2), b:transpose(1, 2)
+      for _, c in ipairs { { a, b, false, false }, { at, b, true, false }, { a, bt, false, true }, { at, bt, true, true } } do
+        local large = c[1]:matmul(c[2], c[3], c[4])
+        local gap = relative_gap(large, small)
+        assert.is_true(gap < 1e-5, string.format("transposes %s %s: gap %g", c[3], c[4], gap))
+      end
+    end)
   end)
 
   it("'medium' matmul (large, batched, threaded) agrees with float32 to bf16 tolerance", function()

@@ -122,6 +122,9 @@ void gm_set_matmul_precision(gm_matmul_precision p);
 gm_matmul_precision gm_get_matmul_precision(void);
 int gm_matmul_uses_bf16(void); /* 1 when matrix products run in bf16 now */
 int gm_bf16_available(void);   /* 1 when the CPU can (avx512_bf16) */
+/* What runs the large bf16 products: "oneDNN x.y.z (libdnnl.so.2)", or why oneDNN is not used
+ * (then every product runs on graphmert's own bf16 kernel). */
+const char *gm_dnnl_status(void);
 
 /* ---- random numbers ---------------------------------------------------------------------- */
 

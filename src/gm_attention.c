@@ -26,6 +26,14 @@
 #define BQ 64  /* query rows per tile */
 #define BK 128 /* keys per tile */
 
+/* "medium": K or V of every (b, h) rounded to bf16 and packed once as the B operand of the
+ * tile products (gm_bf16_pack_panels), instead of once per tile. */
+typedef struct panels {
+  uint32_t *words; /* NULL in float32 */
+  int64_t per_bh;  /* words per (b, h) */
+  int64_t k;       /* rows of op(X) as packed: cols for Xᵀ, S for X */
+} panels;
+
 typedef struct problem {
   int64_t B, H, L, S, d, dv;
   const float *q, *k, *v;
@@ -37,7 +45,35 @@ typedef struct problem {
   float scale, dropout, keep_scale;
   uint32_t keep_threshold; /* dropout · 2^24 */
   uint64_t seed;
+  panels kt_panels, v_panels, vt_panels, k_panels; /* Kᵀ and V in forward; Kᵀ, Vᵀ, K in backward */
 } problem;
+
+/* Packs x [B, H, S, cols] as Xᵀ (trans: n = S keys, k = cols) or X (n = cols, k = S keys). */
+static gm_status pack_panels(const problem *pb, const float *x, int64_t cols, int trans, panels *out) {
+  int64_t n = trans ? pb->S : cols, k = trans ? cols : pb->S;
+  out->per_bh = gm_bf16_panel_words(n, k);
+  out->k = k;
+  out->words = gm_malloc((size_t)(pb->B * pb->H * out->per_bh) * sizeof(uint32_t));
+  if (!out->words) return gm_last_status();
+  GM_FOR(bh, pb->B * pb->H, pb->B * pb->H * pb->S * cols, {
+    gm_bf16_pack_panels(trans, x + bh * pb->S * cols, cols, n, k, out->words + bh * out->per_bh);
+  });
+  return GM_OK;
+}
+
+static void free_panels(problem *pb) {
+  panels *all[4] = {&pb->kt_panels, &pb->v_panels, &pb->vt_panels, &pb->k_panels};
+  for (int i = 0; i < 4; i++) gm_free(all[i]->words), all[i]->words = NULL;
+}
+
+/* C = op(A) · (rows [k0, k0 + k), columns [col0, col0 + n) of (b, h)'s packed operand): the
+ * bf16 tile product. */
+static void panel_gemm(const panels *p, int64_t bh, int trans_a, int64_t m, int64_t n, int64_t k,
+                       const float *a, int64_t lda, int64_t col0, int64_t k0, float beta, float *c,
+                       int64_t ldc) {
+  gm_bf16_gemm_panels(trans_a, m, n, k, 1.0f, a, lda, p->words + bh * p->per_bh, p->k, col0, k0, beta,
+                      c, ldc);
+}
 
 /* The [L, S] plane of a mask of `dims` dimensions for (b, h). */
 static const float *plane(const problem *pb, const float *m, int dims, int64_t b, int64_t h) {
@@ -141,7 +177,10 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
   memset(o, 0, (size_t)(nq * dv) * sizeof(float));
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
-    gm_gemm(0, 1, nq, nk, d, 1.0f, q, d, k + j0 * d, d, 0.0f, tile, BK);
+    if (pb->kt_panels.words)
+      panel_gemm(&pb->kt_panels, b * pb->H + h, 0, nq, nk, d, q, d, j0, 0, 0.0f, tile, BK);
+    else
+      gm_gemm(0, 1, nq, nk, d, 1.0f, q, d, k + j0 * d, d, 0.0f, tile, BK);
     tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
     for (int64_t r = 0; r < nq; r++) {
       float *t = tile + r * BK, mx = row_max(t, nk);
@@ -167,7 +206,10 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
         for (int64_t c = 0; c < dv; c++) o[r * dv + c] *= alpha;
     }
     apply_dropout(pb, b, h, i0, nq, j0, nk, tile);
-    gm_gemm(0, 0, nq, dv, nk, 1.0f, tile, BK, v + j0 * dv, dv, 1.0f, o, dv);
+    if (pb->v_panels.words)
+      panel_gemm(&pb->v_panels, b * pb->H + h, 0, nq, dv, nk, tile, BK, 0, j0, 1.0f, o, dv);
+    else
+      gm_gemm(0, 0, nq, dv, nk, 1.0f, tile, BK, v + j0 * dv, dv, 1.0f, o, dv);
   }
   for (int64_t r = 0; r < nq; r++) {
     float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
@@ -196,7 +238,10 @@ GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_
   int weights_mode = pb->decay && pb->decay_weights;
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
-    gm_gemm(0, 1, nq, nk, d, 1.0f, q, d, k + j0 * d, d, 0.0f, tile, BK);
+    if (pb->kt_panels.words)
+      panel_gemm(&pb->kt_panels, b * pb->H + h, 0, nq, nk, d, q, d, j0, 0, 0.0f, tile, BK);
+    else
+      gm_gemm(0, 1, nq, nk, d, 1.0f, q, d, k + j0 * d, d, 0.0f, tile, BK);
     tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
     for (int64_t r = 0; r < nq; r++) {
       const float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
@@ -291,7 +336,10 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
   gm_tensor *out = gm_tensor_empty(4, out_shape);
   gm_tensor *stats = gm_tensor_empty(4, stats_shape);
   gm_tensor *w = weights ? gm_tensor_empty(4, w_shape) : NULL;
-  if (!out || !stats || (weights && !w)) {
+  if (!out || !stats || (weights && !w) ||
+      (gm_matmul_uses_bf16() && (pack_panels(&pb, pb.k, pb.d, 1, &pb.kt_panels) != GM_OK ||
+                                 pack_panels(&pb, pb.v, pb.dv, 0, &pb.v_panels) != GM_OK))) {
+    free_panels(&pb);
     gm_tensor_release(out), gm_tensor_release(stats), gm_tensor_release(w);
     return NULL;
   }
@@ -302,6 +350,7 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
     forward_block(&pb, bh / pb.H, bh % pb.H, i0, out->data, stats->data, scratch);
     if (w) weights_block(&pb, bh / pb.H, bh % pb.H, i0, stats->data, w->data, scratch);
   });
+  free_panels(&pb);
   if (weights) *weights = w;
   gm_tensor *srcs[8] = {q, k, v, opts->decay, opts->key_mask, opts->key_bias, opts->attn_mask,
                         opts->attn_bias};
@@ -348,7 +397,10 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
     }
     for (int64_t j0 = 0; j0 < S; j0 += BK) {
       int64_t nk = S - j0 < BK ? S - j0 : BK;
-      gm_gemm(0, 1, nq, nk, d, 1.0f, q + i0 * d, d, k + j0 * d, d, 0.0f, qk, BK);
+      if (pb->kt_panels.words)
+        panel_gemm(&pb->kt_panels, bh, 0, nq, nk, d, q + i0 * d, d, j0, 0, 0.0f, qk, BK);
+      else
+        gm_gemm(0, 1, nq, nk, d, 1.0f, q + i0 * d, d, k + j0 * d, d, 0.0f, qk, BK);
       tile_scores(pb, b, h, i0, nq, j0, nk, qk, s, dp ? f : NULL);
       /* P into s, the final weights Ã into a */
       for (int64_t r = 0; r < nq; r++) {
@@ -368,7 +420,10 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
       apply_dropout(pb, b, h, i0, nq, j0, nk, a);
       if (dvv) gm_gemm(1, 0, nk, dv, nq, 1.0f, a, BK, go + i0 * dv, dv, 1.0f, dvv + j0 * dv, dv);
       if (!dq && !dk && !ddecay_plane) continue;
-      gm_gemm(0, 1, nq, nk, dv, 1.0f, go + i0 * dv, dv, v + j0 * dv, dv, 0.0f, da, BK);
+      if (pb->vt_panels.words)
+        panel_gemm(&pb->vt_panels, bh, 0, nq, nk, dv, go + i0 * dv, dv, j0, 0, 0.0f, da, BK);
+      else
+        gm_gemm(0, 1, nq, nk, dv, 1.0f, go + i0 * dv, dv, v + j0 * dv, dv, 0.0f, da, BK);
       apply_dropout(pb, b, h, i0, nq, j0, nk, da); /* dA = dÃ ⊙ Z */
       float scale = pb->scale;
       for (int64_t r = 0; r < nq; r++) {
@@ -393,7 +448,10 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
           for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * fr[c] * inv_c * (dar[c] - Dr) * scale;
         }
       }
-      if (dq) gm_gemm(0, 0, nq, d, nk, 1.0f, da, BK, k + j0 * d, d, 1.0f, dq + i0 * d, d);
+      if (dq && pb->k_panels.words)
+        panel_gemm(&pb->k_panels, bh, 0, nq, d, nk, da, BK, 0, j0, 1.0f, dq + i0 * d, d);
+      else if (dq)
+        gm_gemm(0, 0, nq, d, nk, 1.0f, da, BK, k + j0 * d, d, 1.0f, dq + i0 * d, d);
       if (dk) gm_gemm(1, 0, nk, d, nq, 1.0f, da, BK, q + i0 * d, d, 1.0f, dk + j0 * d, d);
     }
   }
@@ -415,6 +473,10 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
   *ddecay = decay && decay->requires_grad ? gm_tensor_full(decay->ndim, decay->shape, 0.0f) : NULL;
   if ((q->requires_grad && !*dq) || (k->requires_grad && !*dk) || (v->requires_grad && !*dv) ||
       (decay && decay->requires_grad && !*ddecay))
+    goto fail;
+  if (gm_matmul_uses_bf16() && (pack_panels(&pb, pb.k, pb.d, 1, &pb.kt_panels) != GM_OK ||
+                                pack_panels(&pb, pb.v, pb.dv, 1, &pb.vt_panels) != GM_OK ||
+                                pack_panels(&pb, pb.k, pb.d, 0, &pb.k_panels) != GM_OK))
     goto fail;
   float *dq_all = *dq ? (*dq)->data : NULL, *dk_all = *dk ? (*dk)->data : NULL;
   float *dv_all = *dv ? (*dv)->data : NULL, *dd_all = *ddecay ? (*ddecay)->data : NULL;
@@ -490,9 +552,11 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
       });
     free(parts);
   }
+  free_panels(&pb);
   if (st == GM_OK) return GM_OK;
   gm_fail(st, 0, "not enough memory for the attention backward scratch");
 fail:
+  free_panels(&pb);
   gm_tensor_release(*dq), gm_tensor_release(*dk), gm_tensor_release(*dv), gm_tensor_release(*ddecay);
   *dq = *dk = *dv = *ddecay = NULL;
   return gm_last_status();

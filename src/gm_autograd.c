@@ -210,16 +210,20 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
       }
       break;
     }
-    /* zeros except the narrowed window, which gets g */
+    /* zeros except the narrowed window, which gets g (only the rest is zeroed: the window is
+     * often most of a large tensor) */
     case GM_OP_NARROW: {
       int dim = (int)node->iarg[0];
-      gm_tensor *dx = zeros_like(a);
+      gm_tensor *dx = gm_tensor_empty(a->ndim, a->shape);
       if (dx) {
-        int64_t outer, size, inner, len = node->shape[dim];
+        int64_t outer, size, inner, len = node->shape[dim], start = node->iarg[1];
         gm_dim_split(a, dim, &outer, &size, &inner);
-        for (int64_t o = 0; o < outer; o++)
-          memcpy(dx->data + (o * size + node->iarg[1]) * inner, g->data + o * len * inner,
-                 (size_t)(len * inner) * sizeof(float));
+        for (int64_t o = 0; o < outer; o++) {
+          float *row = dx->data + o * size * inner;
+          memset(row, 0, (size_t)(start * inner) * sizeof(float));
+          memcpy(row + start * inner, g->data + o * len * inner, (size_t)(len * inner) * sizeof(float));
+          memset(row + (start + len) * inner, 0, (size_t)((size - start - len) * inner) * sizeof(float));
+        }
       }
       st = accumulate(a, dx);
       break;

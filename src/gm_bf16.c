@@ -8,6 +8,9 @@
  * register-blocked micro-kernel multiplies an MR x NR tile of C over a chunk of KC pairs of k
  * while that chunk of the B panel stays in L1.
  *
+ * Large products (DNNL_MIN_MULADDS and up) go to oneDNN when it is installed (gm_dnnl.c): the
+ * operands are rounded to bf16 once, the same way, and oneDNN multiplies them.
+ *
  * The file is compiled for AVX-512 BF16 (the pragma below) but only ever called after
  * gm_bf16_available() said the running CPU has it; nothing else in the build needs those
  * instructions. */
@@ -23,6 +26,10 @@
 #define MC_PANELS 16  /* A panels per block: 192 rows x 384 k, 144 KiB, in L2 */
 #define STACK_PACK_BYTES (48 * 1024) /* tile products pack on the stack, larger ones allocate */
 #define PAR_MIN_FLOPS (4.0 * 1024 * 1024) /* below this, threads cost more than they save */
+/* From here on oneDNN beats this kernel, its fixed cost per call and the rounding pass paid
+ * (AMD EPYC, 2 threads: 256^3 430 vs our 474 GFLOP/s, 512 x 512 x 128 530 vs 488, 512^3 600,
+ * large products 750 vs 245). */
+#define DNNL_MIN_MULADDS (512.0 * 512 * 128)
 
 /* The conversions use VCVTNE2PS2BF16: round to nearest even, NaN stays NaN, and (as the
  * instruction does) subnormal inputs count as zero. Two layouts occur. */
@@ -118,7 +125,8 @@ static void micro_kernel(int64_t kp_n, const uint32_t *ap, const uint32_t *bp, f
 
 typedef struct product {
   int64_t m, n, k, kp_n, mp, np; /* mp, np: A and B panels */
-  const uint32_t *ap, *bp;       /* packed, kp_n pairs per panel */
+  const uint32_t *ap, *bp;       /* packed, kp_n pairs per A panel */
+  int64_t b_stride;              /* words from one B panel to the next (kp_n NR, or more) */
   float *c;
   int64_t ldc;
   float alpha, beta;
@@ -132,7 +140,7 @@ static void multiply(const product *pr, int64_t p0, int64_t p1, int64_t q0, int6
     for (int64_t pb = p0; pb < p1; pb += MC_PANELS) {
       int64_t pe = pb + MC_PANELS < p1 ? pb + MC_PANELS : p1;
       for (int64_t q = q0; q < q1; q++) {
-        const uint32_t *bq = pr->bp + (q * pr->kp_n + k0) * NR;
+        const uint32_t *bq = pr->bp + q * pr->b_stride + k0 * NR;
         int64_t j = q * NR, cols = pr->n - j < NR ? pr->n - j : NR;
         for (int64_t p = pb; p < pe; p++) {
           int64_t i = p * MR, rows = pr->m - i < MR ? pr->m - i : MR;
@@ -157,6 +165,33 @@ static void scale_c(float *c, int64_t ldc, int64_t m, int64_t n, float beta) {
     for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
 }
 
+/* x's rows x cols (leading dimension ld) as contiguous bf16, rounded as the packing does. */
+static void round_matrix(const float *x, int64_t rows, int64_t cols, int64_t ld, uint16_t *out) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c += 16) {
+      __mmask16 m = cols - c >= 16 ? 0xFFFF : (__mmask16)((1u << (cols - c)) - 1);
+      __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + r * ld + c));
+      _mm256_mask_storeu_epi16(out + r * cols + c, m, (__m256i)v);
+    }
+}
+
+/* The product through oneDNN: 1 when done, 0 (C untouched) without oneDNN or memory. */
+static int dnnl_product(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                        const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                        int64_t ldc) {
+  if (!gm_dnnl_available()) return 0;
+  uint16_t *a16 = gm_malloc((size_t)(m * k + k * n) * sizeof(uint16_t));
+  if (!a16) return 0;
+  uint16_t *b16 = a16 + m * k;
+  int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n; /* as stored */
+  round_matrix(a, m * k / a_cols, a_cols, lda, a16);
+  round_matrix(b, k * n / b_cols, b_cols, ldb, b16);
+  int done = gm_dnnl_bf16_gemm(trans_a, trans_b, m, n, k, alpha, a16, a_cols, b16, b_cols, beta, c, ldc);
+  gm_free(a16);
+  return done;
+}
+
 int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                  int64_t ldc) {
@@ -165,8 +200,12 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
     scale_c(c, ldc, m, n, beta);
     return 1;
   }
+  if ((double)m * (double)n * (double)k >= DNNL_MIN_MULADDS && !omp_in_parallel() &&
+      dnnl_product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+    return 1;
   product pr = {.m = m, .n = n, .k = k, .kp_n = (k + 1) / 2, .mp = (m + MR - 1) / MR,
-                .np = (n + NR - 1) / NR, .c = c, .ldc = ldc, .alpha = alpha, .beta = beta};
+                .np = (n + NR - 1) / NR, .b_stride = (k + 1) / 2 * NR, .c = c, .ldc = ldc,
+                .alpha = alpha, .beta = beta};
   /* B's panels start on a 64-byte line: a_words rounded up to 16 */
   size_t a_words = (size_t)(pr.mp * pr.kp_n * MR + 15) / 16 * 16, b_words = (size_t)(pr.np * pr.kp_n * NR);
   size_t bytes = (a_words + b_words) * sizeof(uint32_t);
@@ -193,4 +232,34 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
   }
   if (pack != stack) gm_free(pack);
   return 1;
+}
+
+/* ---- operands packed once, read in blocks (the attention kernel's keys and values) ------- */
+
+int64_t gm_bf16_panel_words(int64_t n, int64_t k) { return (n + NR - 1) / NR * ((k + 1) / 2) * NR; }
+
+void gm_bf16_pack_panels(int trans_b, const float *b, int64_t ldb, int64_t n, int64_t k, uint32_t *out) {
+  int64_t kp_n = (k + 1) / 2;
+  for (int64_t q = 0; q * NR < n; q++) pack_b(trans_b, b, ldb, n, k, q * NR, out + q * kp_n * NR);
+}
+
+void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                         int64_t lda, const uint32_t *panels, int64_t panels_k, int64_t col0,
+                         int64_t k0, float beta, float *c, int64_t ldc) {
+  GM_ASSERT(col0 % NR == 0 && k0 % 2 == 0);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    scale_c(c, ldc, m, n, beta);
+    return;
+  }
+  int64_t kp_full = (panels_k + 1) / 2;
+  product pr = {.m = m, .n = n, .k = k, .kp_n = (k + 1) / 2, .mp = (m + MR - 1) / MR,
+                .np = (n + NR - 1) / NR, .b_stride = kp_full * NR, .c = c, .ldc = ldc,
+                .alpha = alpha, .beta = beta};
+  pr.bp = panels + col0 / NR * kp_full * NR + k0 / 2 * NR;
+  _Alignas(64) uint32_t ap[STACK_PACK_BYTES / sizeof(uint32_t)];
+  GM_ASSERT((size_t)(pr.mp * pr.kp_n * MR) <= sizeof ap / sizeof ap[0]); /* a tile's A */
+  for (int64_t p = 0; p < pr.mp; p++) pack_a(trans_a, a, lda, m, k, p * MR, ap + p * pr.kp_n * MR);
+  pr.ap = ap;
+  multiply(&pr, 0, pr.mp, 0, pr.np);
 }

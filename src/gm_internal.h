@@ -88,6 +88,23 @@ void gm_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float al
 int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                  int64_t ldc);
+/* An operand read in blocks by many small products (the attention kernel's K and V per (batch,
+ * head)), rounded and packed once: op(B) [k, n] as bf16 panels, gm_bf16_panel_words(n, k) words,
+ * 64-byte aligned. gm_bf16_gemm_panels multiplies op(A) (a tile: m <= 64, k <= 128) by the block
+ * of rows [k0, k0 + k) (k0 even) and columns [col0, col0 + n) (col0 a multiple of 32) of it,
+ * single-threaded, with the rounding of gm_bf16_gemm. */
+int64_t gm_bf16_panel_words(int64_t n, int64_t k);
+void gm_bf16_pack_panels(int trans_b, const float *b, int64_t ldb, int64_t n, int64_t k, uint32_t *out);
+void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                         int64_t lda, const uint32_t *panels, int64_t panels_k, int64_t col0,
+                         int64_t k0, float beta, float *c, int64_t ldc);
+
+/* oneDNN's bf16 gemm (gm_dnnl.c), loaded on first use if installed: C = alpha op(A) op(B) + beta C
+ * with row-major bf16 A and B. Returns 0, C untouched, when oneDNN is missing or refuses. */
+int gm_dnnl_available(void);
+int gm_dnnl_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                      const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb, float beta,
+                      float *c, int64_t ldc);
 
 /* gather (scatter = 0: out[i] = a[at(i)]) or its backward (scatter = 1: a[at(i)] += out[i]);
  * a gives the shape, a_data the buffer of that shape. */

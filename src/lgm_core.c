@@ -76,7 +76,7 @@ static int l_get_float32_matmul_precision(lua_State *L) {
  * the CPU's vector features, the matrix-product precision and what it computes with here. */
 static int l_config(lua_State *L) {
   gm_blas_info blas = gm_blas_get_info();
-  lua_createtable(L, 0, 10);
+  lua_createtable(L, 0, 11);
   lua_pushstring(L, "OpenBLAS");
   lua_setfield(L, -2, "blas");
   lua_pushstring(L, blas.library);
@@ -106,6 +106,8 @@ static int l_config(lua_State *L) {
                     : p == GM_MATMUL_MEDIUM ? "float32 (no avx512_bf16 on this CPU)"
                                             : "float32");
   lua_setfield(L, -2, "matmul_compute");
+  lua_pushstring(L, gm_dnnl_status());
+  lua_setfield(L, -2, "bf16_large_products");
   return 1;
 }
 
