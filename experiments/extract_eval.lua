@@ -73,20 +73,9 @@ end
 -- the most frequent tail of each relation in training, for the frequency baseline
 local frequent = {}
 do
-  local counts = {}
-  for _, r in ipairs(d.train) do
-    for _, t in ipairs(r.triples) do
-      counts[t.relation] = counts[t.relation] or {}
-      counts[t.relation][t.tail] = (counts[t.relation][t.tail] or 0) + 1
-    end
-  end
-  for rel, c in pairs(counts) do
-    local best, total = nil, 0
-    for tail, n in pairs(c) do
-      total = total + n
-      if not best or n > c[best] or (n == c[best] and tail < best) then best = tail end
-    end
-    frequent[rel] = { tail = best, score = math.log(c[best] / total) }
+  local ranked, totals = gm.eval.tails_by_frequency(d.train)
+  for rel, list in pairs(ranked) do
+    frequent[rel] = { tail = list[1][1], score = math.log(list[1][2] / totals[rel]) }
   end
 end
 

@@ -5,6 +5,7 @@ local tails = require "graphmert.eval.tail_prediction"
 return {
   tail_prediction = tails.tail_prediction,
   most_frequent_tail = tails.most_frequent_tail,
+  tails_by_frequency = tails.tails_by_frequency,
   extract = require "graphmert.eval.extract",
   decode = require("graphmert.eval.decode").decode,
   stats = require "graphmert.eval.stats",

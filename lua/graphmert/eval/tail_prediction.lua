@@ -116,12 +116,31 @@ function M.tail_prediction(model, tok, records, opts)
   return result
 end
 
-function M.most_frequent_tail(train_records, test_records, tok, opts)
-  local counts, whole = {}, {} -- relation → first tail token (whole tail) → count
+-- relation → its training tails {tail, count}, most frequent first (ties by name), and the
+-- relation's triple count
+function M.tails_by_frequency(train_records)
+  local counts, totals = {}, {}
   for _, rec in ipairs(train_records) do
     for _, t in ipairs(rec.triples) do
-      whole[t.relation] = whole[t.relation] or {}
-      whole[t.relation][t.tail] = (whole[t.relation][t.tail] or 0) + 1
+      counts[t.relation] = counts[t.relation] or {}
+      counts[t.relation][t.tail] = (counts[t.relation][t.tail] or 0) + 1
+      totals[t.relation] = (totals[t.relation] or 0) + 1
+    end
+  end
+  local ranked = {}
+  for rel, c in pairs(counts) do
+    local list = {}
+    for tail, n in pairs(c) do list[#list + 1] = { tail, n } end
+    table.sort(list, function(x, y) return x[2] > y[2] or (x[2] == y[2] and x[1] < y[1]) end)
+    ranked[rel] = list
+  end
+  return ranked, totals
+end
+
+function M.most_frequent_tail(train_records, test_records, tok, opts)
+  local counts = {} -- relation → first tail token → count
+  for _, rec in ipairs(train_records) do
+    for _, t in ipairs(rec.triples) do
       local tail = tok:encode(t.tail)
       if tail[1] then
         counts[t.relation] = counts[t.relation] or {}
@@ -139,10 +158,7 @@ function M.most_frequent_tail(train_records, test_records, tok, opts)
     ranked[rel] = { rank = rank, size = #list, top = list[1] and list[1][1] }
   end
   local top_tails = {} -- relation → its ten most frequent whole tails, as token ids
-  for rel, c in pairs(whole) do
-    local list = {}
-    for tail, n in pairs(c) do list[#list + 1] = { tail, n } end
-    table.sort(list, function(x, y) return x[2] > y[2] or (x[2] == y[2] and x[1] < y[1]) end)
+  for rel, list in pairs(M.tails_by_frequency(train_records)) do
     top_tails[rel] = {}
     for i = 1, math.min(10, #list) do top_tails[rel][i] = tok:encode(list[i][1]) end
   end
