@@ -42,34 +42,6 @@ for i = 1, math.min(args.passages, #d.heldout) do
   passages[i] = { id = i, text = d.heldout[i].text, gold = d.heldout[i].triples }
 end
 
-local function key(t) return (t.head .. "\0" .. t.relation .. "\0" .. t.tail):lower() end
-
--- the passage's figures from its extracted triples (already the top tail per head and relation)
-local function unit(passage, triples)
-  local found, u = {}, { n = #triples, correct = 0, valid = 0, multi = 0, gold = 0, recalled = 0, scored = {} }
-  for _, t in ipairs(triples) do
-    local held = extract.holds(graph, wn, t)
-    found[key(t)] = t.score
-    if held then u.correct = u.correct + 1 end
-    if held and t.tail:find(" ") then u.multi = u.multi + 1 end
-    if extract.valid(graph, t) then u.valid = u.valid + 1 end
-    u.scored[#u.scored + 1] = { score = t.score, held = held }
-  end
-  local heads = {}
-  for _, h in ipairs(extract.heads(passage.text, graph.lemmas)) do heads[h] = true end
-  for _, t in ipairs(passage.gold) do
-    if relations[t.relation] and heads[t.head:lower()] then
-      u.gold = u.gold + 1
-      local s = found[key(t)]
-      if s then
-        u.recalled = u.recalled + 1
-        u.scored[#u.scored + 1] = { score = s, recall = true }
-      end
-    end
-  end
-  return u
-end
-
 -- the most frequent tail of each relation in training, for the frequency baseline
 local frequent = {}
 do
@@ -108,7 +80,7 @@ for _, system in ipairs(systems) do
       end
       triples = extract.merge(triples, { top = 1 })
     end
-    units[i] = unit(p, triples)
+    units[i] = extract.score_passage(graph, wn, relations, p, triples)
     io.stderr:write(string.format("\r%-20s %d/%d passages   ", system.name, i, #passages))
   end
   system.seconds = gm.clock() - t0
@@ -181,8 +153,7 @@ for i, s in ipairs(systems) do
   series[#series + 1] = string.format("$S%d using 1:2 with lines title '%s'", i, s.name)
 end
 plot[#plot + 1] = "plot " .. table.concat(series, ", ")
-local gp = io.popen("gnuplot 2>&1", "w")
-local plotted = gp and gp:write(table.concat(plot, "\n"), "\n") and gp:close()
+local plotted = ex.plot(plot)
 lines[#lines + 1] = ""
 lines[#lines + 1] = plotted and "![precision and recall over score thresholds](pr.png)" or "(gnuplot not available: no pr.png)"
 local report = table.concat(lines, "\n")

@@ -32,4 +32,46 @@ describe("eval.stats", function()
     local same_low, same_high = stats.paired(units, mean("a"), mean("a"))
     assert.same({ 0, 0 }, { same_low, same_high })
   end)
+
+  it("takes every resample once when exhaustive: {0, 1} gives means 0, .5, .5, 1", function()
+    local mean = stats.ratio(function(u) return u end, function() return 1 end)
+    local low, high, value = stats.bootstrap({ 0, 1 }, mean, { exhaustive = true })
+    -- sorted 0, .5, .5, 1: 2.5% at 0.025·3 + 1 = 1.075 → 0.0375; 97.5% at 3.925 → 0.9625
+    assert.near(0.0375, low, 1e-12)
+    assert.near(0.9625, high, 1e-12)
+    assert.equal(0.5, value)
+    assert.has_error(function() stats.bootstrap({ 1, 2, 3, 4, 5, 6, 7, 8 }, mean, { exhaustive = true }) end,
+      "stats: an exhaustive bootstrap of 16777216 resamples is too many (at most 1e6)")
+  end)
+
+  local mean = stats.ratio(function(u) return u end, function() return 1 end)
+
+  it("resamples seeds and shared units: two seeds of two triples, worked out by hand", function()
+    -- seed 1 scores {0, 1}, seed 2 {1, 1}. Seeds (1,1): the unit draws give 0, .5, .5, 1;
+    -- (1,2) and (2,1): (seed 1 + 1)/2 = .5, .75, .75, 1 each; (2,2): 1 four times. Sorted 16:
+    -- 0, .5 ×4, .75 ×4, 1 ×7: 2.5% at 0.025·15 + 1 = 1.375 → .1875; 97.5% at 15.625 → 1.
+    local low, high, value = stats.over_seeds({ { 0, 1 }, { 1, 1 } }, mean, { exhaustive = true })
+    assert.near(0.1875, low, 1e-12)
+    assert.equal(1, high)
+    assert.equal(0.75, value)
+    -- random resamples approach the exact interval
+    local rl, rh = stats.over_seeds({ { 0, 1 }, { 1, 1 } }, mean, { samples = 20000 })
+    assert.near(0.1875, rl, 0.2)
+    assert.equal(1, rh)
+  end)
+
+  it("pairs seed s with seed s and triple k with triple k", function()
+    -- differences per triple: seed 1 {1, 0}, seed 2 {0, 1}; a resample mixing both seeds takes
+    -- the same triples from each, so its mean difference is .5 whatever the triples: 8 of the 16
+    -- values are .5; seeds (1,1) give 1, .5, .5, 0 and (2,2) 0, .5, .5, 1
+    local a, b = { { 1, 0 }, { 1, 1 } }, { { 0, 0 }, { 1, 0 } }
+    local low, high, value = stats.paired_over_seeds(a, b, mean, { exhaustive = true })
+    assert.same({ 0, 1, 0.5 }, { low, high, value })
+    local same_low, same_high, same = stats.paired_over_seeds(a, a, mean)
+    assert.same({ 0, 0, 0 }, { same_low, same_high, same })
+    assert.has_error(function() stats.paired_over_seeds(a, { { 1, 0 } }, mean) end,
+      "stats.paired_over_seeds: 2 seeds against 1")
+    assert.has_error(function() stats.over_seeds({ { 1, 0 }, { 1 } }, mean) end,
+      "stats.over_seeds: seed 2 has 1 units, seed 1 has 2 (the same units are expected)")
+  end)
 end)

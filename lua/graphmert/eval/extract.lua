@@ -22,6 +22,12 @@
 -- score(triples, graph, wordnet) → {n, held, valid}: held = the share WordNet holds (a synset of
 --   the head has the relation to a synset of the tail); valid = the share whose tail is a lemma
 --   of a part of speech the relation reaches
+-- score_passage(graph, wordnet, relations, passage, triples) → one passage's figures for a
+--   bootstrap over passages: passage = {text, gold = its WordNet triples}, triples = what was
+--   extracted from it (the top tail per head and relation); → {n, correct (WordNet holds it),
+--   valid, multi (correct with a multi-word tail), gold (its facts whose relation is known and
+--   head is found in the text), recalled (of those, extracted), scored = {score, held | recall}
+--   for precision–recall curves}
 local gm = require "graphmert"
 local decode = require("graphmert.eval.decode").decode
 
@@ -189,6 +195,33 @@ end
 
 -- whether t's tail is an entity of a kind its relation reaches
 function M.valid(graph, t) return of_kind(graph, t.tail, graph.tail_kinds[t.relation]) end
+
+local function key(t) return (t.head .. "\0" .. t.relation .. "\0" .. t.tail):lower() end
+
+function M.score_passage(graph, wn, relations, passage, triples)
+  local found, u = {}, { n = #triples, correct = 0, valid = 0, multi = 0, gold = 0, recalled = 0, scored = {} }
+  for _, t in ipairs(triples) do
+    local held = M.holds(graph, wn, t)
+    found[key(t)] = t.score
+    if held then u.correct = u.correct + 1 end
+    if held and t.tail:find(" ") then u.multi = u.multi + 1 end
+    if M.valid(graph, t) then u.valid = u.valid + 1 end
+    u.scored[#u.scored + 1] = { score = t.score, held = held }
+  end
+  local heads = {}
+  for _, h in ipairs(M.heads(passage.text, graph.lemmas)) do heads[h] = true end
+  for _, t in ipairs(passage.gold) do
+    if relations[t.relation] and heads[t.head:lower()] then
+      u.gold = u.gold + 1
+      local s = found[key(t)]
+      if s then
+        u.recalled = u.recalled + 1
+        u.scored[#u.scored + 1] = { score = s, recall = true }
+      end
+    end
+  end
+  return u
+end
 
 function M.score(triples, graph, wn)
   local held, valid = 0, 0

@@ -8,8 +8,10 @@
 -- without it (gm.eval.decode, constrained: the decoder chooses the length) and ranked among the
 -- known tails: `tail` = {hits1, hits10, mrr} (MRR over the top 10, 0 below).
 -- tail_prediction(model, tok, records, {layout, relations, max_triples = 500, batch = 16, tails,
---   tail_end}) → {n, hits1, hits10, mrr, exact, tail}  (first-token metrics; exact: every tail
---   token is the argmax at its slot)
+--   tail_end}) → {n, hits1, hits10, mrr, exact, ranks, tail}  (first-token metrics; exact: every
+--   tail token is the argmax at its slot; ranks: each triple's first-token rank, in the order of
+--   the records, so that two models' results pair triple by triple; tail.ranks: the whole
+--   tail's rank, 11 when not in the top 10)
 -- most_frequent_tail(train_records, test_records, tok, {layout, relations, tails}) → the same
 --   metrics for ranking first tokens, and whole tails, by their frequency per relation in training.
 local gm = require "graphmert"
@@ -41,7 +43,7 @@ local function score_top10(ranks)
     if r == 1 then h1 = h1 + 1 end
     if r <= 10 then h10, rr = h10 + 1, rr + 1 / r end
   end
-  return { hits1 = h1 / d, hits10 = h10 / d, mrr = rr / d }
+  return { hits1 = h1 / d, hits10 = h10 / d, mrr = rr / d, ranks = ranks }
 end
 
 local function same(a, b)
@@ -73,7 +75,7 @@ local function score(ranks, exact)
     if exact[i] then ex = ex + 1 end
   end
   local d = math.max(n, 1)
-  return { n = n, hits1 = h1 / d, hits10 = h10 / d, mrr = rr / d, exact = ex / d }
+  return { n = n, hits1 = h1 / d, hits10 = h10 / d, mrr = rr / d, exact = ex / d, ranks = ranks }
 end
 
 function M.tail_prediction(model, tok, records, opts)

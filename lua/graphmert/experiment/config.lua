@@ -41,9 +41,41 @@ M.schema = {
   on_nonfinite = { "stop", "string", "\"stop\" (training stops naming the step) or \"skip\" (the step is skipped)" },
   precision = { "highest", "string", "float32 matmul precision: \"highest\" (float32) or \"medium\" (bf16 products, float32 sums)" },
   memory_limit = { false, "number", "cap on tensor memory in bytes (false: none)" },
+  grid = { {}, "table", "experiments/ablation.lua's grid: lambdas (false = no decay), hgat (true/false), seeds, reference = {lambda, hgat} (the cell the others are compared with), passages (held-out passages to extract from), probe_sequences (held-out sequences for attention by distance)" },
 }
 
 local function fail(where, msg) error(string.format("%s: %s", where, msg), 0) end
+
+-- the grid's keys and their defaults (config key `grid`)
+M.grid_defaults = { lambdas = { false, 0.4, 0.6, 0.8, 0.9 }, hgat = { true, false }, seeds = { 1, 2, 3 },
+  reference = { lambda = 0.6, hgat = true }, passages = 150, probe_sequences = 64 }
+
+local function check_grid(grid, where)
+  local out = {}
+  for key, default in pairs(M.grid_defaults) do out[key] = default end
+  for key, v in pairs(grid) do
+    if M.grid_defaults[key] == nil then
+      fail(where, string.format("unknown grid key '%s' (known: lambdas, hgat, seeds, reference, passages, probe_sequences)", tostring(key)))
+    end
+    out[key] = v
+  end
+  local function list(key, ok, what)
+    if type(out[key]) ~= "table" or #out[key] == 0 then fail(where, string.format("grid.%s must be a non-empty list", key)) end
+    for i, v in ipairs(out[key]) do
+      if not ok(v) then fail(where, string.format("grid.%s[%d] must be %s, got %s", key, i, what, tostring(v))) end
+    end
+  end
+  list("lambdas", function(v) return v == false or (type(v) == "number" and v > 0 and v <= 1) end, "false or a number in (0, 1]")
+  list("hgat", function(v) return type(v) == "boolean" end, "true or false")
+  list("seeds", function(v) return math.type(v) == "integer" or (type(v) == "number" and v == math.floor(v)) end, "an integer")
+  for _, key in ipairs { "passages", "probe_sequences" } do
+    if type(out[key]) ~= "number" or out[key] < 0 or out[key] ~= math.floor(out[key]) then
+      fail(where, string.format("grid.%s must be a non-negative integer, got %s", key, tostring(out[key])))
+    end
+  end
+  if type(out.reference) ~= "table" then fail(where, "grid.reference must be a table {lambda, hgat}") end
+  return out
+end
 
 local sorted_keys = require("graphmert.nn.check").sorted_keys
 
@@ -88,6 +120,7 @@ function M.check(cfg, where)
   if out.packing == "chunk" and out.copies ~= 1 then
     fail(where, "copies must be 1 with packing = \"chunk\" (records are not repeated in a chunked stream)")
   end
+  out.grid = check_grid(out.grid, where)
   if out.on_nonfinite ~= "stop" and out.on_nonfinite ~= "skip" then
     fail(where, "on_nonfinite must be \"stop\" or \"skip\", got \"" .. out.on_nonfinite .. "\"")
   end

@@ -114,6 +114,22 @@ function M.summary(d)
     d.report.truncated_records, d.report.truncated_tokens, d.tok:size(), #d.relation_names)
 end
 
+-- d for a training seed: the same split, sequences and masking options, the training batches in
+-- that seed's order (a permutation of d's own order, so it does not depend on earlier calls).
+function M.reorder(d, seed)
+  local out = setmetatable({}, { __index = d })
+  out.train_seqs = table.move(d.train_seqs, 1, #d.train_seqs, 1, {})
+  shuffle(out.train_seqs, seed)
+  return out
+end
+
+-- Runs gnuplot on `commands` (a list of lines); true when it ran, false when it is missing or
+-- failed (the caller says there is no picture).
+function M.plot(commands)
+  local gp = io.popen("gnuplot 2>&1", "w")
+  return gp ~= nil and gp:write(table.concat(commands, "\n"), "\n") ~= nil and gp:close() == true
+end
+
 -- A copy of cfg whose model table has `overrides` applied (an ablation or baseline variant).
 function M.variant(cfg, overrides)
   local c, m = {}, {}

@@ -1,6 +1,9 @@
 -- trainer.lua — one optimisation step, and the held-out masked-token accuracy.
---   trainer(d, cfg, model, opt) → step(n) → loss, real tokens in the batch, skipped
---   masked_accuracy(d, cfg, model) → accuracy, masked tokens
+--   trainer(d, cfg, model, opt, {alone}) → step(n) → loss, real tokens in the batch, skipped
+--   masked_accuracy(d, cfg, model, {alone}) → accuracy, masked tokens, per held-out sequence
+--     {hits, total} (one process only)
+-- alone = true: this process trains and evaluates by itself even under MPI (an ablation grid
+-- gives each rank its own cells)
 -- d is gm.experiment.prepare's data (sequences, masking options), cfg a checked config.
 local gm = require "graphmert"
 local errors = require "graphmert.errors"
@@ -24,10 +27,16 @@ local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge en
 -- masks are the same everywhere. The relation dropout of H-GAT (on weights) is then one
 -- process's; row dropout on rank r > 0 repeats the pattern of the first rows, so with
 -- dropout > 0 results match one process only in distribution (without, to rounding).
-function M.trainer(d, cfg, model, opt)
+local function world(opts)
+  local dist = gm.distributed
+  if opts and opts.alone then return 1, 0 end
+  return dist.size(), dist.rank()
+end
+
+function M.trainer(d, cfg, model, opt, opts)
   local schedule = { peak = cfg.lr, min_lr = cfg.min_lr, warmup = cfg.warmup, total = cfg.steps }
   local dist = gm.distributed
-  local ranks, rank = dist.size(), dist.rank()
+  local ranks, rank = world(opts)
   if ranks > cfg.batch then
     error(string.format("trainer: %d ranks cannot share a batch of %d sequences (batch must be at least the number of ranks)",
       ranks, cfg.batch), 2)
@@ -106,24 +115,29 @@ end
 -- Masked-token accuracy on the held-out sequences, with fixed masks (the generator's state is
 -- put back afterwards, so evaluating does not change training). Under MPI every rank draws
 -- every batch's masks (the same masks as one process) but runs the model on every size()-th
--- batch only; the counts are summed over the ranks.
-function M.masked_accuracy(d, cfg, model)
+-- batch only; the counts are summed over the ranks. The masks depend on the data alone, so the
+-- per-sequence counts of two models pair sequence by sequence.
+function M.masked_accuracy(d, cfg, model, opts)
   local dist = gm.distributed
-  local ranks, rank = dist.size(), dist.rank()
+  local ranks, rank = world(opts)
   local state = gm.get_rng_state()
   gm.manual_seed(12345)
-  local hits, total = 0, 0
+  local hits, total, per_sequence = 0, 0, {}
+  local nodes = d.layout.nodes
   model:evaluating(function()
     for first = 1, #d.eval_seqs, cfg.batch do
       local b = gm.data.masking.mask(gm.data.corpus.batch(d.eval_seqs, first, cfg.batch), d.mask_opts)
       if ((first - 1) // cfg.batch) % ranks ~= rank then goto next_batch end
       local hidden = model(b)
+      for i = first, math.min(#d.eval_seqs, first + cfg.batch - 1) do per_sequence[i] = { hits = 0, total = 0 } end
       for _, part in ipairs { b.labels.roots, b.labels.leaves } do
         if #part.positions > 0 then
           local _, pred = model:logits(hidden, part.positions):max(2)
           for k, p in ipairs(pred:totable()) do
-            total = total + 1
-            if p == part.targets[k] then hits = hits + 1 end
+            local unit = per_sequence[first + (part.positions[k] - 1) // nodes]
+            local hit = p == part.targets[k] and 1 or 0
+            total, hits = total + 1, hits + hit
+            unit.total, unit.hits = unit.total + 1, unit.hits + hit
           end
         end
       end
@@ -134,8 +148,9 @@ function M.masked_accuracy(d, cfg, model)
   if ranks > 1 then
     local counts = dist.allreduce({ gm.tensor { hits, total } })[1]:totable()
     hits, total = math.tointeger(counts[1]), math.tointeger(counts[2])
+    per_sequence = nil
   end
-  return total > 0 and hits / total or 0, total
+  return total > 0 and hits / total or 0, total, per_sequence
 end
 
 return M
