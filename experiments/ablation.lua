@@ -41,12 +41,8 @@ local d = ex.prepare(cfg)
 say(ex.summary(d), "\n")
 local wn = gm.data.wordnet.load(cfg.wordnet) -- whether WordNet holds an extracted triple
 d.known_tails = extract.known_tails(d.graph, d.tok, d.relations, d.layout.leaves) -- constrained decoding's
-local relations = {}
-for id, name in ipairs(d.relation_names) do relations[name] = id end
-local passages = {}
-for i = 1, math.min(grid.passages, #d.heldout) do
-  passages[i] = { id = i, text = d.heldout[i].text, gold = d.heldout[i].triples }
-end
+local relations = d.relations
+local passages = ex.heldout_passages(d, grid.passages)
 local probe = {}
 for first = 1, math.min(grid.probe_sequences, #d.eval_seqs), cfg.batch do
   probe[#probe + 1] = gm.data.corpus.batch(d.eval_seqs, first, math.min(cfg.batch, grid.probe_sequences - first + 1))
@@ -183,6 +179,12 @@ metrics[#metrics + 1] = { name = "precision", key = "precision",
   statistic = stats.ratio(function(u) return u[1] end, function(u) return u[2] end) }
 
 local BOOT = { samples = 2000, seed = 1 }
+-- a figure over no units (e.g. a split without held-out facts) is NaN: "-" in the tables, null
+-- in summary.json, left out of the pictures
+local function figure(low, high, value)
+  if value ~= value then return nil end
+  return { value = value, low = low, high = high }
+end
 local reference
 for _, v in ipairs(variants) do if v.reference then reference = v end end
 
@@ -196,11 +198,9 @@ local summary = { config = args.config, steps = cfg.steps, batch = cfg.batch, se
 for _, v in ipairs(variants) do
   local entry = { name = v.name, lambda = v.lambda, hgat = v.hgat, metrics = {}, differences = {} }
   for _, m in ipairs(metrics) do
-    local low, high, value = stats.over_seeds(tables(v, m), m.statistic, BOOT)
-    entry.metrics[m.key] = { value = value, low = low, high = high }
+    entry.metrics[m.key] = figure(stats.over_seeds(tables(v, m), m.statistic, BOOT))
     if reference and v ~= reference then
-      local dl, dh, dv = stats.paired_over_seeds(tables(v, m), tables(reference, m), m.statistic, BOOT)
-      entry.differences[m.key] = { value = dv, low = dl, high = dh }
+      entry.differences[m.key] = figure(stats.paired_over_seeds(tables(v, m), tables(reference, m), m.statistic, BOOT))
     end
   end
   summary.variants[#summary.variants + 1] = entry
@@ -213,15 +213,15 @@ local frequent_row = {}
 for _, m in ipairs(metrics) do
   local part = m.key:match("^(%a+)_")
   if part == "facts" or part == "synsets" then
-    local low, high, value = stats.bootstrap(frequent[part].tail.ranks, m.statistic, BOOT)
-    frequent_row[m.key] = { value = value, low = low, high = high }
+    frequent_row[m.key] = figure(stats.bootstrap(frequent[part].tail.ranks, m.statistic, BOOT))
   end
 end
 summary.most_frequent_tail = frequent_row
 
 local function cellfmt(x) return x and string.format("%.3f [%.3f, %.3f]", x.value, x.low, x.high) or "-" end
-local function difffmt(x)
-  if not x then return "(reference)" end
+local function difffmt(x, is_reference)
+  if is_reference then return "(reference)" end
+  if not x then return "-" end
   local mark = (x.low > 0 and " ▲") or (x.high < 0 and " ▼") or ""
   return string.format("%+.3f [%+.3f, %+.3f]%s", x.value, x.low, x.high, mark)
 end
@@ -238,7 +238,7 @@ for _, v in ipairs(variants) do
   local row, drow = { v.name }, { v.name }
   for _, m in ipairs(metrics) do
     row[#row + 1] = cellfmt(v.summary.metrics[m.key])
-    drow[#drow + 1] = difffmt(v.summary.differences[m.key])
+    drow[#drow + 1] = difffmt(v.summary.differences[m.key], v == reference)
   end
   mean_rows[#mean_rows + 1], diff_rows[#diff_rows + 1] = row, drow
 end
@@ -303,7 +303,7 @@ for hi, hgat in ipairs { true, false } do
     for _, v in ipairs(variants) do
       if v.hgat == hgat then
         local x = v.summary.metrics[key]
-        rows[#rows + 1] = { v.lambda or 1, x.value, x.low, x.high }
+        if x then rows[#rows + 1] = { v.lambda or 1, x.value, x.low, x.high } end
       end
     end
     table.sort(rows, function(a, b) return a[1] < b[1] end)

@@ -34,27 +34,25 @@ if args.decoding ~= "open" and args.decoding ~= "constrained" then fail("--decod
 local min_score = args["min-score"] and tonumber(args["min-score"])
 if args["min-score"] and not min_score then fail("--min-score must be a number, got " .. args["min-score"]) end
 
--- passages {id, text}: ids are line numbers
+-- passages {id, text}: ids are line numbers. A file whose first non-empty line starts with "{"
+-- is the JSONL corpus format (gm.data.corpus.read_jsonl), any other one passage per line.
 local function read_passages(path)
   local f, err = io.open(path, "r")
   if not f then fail(err) end
   local passages, n, jsonl = {}, 0, nil
   for line in f:lines() do
     n = n + 1
+    if jsonl == nil and line:match("%S") then jsonl = line:match("^%s*{") ~= nil end
+    if jsonl then break end
     if not utf8.len(line) then fail(string.format("%s:%d: not UTF-8 text", path, n)) end
-    if line:match("%S") then
-      if jsonl == nil then jsonl = line:match("^%s*{") ~= nil end
-      local text = line
-      if jsonl then
-        local ok, rec = pcall(cjson.decode, line)
-        if not ok or type(rec) ~= "table" then fail(string.format("%s:%d: not a JSON object", path, n)) end
-        if type(rec.text) ~= "string" then fail(string.format("%s:%d: no \"text\" string", path, n)) end
-        text = rec.text
-      end
-      passages[#passages + 1] = { id = n, text = text }
-    end
+    if line:match("%S") then passages[#passages + 1] = { id = n, text = line } end
   end
   f:close()
+  if jsonl then
+    local ok, records = pcall(gm.data.corpus.read_jsonl, path, { on_error = "stop" })
+    if not ok then fail(tostring(records)) end
+    for i, rec in ipairs(records) do passages[i] = { id = rec.line, text = rec.text } end
+  end
   if #passages == 0 then fail(path .. " has no passages") end
   return passages
 end

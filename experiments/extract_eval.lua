@@ -37,10 +37,7 @@ local graph = extract.seed_graph(wn)
 local relations = {}
 for id, name in ipairs(run.relations) do relations[name] = id end
 
-local passages = {}
-for i = 1, math.min(args.passages, #d.heldout) do
-  passages[i] = { id = i, text = d.heldout[i].text, gold = d.heldout[i].triples }
-end
+local passages = ex.heldout_passages(d, args.passages)
 
 -- the most frequent tail of each relation in training, for the frequency baseline
 local frequent = {}

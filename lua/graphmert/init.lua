@@ -30,7 +30,7 @@ function gm.embedding(weight, ids)
 end
 
 local submodules = { nn = true, optim = true, layout = true, safetensors = true, checkpoint = true,
-  gradcheck = true, errors = true, class = true, distributed = true,
+  gradcheck = true, errors = true, class = true, distributed = true, json = true,
   data = true, eval = true, experiment = true }
 return setmetatable(gm, {
   __index = function(t, k)

@@ -3,7 +3,9 @@
 -- The user format is JSONL, one record per line:
 --   {"text": "A dog is a domesticated mammal.", "triples": [{"head": "dog",
 --    "relation": "hypernym", "tail": "canine"}]}
--- read_jsonl(path, {on_error = "skip"|"stop"}) → records, report
+-- read_jsonl(path, {on_error = "skip"|"stop"}) → records, report: each record {text, triples,
+--   line = its line number}; a line that is not UTF-8 or not a JSON object with a "text" string
+--   is skipped and counted (or, with "stop", an error "path:line: what is wrong")
 -- from_wordnet(wordnet.load(...)) → records: a synset's text is its first lemma, its gloss and
 --   its examples; its pointers are triples (head = the first lemma, tail = the target's first
 --   lemma, target = the target's synset key).
@@ -33,7 +35,7 @@ end
 local function note(report, key) report.skipped[key] = (report.skipped[key] or 0) + 1 end
 
 local function fail(report, opts, where)
-  if (opts.on_error or "skip") == "stop" then error(where, 3) end
+  if (opts.on_error or "skip") == "stop" then error(where, 0) end
   report.errors = report.errors + 1
   if #report.messages < 20 then report.messages[#report.messages + 1] = where end
 end
@@ -48,7 +50,9 @@ function M.read_jsonl(path, opts)
     if line:match("%S") then
       local ok, rec = pcall(cjson.decode, line)
       local where = string.format("%s:%d: ", path, n)
-      if not ok or type(rec) ~= "table" then
+      if not utf8.len(line) then
+        fail(report, opts, where .. "not UTF-8 text")
+      elseif not ok or type(rec) ~= "table" then
         fail(report, opts, where .. "not a JSON object")
       elseif type(rec.text) ~= "string" or not rec.text:match("%S") then
         fail(report, opts, where .. "no text")
@@ -61,7 +65,7 @@ function M.read_jsonl(path, opts)
             fail(report, opts, where .. "triple " .. i .. " needs head, relation and tail strings")
           end
         end
-        records[#records + 1] = { text = rec.text, triples = triples }
+        records[#records + 1] = { text = rec.text, triples = triples, line = n }
         report.records = report.records + 1
       end
     end

@@ -114,6 +114,16 @@ function M.summary(d)
     d.report.truncated_records, d.report.truncated_tokens, d.tok:size(), #d.relation_names)
 end
 
+-- The first n held-out synsets' glosses as extraction passages {id, text, gold = their triples}:
+-- text the model never saw in training, scored against the synsets' own facts.
+function M.heldout_passages(d, n)
+  local passages = {}
+  for i = 1, math.min(n, #d.heldout) do
+    passages[i] = { id = i, text = d.heldout[i].text, gold = d.heldout[i].triples }
+  end
+  return passages
+end
+
 -- d for a training seed: the same split, sequences and masking options, the training batches in
 -- that seed's order (a permutation of d's own order, so it does not depend on earlier calls).
 function M.reorder(d, seed)
@@ -156,11 +166,9 @@ end
 
 function M.read_run(dir)
   local path = dir .. "/run.json"
-  local f, err = io.open(path, "r")
-  if not f then error(string.format("%s (a folder written by experiments/train.lua has it)", err), 0) end
-  local ok, run = pcall(require("cjson").decode, f:read("a"))
-  f:close()
-  if not ok or type(run) ~= "table" or type(run.model) ~= "table" or type(run.relations) ~= "table" then
+  local ok, run = pcall(require("graphmert.json").read, path, "read_run")
+  if not ok then error(run .. " (experiments/train.lua writes run.json into its output folder)", 0) end
+  if type(run.model) ~= "table" or type(run.relations) ~= "table" then
     error(path .. " is not a run description (model and relations expected)", 0)
   end
   return run

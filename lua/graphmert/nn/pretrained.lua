@@ -77,15 +77,7 @@ local function rules(model)
   return list
 end
 
-local function read_json(path)
-  local f, err = io.open(path, "r")
-  if not f then error("from_pretrained: " .. err, 0) end
-  local text = f:read("a")
-  f:close()
-  local ok, cfg = pcall(cjson.decode, text)
-  if not ok or type(cfg) ~= "table" then error("from_pretrained: " .. path .. " is not a JSON object", 0) end
-  return cfg
-end
+local function read_json(path) return require("graphmert.json").read(path, "from_pretrained") end
 
 -- config.json → GraphMERT options; refuses what this model cannot reproduce
 local function options(cfg, path)
