@@ -18,7 +18,7 @@ local gm = require "graphmert"
 gm.manual_seed(7)
 local a, b = gm.randn(67, 129), gm.randn(129, 45)
 local c = gm.config()
-io.write(c.blas_core, "\n", c.blas_core_source, "\n")
+io.write(c.blas_core, "\n", c.blas_core_source, "\n", c.thread_wait, "\n")
 for _, v in ipairs(a:matmul(b):reshape(-1):totable()) do io.write(string.format("%.9g\n", v)) end
 ]]
 
@@ -37,10 +37,10 @@ local function run_child(host, env)
   for line in p:lines() do lines[#lines + 1] = line end
   p:close()
   os.remove(path)
-  local core, source = lines[1], lines[2]
+  local core, source, wait = lines[1], lines[2], lines[3]
   local values = {}
-  for i = 3, #lines do values[#values + 1] = tonumber(lines[i]) end
-  return core, source, values, table.concat(lines, "\n")
+  for i = 4, #lines do values[#values + 1] = tonumber(lines[i]) end
+  return core, source, values, table.concat(lines, "\n"), wait
 end
 
 describe("gm.config", function()
@@ -95,5 +95,18 @@ describe("gm.config", function()
       assert.equals(67 * 45, #forced)
       assert.tensor_near(free, forced, 1e-5, 1e-5)
     end
+  end)
+
+  it("makes the binary's threads wait with a short spin unless the environment says otherwise", function()
+    local clean = "env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY"
+    local _, _, _, out, wait = run_child("binary", clean)
+    assert.equals("GOMP_SPINCOUNT=10000", wait, out)
+    _, _, _, out, wait = run_child("binary", clean .. " GOMP_SPINCOUNT=500")
+    assert.equals("GOMP_SPINCOUNT=500", wait, out)
+    _, _, _, out, wait = run_child("binary", clean .. " OMP_WAIT_POLICY=passive")
+    assert.equals("OMP_WAIT_POLICY=passive", wait, out)
+    -- a stock lua5.4 loads libgomp before any graphmert code runs: it keeps libgomp's default
+    _, _, _, out, wait = run_child("lua", clean)
+    assert.equals("libgomp default (spin 300000 rounds, then sleep)", wait, out)
   end)
 end)

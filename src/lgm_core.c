@@ -72,11 +72,12 @@ static int l_get_float32_matmul_precision(lua_State *L) {
   return 1;
 }
 
-/* gm.config(): what the process runs on — BLAS library and kernels (and why those), threads,
+/* gm.config(): what the process runs on — BLAS library and kernels (and why those), threads
+ * and how they wait,
  * the CPU's vector features, the matrix-product precision and what it computes with here. */
 static int l_config(lua_State *L) {
   gm_blas_info blas = gm_blas_get_info();
-  lua_createtable(L, 0, 11);
+  lua_createtable(L, 0, 12);
   lua_pushstring(L, "OpenBLAS");
   lua_setfield(L, -2, "blas");
   lua_pushstring(L, blas.library);
@@ -89,6 +90,12 @@ static int l_config(lua_State *L) {
   lua_setfield(L, -2, "blas_core_source");
   lua_pushinteger(L, gm_get_num_threads());
   lua_setfield(L, -2, "threads");
+  /* how idle threads wait, as libgomp read it at load (the graphmert binary sets a short spin) */
+  const char *policy = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+  if (policy) lua_pushfstring(L, "OMP_WAIT_POLICY=%s", policy);
+  else if (spin) lua_pushfstring(L, "GOMP_SPINCOUNT=%s", spin);
+  else lua_pushliteral(L, "libgomp default (spin 300000 rounds, then sleep)");
+  lua_setfield(L, -2, "thread_wait");
   lua_newtable(L);
   unsigned features = gm_cpu_features();
   for (int bit = 0, n = 0; bit < GM_CPU_FEATURE_COUNT; bit++)
