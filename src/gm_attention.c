@@ -26,11 +26,13 @@
 #define BQ 64  /* query rows per tile */
 #define BK 128 /* keys per tile */
 
-/* "medium": K or V of every (b, h) rounded to bf16 and packed once as the B operand of the
- * tile products (gm_bf16_pack_panels), instead of once per tile. */
+/* K or V of every (b, h) packed once as the B operand of the tile products, instead of once
+ * per tile: in "medium" rounded to bf16 (gm_bf16_pack_panels); in float32, for the AVX-512
+ * tile kernel, only Kᵀ and Vᵀ, the operands it cannot read in place (gm_tiles_pack_panels). */
 typedef struct panels {
-  uint32_t *words; /* NULL in float32 */
-  int64_t per_bh;  /* words per (b, h) */
+  uint32_t *words; /* bf16, or NULL */
+  float *floats;   /* float32 Xᵀ, or NULL */
+  int64_t per_bh;  /* words or floats per (b, h) */
   int64_t k;       /* rows of op(X) as packed: cols for Xᵀ, S for X */
 } panels;
 
@@ -45,6 +47,7 @@ typedef struct problem {
   float scale, dropout, keep_scale;
   uint32_t keep_threshold; /* dropout · 2^24 */
   uint64_t seed;
+  int tiles; /* float32 products by gm_tiles_gemm, not gm_gemm */
   panels kt_panels, v_panels, vt_panels, k_panels; /* Kᵀ and V in forward; Kᵀ, Vᵀ, K in backward */
 } problem;
 
@@ -61,18 +64,51 @@ static gm_status pack_panels(const problem *pb, const float *x, int64_t cols, in
   return GM_OK;
 }
 
-static void free_panels(problem *pb) {
-  panels *all[4] = {&pb->kt_panels, &pb->v_panels, &pb->vt_panels, &pb->k_panels};
-  for (int i = 0; i < 4; i++) gm_free(all[i]->words), all[i]->words = NULL;
+/* Packs x [B, H, S, cols] as Xᵀ panels for gm_tiles_gemm. */
+static gm_status pack_floats(const problem *pb, const float *x, int64_t cols, panels *out) {
+  out->per_bh = gm_tiles_panel_floats(pb->S, cols);
+  out->k = cols;
+  out->floats = gm_malloc((size_t)(pb->B * pb->H * out->per_bh) * sizeof(float));
+  if (!out->floats) return gm_last_status();
+  GM_FOR(bh, pb->B * pb->H, pb->B * pb->H * pb->S * cols, {
+    gm_tiles_pack_panels(x + bh * pb->S * cols, pb->S, cols, out->floats + bh * out->per_bh);
+  });
+  return GM_OK;
 }
 
-/* C = op(A) · (rows [k0, k0 + k), columns [col0, col0 + n) of (b, h)'s packed operand): the
- * bf16 tile product. */
-static void panel_gemm(const panels *p, int64_t bh, int trans_a, int64_t m, int64_t n, int64_t k,
-                       const float *a, int64_t lda, int64_t col0, int64_t k0, float beta, float *c,
-                       int64_t ldc) {
-  gm_bf16_gemm_panels(trans_a, m, n, k, 1.0f, a, lda, p->words + bh * p->per_bh, p->k, col0, k0, beta,
-                      c, ldc);
+static void free_panels(problem *pb) {
+  panels *all[4] = {&pb->kt_panels, &pb->v_panels, &pb->vt_panels, &pb->k_panels};
+  for (int i = 0; i < 4; i++) {
+    gm_free(all[i]->words), all[i]->words = NULL;
+    gm_free(all[i]->floats), all[i]->floats = NULL;
+  }
+}
+
+/* The tile products. C [m, n] (row stride BK) = A · (rows [j0, j0 + n) of x, (b, h)'s [S, k])ᵀ:
+ * Q Kᵀ and dO Vᵀ, from xp's panels when there are some. */
+static void product_abt(const problem *pb, const panels *xp, int64_t bh, int64_t m, int64_t n,
+                        int64_t k, const float *a, int64_t lda, const float *x, int64_t j0, float *c) {
+  if (xp->words)
+    gm_bf16_gemm_panels(0, m, n, k, 1.0f, a, lda, xp->words + bh * xp->per_bh, xp->k, j0, 0, 0.0f, c, BK);
+  else if (xp->floats) /* j0 is a multiple of 64, so its panel starts at j0 · k */
+    gm_tiles_gemm(0, m, n, k, a, lda, xp->floats + bh * xp->per_bh + j0 * k, 64, 64 * k, 0, c, BK);
+  else
+    gm_gemm(0, 1, m, n, k, 1.0f, a, lda, x + (bh * pb->S + j0) * k, k, 0.0f, c, BK);
+}
+
+/* C [m, n] += op(A) · b, b [k, n] row-major: P V, dQ += dS K (b = rows [k0, k0 + k) of (b, h)'s
+ * V or K, taken from xp's bf16 panels when there are some), dV += Ãᵀ dO and dK += dSᵀ Q (xp
+ * NULL). */
+static void product_ab(const problem *pb, const panels *xp, int64_t bh, int64_t k0, int trans_a,
+                       int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                       float *c, int64_t ldc) {
+  if (xp && xp->words)
+    gm_bf16_gemm_panels(trans_a, m, n, k, 1.0f, a, lda, xp->words + bh * xp->per_bh, xp->k, 0, k0,
+                        1.0f, c, ldc);
+  else if (pb->tiles)
+    gm_tiles_gemm(trans_a, m, n, k, a, lda, b, n, 64, 1, c, ldc);
+  else
+    gm_gemm(trans_a, 0, m, n, k, 1.0f, a, lda, b, n, 1.0f, c, ldc);
 }
 
 /* The [L, S] plane of a mask of `dims` dimensions for (b, h). */
@@ -88,9 +124,9 @@ static const float *decay_plane(const problem *pb, int64_t h) {
 }
 
 /* Turns the raw tile qk [nq, nk] (row stride BK) into scores s: scaled, decayed in scores mode,
- * biased, −inf where attending is not allowed. f receives the decay tile (or NULL). */
+ * biased, −inf where attending is not allowed. */
 GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                        int64_t j0, int64_t nk, const float *qk, float *s, float *f) {
+                        int64_t j0, int64_t nk, const float *qk, float *s) {
   const float *am = plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h);
   const float *ab = plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h);
   const float *dp = decay_plane(pb, h);
@@ -113,9 +149,22 @@ GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t 
       for (int64_t c = 0; c < nk; c++) y[c] = km[c] != 0.0f ? y[c] : -INFINITY;
     if (am)
       for (int64_t c = 0; c < nk; c++) y[c] = am[row + c] != 0.0f ? y[c] : -INFINITY;
-    if (f) {
-      if (dp) memcpy(f + r * BK, dp + row, (size_t)nk * sizeof(float));
-      else for (int64_t c = 0; c < nk; c++) f[r * BK + c] = 1.0f;
+  }
+}
+
+/* Asks for the tile's rows of the [L, S] planes it reads (decay, masks, biases; and the decay
+ * gradient, written) while the tile product runs: each row is a separate 512-byte run, 4 KiB
+ * from the next, which the hardware prefetchers follow too late. */
+static void prefetch_planes(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                            int64_t j0, int64_t nk, const float *ddecay_plane) {
+  const float *planes[3] = {decay_plane(pb, h), plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h),
+                            plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h)};
+  for (int64_t r = 0; r < nq; r++) {
+    int64_t row = (i0 + r) * pb->S + j0;
+    for (int64_t c = 0; c < nk; c += 16) {
+      for (int i = 0; i < 3; i++)
+        if (planes[i]) __builtin_prefetch(planes[i] + row + c);
+      if (ddecay_plane) __builtin_prefetch(ddecay_plane + row + c, 1);
     }
   }
 }
@@ -167,21 +216,19 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
                           float *stats, float *scratch) {
   int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d, dv = pb->dv;
   const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
-  const float *k = pb->k + (b * pb->H + h) * pb->S * d;
   const float *v = pb->v + (b * pb->H + h) * pb->S * dv;
   float *o = out + ((b * pb->H + h) * pb->L + i0) * dv;
-  float *tile = scratch, *f = scratch + BQ * BK;
+  float *tile = scratch;
+  const float *dp = decay_plane(pb, h);
   float m[BQ], l[BQ], w[BQ];
-  int weights_mode = pb->decay && pb->decay_weights;
+  int weights_mode = dp && pb->decay_weights;
   for (int64_t r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0.0f, w[r] = 0.0f;
   memset(o, 0, (size_t)(nq * dv) * sizeof(float));
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
-    if (pb->kt_panels.words)
-      panel_gemm(&pb->kt_panels, b * pb->H + h, 0, nq, nk, d, q, d, j0, 0, 0.0f, tile, BK);
-    else
-      gm_gemm(0, 1, nq, nk, d, 1.0f, q, d, k + j0 * d, d, 0.0f, tile, BK);
-    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
+    prefetch_planes(pb, b, h, i0, nq, j0, nk, NULL);
+    product_abt(pb, &pb->kt_panels, b * pb->H + h, nq, nk, d, q, d, pb->k, j0, tile);
+    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile);
     for (int64_t r = 0; r < nq; r++) {
       float *t = tile + r * BK, mx = row_max(t, nk);
       float m_new = mx > m[r] || isnan(mx) ? mx : m[r];
@@ -192,7 +239,7 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
       float alpha = gm_exp_softmax(m[r] - m_new); /* 0 when m[r] is −inf */
       float sum = row_exp(t, nk, m_new), wsum = 0.0f;
       if (weights_mode) {
-        const float *fr = f + r * BK;
+        const float *fr = dp + (i0 + r) * pb->S + j0;
 #pragma omp simd reduction(+ : wsum)
         for (int64_t c = 0; c < nk; c++) {
           t[c] *= fr[c];
@@ -206,10 +253,7 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
         for (int64_t c = 0; c < dv; c++) o[r * dv + c] *= alpha;
     }
     apply_dropout(pb, b, h, i0, nq, j0, nk, tile);
-    if (pb->v_panels.words)
-      panel_gemm(&pb->v_panels, b * pb->H + h, 0, nq, dv, nk, tile, BK, 0, j0, 1.0f, o, dv);
-    else
-      gm_gemm(0, 0, nq, dv, nk, 1.0f, tile, BK, v + j0 * dv, dv, 1.0f, o, dv);
+    product_ab(pb, &pb->v_panels, b * pb->H + h, j0, 0, nq, dv, nk, tile, BK, v + j0 * dv, o, dv);
   }
   for (int64_t r = 0; r < nq; r++) {
     float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
@@ -233,16 +277,13 @@ GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_
                           const float *stats, float *weights, float *scratch) {
   int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d;
   const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
-  const float *k = pb->k + (b * pb->H + h) * pb->S * d;
-  float *tile = scratch, *f = scratch + BQ * BK;
-  int weights_mode = pb->decay && pb->decay_weights;
+  float *tile = scratch;
+  const float *dp = decay_plane(pb, h);
+  int weights_mode = dp && pb->decay_weights;
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
-    if (pb->kt_panels.words)
-      panel_gemm(&pb->kt_panels, b * pb->H + h, 0, nq, nk, d, q, d, j0, 0, 0.0f, tile, BK);
-    else
-      gm_gemm(0, 1, nq, nk, d, 1.0f, q, d, k + j0 * d, d, 0.0f, tile, BK);
-    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
+    product_abt(pb, &pb->kt_panels, b * pb->H + h, nq, nk, d, q, d, pb->k, j0, tile);
+    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile);
     for (int64_t r = 0; r < nq; r++) {
       const float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
       float *t = tile + r * BK, lse = st[0], inv_c = 1.0f / st[1];
@@ -251,8 +292,10 @@ GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_
         continue;
       }
       row_exp(t, nk, lse);
-      if (weights_mode)
-        for (int64_t c = 0; c < nk; c++) t[c] *= f[r * BK + c] * inv_c;
+      if (weights_mode) {
+        const float *fr = dp + (i0 + r) * pb->S + j0;
+        for (int64_t c = 0; c < nk; c++) t[c] *= fr[c] * inv_c;
+      }
     }
     apply_dropout(pb, b, h, i0, nq, j0, nk, tile);
     for (int64_t r = 0; r < nq; r++)
@@ -321,11 +364,9 @@ static gm_status make_problem(problem *pb, gm_tensor *q, gm_tensor *k, gm_tensor
   pb->keep_scale = 1.0f / (1.0f - o->dropout);
   pb->keep_threshold = (uint32_t)(o->dropout * 16777216.0f);
   pb->seed = o->dropout_seed;
+  pb->tiles = !gm_matmul_uses_bf16() && gm_tiles_available();
   return GM_OK;
 }
-
-/* Runs fn over every (b, h, query block) in parallel with one tile of scratch per task. */
-typedef void (*block_fn)(const problem *, int64_t, int64_t, int64_t, float *, float *, float *);
 
 gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_attention_opts *opts,
                         gm_tensor **weights) {
@@ -338,17 +379,19 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
   gm_tensor *w = weights ? gm_tensor_empty(4, w_shape) : NULL;
   if (!out || !stats || (weights && !w) ||
       (gm_matmul_uses_bf16() && (pack_panels(&pb, pb.k, pb.d, 1, &pb.kt_panels) != GM_OK ||
-                                 pack_panels(&pb, pb.v, pb.dv, 0, &pb.v_panels) != GM_OK))) {
+                                 pack_panels(&pb, pb.v, pb.dv, 0, &pb.v_panels) != GM_OK)) ||
+      (pb.tiles && pack_floats(&pb, pb.k, pb.d, &pb.kt_panels) != GM_OK)) {
     free_panels(&pb);
     gm_tensor_release(out), gm_tensor_release(stats), gm_tensor_release(w);
     return NULL;
   }
+  /* heads outermost: the batch's blocks of one head read the same decay plane, from cache */
   int64_t qblocks = (pb.L + BQ - 1) / BQ, tasks = pb.B * pb.H * qblocks;
   GM_FOR(t, tasks, tasks * BQ * BK * 64, {
-    float scratch[2 * BQ * BK];
-    int64_t bh = t / qblocks, i0 = (t % qblocks) * BQ;
-    forward_block(&pb, bh / pb.H, bh % pb.H, i0, out->data, stats->data, scratch);
-    if (w) weights_block(&pb, bh / pb.H, bh % pb.H, i0, stats->data, w->data, scratch);
+    float scratch[BQ * BK];
+    int64_t h = t / (pb.B * qblocks), b = t / qblocks % pb.B, i0 = (t % qblocks) * BQ;
+    forward_block(&pb, b, h, i0, out->data, stats->data, scratch);
+    if (w) weights_block(&pb, b, h, i0, stats->data, w->data, scratch);
   });
   free_panels(&pb);
   if (weights) *weights = w;
@@ -380,13 +423,14 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
                                  const float *dout, float *dq_all, float *dk, float *dvv,
                                  float *ddecay_plane, float *scratch) {
   int64_t d = pb->d, dv = pb->dv, L = pb->L, S = pb->S, bh = b * pb->H + h;
-  const float *q = pb->q + bh * L * d, *k = pb->k + bh * S * d, *v = pb->v + bh * S * dv;
+  const float *q = pb->q + bh * L * d, *k = pb->k + bh * S * d;
   const float *o = out + bh * L * dv, *go = dout + bh * L * dv, *st = stats + bh * L * 2;
   float *dq = dq_all ? dq_all + bh * L * d : NULL;
-  float *qk = scratch, *s = scratch + BQ * BK, *a = scratch + 2 * BQ * BK, *da = scratch + 3 * BQ * BK;
-  float *f = scratch + 4 * BQ * BK;
   const float *dp = decay_plane(pb, h);
   int weights_mode = dp && pb->decay_weights, renorm = weights_mode && pb->renormalize;
+  /* Ã is P itself unless weights or dropout change it */
+  float *qk = scratch, *s = scratch + BQ * BK, *da = scratch + 2 * BQ * BK;
+  float *a = weights_mode || pb->dropout != 0.0f ? scratch + 3 * BQ * BK : s;
   for (int64_t i0 = i_begin; i0 < i_end; i0 += BQ) {
     int64_t nq = L - i0 < BQ ? L - i0 : BQ;
     float D[BQ];
@@ -397,11 +441,9 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
     }
     for (int64_t j0 = 0; j0 < S; j0 += BK) {
       int64_t nk = S - j0 < BK ? S - j0 : BK;
-      if (pb->kt_panels.words)
-        panel_gemm(&pb->kt_panels, bh, 0, nq, nk, d, q + i0 * d, d, j0, 0, 0.0f, qk, BK);
-      else
-        gm_gemm(0, 1, nq, nk, d, 1.0f, q + i0 * d, d, k + j0 * d, d, 0.0f, qk, BK);
-      tile_scores(pb, b, h, i0, nq, j0, nk, qk, s, dp ? f : NULL);
+      prefetch_planes(pb, b, h, i0, nq, j0, nk, ddecay_plane);
+      product_abt(pb, &pb->kt_panels, bh, nq, nk, d, q + i0 * d, d, pb->k, j0, qk);
+      tile_scores(pb, b, h, i0, nq, j0, nk, qk, s);
       /* P into s, the final weights Ã into a */
       for (int64_t r = 0; r < nq; r++) {
         float lse = st[(i0 + r) * 2], inv_c = 1.0f / st[(i0 + r) * 2 + 1];
@@ -412,29 +454,32 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
           continue;
         }
         row_exp(pr, nk, lse);
-        if (weights_mode)
-          for (int64_t c = 0; c < nk; c++) ar[c] = pr[c] * f[r * BK + c] * inv_c;
-        else
+        if (weights_mode) {
+          const float *fr = dp + (i0 + r) * S + j0;
+          for (int64_t c = 0; c < nk; c++) ar[c] = pr[c] * fr[c] * inv_c;
+        } else if (ar != pr) {
           memcpy(ar, pr, (size_t)nk * sizeof(float));
+        }
       }
       apply_dropout(pb, b, h, i0, nq, j0, nk, a);
-      if (dvv) gm_gemm(1, 0, nk, dv, nq, 1.0f, a, BK, go + i0 * dv, dv, 1.0f, dvv + j0 * dv, dv);
+      if (dvv) product_ab(pb, NULL, bh, 0, 1, nk, dv, nq, a, BK, go + i0 * dv, dvv + j0 * dv, dv);
       if (!dq && !dk && !ddecay_plane) continue;
-      if (pb->vt_panels.words)
-        panel_gemm(&pb->vt_panels, bh, 0, nq, nk, dv, go + i0 * dv, dv, j0, 0, 0.0f, da, BK);
-      else
-        gm_gemm(0, 1, nq, nk, dv, 1.0f, go + i0 * dv, dv, v + j0 * dv, dv, 0.0f, da, BK);
+      product_abt(pb, &pb->vt_panels, bh, nq, nk, dv, go + i0 * dv, dv, pb->v, j0, da);
       apply_dropout(pb, b, h, i0, nq, j0, nk, da); /* dA = dÃ ⊙ Z */
       float scale = pb->scale;
       for (int64_t r = 0; r < nq; r++) {
         float inv_c = 1.0f / st[(i0 + r) * 2 + 1], Dr = D[r];
         float *ddrow = ddecay_plane ? ddecay_plane + (i0 + r) * S + j0 : NULL;
         float *dar = da + r * BK;
-        const float *pr = s + r * BK, *fr = f + r * BK, *qkr = qk + r * BK;
+        const float *pr = s + r * BK, *fr = dp ? dp + (i0 + r) * S + j0 : NULL, *qkr = qk + r * BK;
         if (!weights_mode) {
-          if (ddrow)
-            for (int64_t c = 0; c < nk; c++) ddrow[c] += pr[c] * (dar[c] - Dr) * scale * qkr[c];
-          if (dp)
+          if (ddrow) /* dp too: ddecay exists only with a decay */
+            for (int64_t c = 0; c < nk; c++) {
+              float g = pr[c] * (dar[c] - Dr);
+              ddrow[c] += g * scale * qkr[c];
+              dar[c] = g * fr[c] * scale;
+            }
+          else if (dp)
             for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * (dar[c] - Dr) * fr[c] * scale;
           else
             for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * (dar[c] - Dr) * scale;
@@ -448,11 +493,8 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
           for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * fr[c] * inv_c * (dar[c] - Dr) * scale;
         }
       }
-      if (dq && pb->k_panels.words)
-        panel_gemm(&pb->k_panels, bh, 0, nq, d, nk, da, BK, 0, j0, 1.0f, dq + i0 * d, d);
-      else if (dq)
-        gm_gemm(0, 0, nq, d, nk, 1.0f, da, BK, k + j0 * d, d, 1.0f, dq + i0 * d, d);
-      if (dk) gm_gemm(1, 0, nk, d, nq, 1.0f, da, BK, q + i0 * d, d, 1.0f, dk + j0 * d, d);
+      if (dq) product_ab(pb, &pb->k_panels, bh, j0, 0, nq, d, nk, da, BK, k + j0 * d, dq + i0 * d, d);
+      if (dk) product_ab(pb, NULL, bh, 0, 1, nk, d, nq, da, BK, q + i0 * d, dk + j0 * d, d);
     }
   }
 }
@@ -478,12 +520,15 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
                                 pack_panels(&pb, pb.v, pb.dv, 1, &pb.vt_panels) != GM_OK ||
                                 pack_panels(&pb, pb.k, pb.d, 0, &pb.k_panels) != GM_OK))
     goto fail;
+  if (pb.tiles && (pack_floats(&pb, pb.k, pb.d, &pb.kt_panels) != GM_OK ||
+                   pack_floats(&pb, pb.v, pb.dv, &pb.vt_panels) != GM_OK))
+    goto fail;
   float *dq_all = *dq ? (*dq)->data : NULL, *dk_all = *dk ? (*dk)->data : NULL;
   float *dv_all = *dv ? (*dv)->data : NULL, *dd_all = *ddecay ? (*ddecay)->data : NULL;
   const float *out = node->data, *stats = node->saved->data, *dout = g->data;
   int64_t ls = pb.L * pb.S, work = pb.B * pb.H * ls * (pb.d + pb.dv), S = pb.S, d = pb.d, dvs = pb.dv;
   int64_t qblocks = (pb.L + BQ - 1) / BQ;
-  size_t scratch_floats = 5 * BQ * BK;
+  size_t scratch_floats = 4 * BQ * BK;
   int threads = gm_get_num_threads();
   gm_status st = GM_OK;
   if (*ddecay && !pb.decay_per_head) {
