@@ -10,13 +10,14 @@
  * once per call into panels of 64 keys ([k][64] each: contiguous, so that a tile's block of B
  * does not map onto a few L1 sets as rows 4 KiB apart would).
  *
- * The file is compiled for AVX-512F (the pragma below) but only ever called after
- * gm_tiles_available() said the running CPU has it; elsewhere the attention kernel multiplies
- * through gm_gemm. */
-#pragma GCC target("avx512f")
+ * The kernels are compiled for AVX-512F (AVX512 below: a function attribute, which GCC and
+ * clang both honour) but only ever called after gm_tiles_available() said the running CPU has
+ * it; elsewhere the attention kernel multiplies through gm_gemm. */
 #include <immintrin.h>
 
 #include "gm_internal.h"
+
+#define AVX512 __attribute__((target("avx512f")))
 
 #define MR 4  /* rows of C per micro-tile: 4 x 4 accumulators, latency of the FMAs hidden */
 #define NC 64 /* columns of C per micro-tile, and keys per packed panel */
@@ -25,7 +26,7 @@ int gm_tiles_available(void) { return (gm_cpu_features() & GM_CPU_AVX512F) != 0;
 
 /* C[rows, 64 columns masked by m] (+)= op(A) B over k; ROWS, TRANS and MASKED are constants
  * after inlining, so the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void micro(int ROWS, int TRANS, int MASKED, int64_t k,
+AVX512 static inline __attribute__((always_inline)) void micro(int ROWS, int TRANS, int MASKED, int64_t k,
                                                         const float *a, int64_t lda, const float *b,
                                                         int64_t ldb, const __mmask16 *m,
                                                         int accumulate, float *c, int64_t ldc) {
@@ -59,7 +60,7 @@ static inline __attribute__((always_inline)) void micro(int ROWS, int TRANS, int
   default: micro(1, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;         \
   }
 
-static void micro_any(int rows, int trans, int masked, int64_t k, const float *a, int64_t lda,
+AVX512 static void micro_any(int rows, int trans, int masked, int64_t k, const float *a, int64_t lda,
                       const float *b, int64_t ldb, const __mmask16 *m, int accumulate, float *c,
                       int64_t ldc) {
   if (trans && masked) MICRO_ROWS(1, 1)
@@ -68,7 +69,7 @@ static void micro_any(int rows, int trans, int masked, int64_t k, const float *a
   else MICRO_ROWS(0, 0)
 }
 
-void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+AVX512 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                    const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
                    int64_t ldc) {
   for (int64_t j = 0; j < n; j += NC) {
@@ -90,7 +91,7 @@ void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a,
 int64_t gm_tiles_panel_floats(int64_t rows, int64_t cols) { return (rows + NC - 1) / NC * NC * cols; }
 
 /* r[0..15] := its transpose (unpacks within 128-bit lanes, then lane shuffles). */
-static inline void transpose16(__m512 r[16]) {
+AVX512 static inline void transpose16(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
@@ -114,7 +115,7 @@ static inline void transpose16(__m512 r[16]) {
   }
 }
 
-void gm_tiles_pack_panels(const float *x, int64_t rows, int64_t cols, float *out) {
+AVX512 void gm_tiles_pack_panels(const float *x, int64_t rows, int64_t cols, float *out) {
   for (int64_t i0 = 0; i0 < rows; i0 += NC) {
     float *panel = out + i0 * cols;
     /* 16 x 16 blocks: rows i0 + i.. of x become columns i.. of the panel, zeros past the end */
