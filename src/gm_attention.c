@@ -31,7 +31,7 @@
 #include "gm_internal.h"
 
 #define BQ 64  /* query rows per tile */
-#define BK 128 /* keys per tile */
+#define BK 256 /* keys per tile */
 
 /* "medium": K or V of every (b, h) rounded to bf16 and packed once as the B operand of the
  * tile products (gm_bf16_pack_panels), instead of once per tile. (The float32 tile kernel reads

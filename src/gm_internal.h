@@ -90,7 +90,7 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
                  int64_t ldc);
 /* An operand read in blocks by many small products (the attention kernel's K and V per (batch,
  * head)), rounded and packed once: op(B) [k, n] as bf16 panels, gm_bf16_panel_words(n, k) words,
- * 64-byte aligned. gm_bf16_gemm_panels multiplies op(A) (a tile: m <= 64, k <= 128) by the block
+ * 64-byte aligned. gm_bf16_gemm_panels multiplies op(A) (a tile: m <= 64, k <= 256) by the block
  * of rows [k0, k0 + k) (k0 even) and columns [col0, col0 + n) (col0 a multiple of 32) of it,
  * single-threaded, with the rounding of gm_bf16_gemm. */
 int64_t gm_bf16_panel_words(int64_t n, int64_t k);

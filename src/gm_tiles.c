@@ -1,4 +1,4 @@
-/* gm_tiles.c — the attention kernel's float32 tile products (m, n, k of 64 or 128) on AVX-512.
+/* gm_tiles.c — the attention kernel's float32 tile products (m, n, k of 64 to 256) on AVX-512.
  *
  * Through OpenBLAS each such product paid a call, a check for its "small matrix" path and, for
  * the transposed-A products of backward (dV += Ãᵀ dO, dK += dSᵀ Q), a full GotoBLAS packing of
