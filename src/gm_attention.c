@@ -162,9 +162,9 @@ GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t 
 }
 
 /* Asks for the tile's rows of the [L, S] planes it reads (decay, masks, biases, and the decay
- * gradient it adds to) while the tile product runs: each row is a separate 512-byte run, 4 KiB
- * from the next, which the hardware prefetchers follow too late, and the decay plane of each
- * head comes from memory once per batch (it does not stay in cache). noipa: GCC's IPA counts
+ * gradient it adds to) while the tile product runs: each row is a separate run of BK floats,
+ * S floats from the next, which the hardware prefetchers follow too late, and the decay plane of
+ * each head comes from memory once per batch (it does not stay in cache). noipa: GCC's IPA counts
  * prefetches as no side effect and would drop the call as pure. */
 __attribute__((noipa)) static void prefetch_planes(const problem *pb, int64_t b, int64_t h, int64_t i0,
                                                    int64_t nq, int64_t j0, int64_t nk,
@@ -552,9 +552,9 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
   GM_ASSERT(make_problem(&pb, q, k, v, &o) == GM_OK);
   /* Every row of dQ, dK and dV (and of a per-head ddecay) is written by exactly one task, whose
    * first touch overwrites it (see backward_head; dK and dV split into chunks are zeroed before
-   * the chunks are summed into them), unless there are no rows or no keys to visit; a ddecay
+   * the chunks are summed into them), unless there is no batch, row or key to visit; a ddecay
    * shared by the heads is summed into. */
-  int visited = pb.L > 0 && pb.S > 0;
+  int visited = pb.B > 0 && pb.L > 0 && pb.S > 0;
   gm_tensor *(*alloc)(int, const int64_t *) = visited ? gm_tensor_empty : zeros;
   *dq = q->requires_grad ? alloc(4, q->shape) : NULL;
   *dk = k->requires_grad ? alloc(4, k->shape) : NULL;
