@@ -1,8 +1,8 @@
 /* gm_attention.c — fused multi-head attention with padding, graph and decay masks.
  *
  * Forward, per (batch, head, block of BQ query rows): for each block of BK keys, one small
- * sgemm gives the raw scores Q Kᵀ; they are scaled, decayed and masked in place, folded into a
- * running (max, sum) per row — the online softmax — and multiplied into V by a second sgemm.
+ * product gives the raw scores Q Kᵀ; they are scaled, decayed and masked in place, folded into a
+ * running (max, sum) per row — the online softmax — and multiplied into V by a second product.
  * Only each row's logsumexp (and, for renormalised weight decay, its renormaliser) is kept.
  *
  * Backward, per (batch, head): the same tiles are recomputed, and with D_i = dO_i · O_i:
@@ -13,21 +13,30 @@
  *   dQ += dqk K,  dK += dqkᵀ Q.
  * (For the renormalised case Σ_j P_ij dP_ij vanishes because each row of A sums to 1.)
  *
- * Tiles go through gm_gemm, which runs single-threaded inside our parallel loops, over
- * (batch, head, query block) in forward and (batch, head) — or head, when the decay's gradient
- * is per head — in backward, so no two threads ever write the same output row; when those are
- * fewer than twice the threads, backward also splits the query blocks into chunks with dK and
- * dV summed in per-chunk scratch and added in a fixed order (see gm_attention_backward). */
+ * The tile products run single-threaded inside our parallel loops: in float32 on AVX-512 by
+ * gm_tiles_gemm (gm_tiles.c), which reads K, V, Q and dO in place and needs Kᵀ and Vᵀ packed,
+ * once per task into its scratch; elsewhere, and in "medium" precision, through gm_gemm or
+ * the bf16 panels below. The loops run over (batch, head) in forward, heads outermost — or
+ * runs of a (batch, head)'s query blocks when those are fewer than twice the threads — and over
+ * (batch, head) — or head, when the decay's gradient is per head — in backward, so no two
+ * threads ever write the same output row; when those are fewer than twice the threads,
+ * backward also splits the query blocks into chunks with dK and dV summed in per-chunk scratch
+ * and added in a fixed order (see gm_attention_backward).
+ *
+ * The decay plane [L, S] of a head is too large to stay in cache between the batch's passes
+ * over it: each tile's rows of it are prefetched while the tile's first product runs. */
 #include <omp.h>
 #include <string.h>
 
 #include "gm_internal.h"
 
 #define BQ 64  /* query rows per tile */
-#define BK 128 /* keys per tile */
+#define BK 256 /* keys per tile */
 
 /* "medium": K or V of every (b, h) rounded to bf16 and packed once as the B operand of the
- * tile products (gm_bf16_pack_panels), instead of once per tile. */
+ * tile products (gm_bf16_pack_panels), instead of once per tile. (The float32 tile kernel reads
+ * K and V in place and needs only Kᵀ and Vᵀ packed, which each task does for its own (b, h):
+ * pack_own.) */
 typedef struct panels {
   uint32_t *words; /* NULL in float32 */
   int64_t per_bh;  /* words per (b, h) */
@@ -45,6 +54,7 @@ typedef struct problem {
   float scale, dropout, keep_scale;
   uint32_t keep_threshold; /* dropout · 2^24 */
   uint64_t seed;
+  int tiles; /* float32 products by gm_tiles_gemm, not gm_gemm */
   panels kt_panels, v_panels, vt_panels, k_panels; /* Kᵀ and V in forward; Kᵀ, Vᵀ, K in backward */
 } problem;
 
@@ -66,13 +76,47 @@ static void free_panels(problem *pb) {
   for (int i = 0; i < 4; i++) gm_free(all[i]->words), all[i]->words = NULL;
 }
 
-/* C = op(A) · (rows [k0, k0 + k), columns [col0, col0 + n) of (b, h)'s packed operand): the
- * bf16 tile product. */
-static void panel_gemm(const panels *p, int64_t bh, int trans_a, int64_t m, int64_t n, int64_t k,
-                       const float *a, int64_t lda, int64_t col0, int64_t k0, float beta, float *c,
-                       int64_t ldc) {
-  gm_bf16_gemm_panels(trans_a, m, n, k, 1.0f, a, lda, p->words + bh * p->per_bh, p->k, col0, k0, beta,
-                      c, ldc);
+/* Floats of scratch for one (b, h)'s packed Xᵀ, x [S, cols] (none without the tile kernel). */
+static int64_t own_floats(const problem *pb, int64_t cols) {
+  return pb->tiles ? gm_tiles_panel_floats(pb->S, cols) : 0;
+}
+
+/* Xᵀ of (b, h)'s x [S, cols] packed into the task's scratch for the float32 tile kernel, NULL
+ * without it: once per task, where its tiles then find it in cache. */
+static const float *pack_own(const problem *pb, const float *x, int64_t bh, int64_t cols, float *out) {
+  if (!pb->tiles) return NULL;
+  gm_tiles_pack_panels(x + bh * pb->S * cols, pb->S, cols, out);
+  return out;
+}
+
+/* The tile products. C [m, n] (row stride BK) = A · (rows [j0, j0 + n) of x, (b, h)'s [S, k])ᵀ:
+ * Q Kᵀ and dO Vᵀ, from xp's bf16 panels or xt (the float32 ones of this (b, h)) when there are
+ * some. */
+static void product_abt(const problem *pb, const panels *xp, const float *xt, int64_t bh, int64_t m,
+                        int64_t n, int64_t k, const float *a, int64_t lda, const float *x, int64_t j0,
+                        float *c) {
+  if (xp->words)
+    gm_bf16_gemm_panels(0, m, n, k, 1.0f, a, lda, xp->words + bh * xp->per_bh, xp->k, j0, 0, 0.0f, c, BK);
+  else if (xt) /* j0 is a multiple of 64, so its panel starts at j0 · k */
+    gm_tiles_gemm(0, m, n, k, a, lda, xt + j0 * k, 64, 64 * k, 0, c, BK);
+  else
+    gm_gemm(0, 1, m, n, k, 1.0f, a, lda, x + (bh * pb->S + j0) * k, k, 0.0f, c, BK);
+}
+
+/* C [m, n] = op(A) · b, plus C when accumulate (else C is not read), b [k, n] row-major: P V,
+ * dQ += dS K (b = rows [k0, k0 + k) of (b, h)'s V or K, taken from xp's bf16 panels when there
+ * are some), dV += Ãᵀ dO and dK += dSᵀ Q (xp NULL). */
+static void product_ab(const problem *pb, const panels *xp, int64_t bh, int64_t k0, int trans_a,
+                       int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                       int accumulate, float *c, int64_t ldc) {
+  float beta = accumulate ? 1.0f : 0.0f;
+  if (xp && xp->words)
+    gm_bf16_gemm_panels(trans_a, m, n, k, 1.0f, a, lda, xp->words + bh * xp->per_bh, xp->k, 0, k0,
+                        beta, c, ldc);
+  else if (pb->tiles)
+    gm_tiles_gemm(trans_a, m, n, k, a, lda, b, n, 64, accumulate, c, ldc);
+  else
+    gm_gemm(trans_a, 0, m, n, k, 1.0f, a, lda, b, n, beta, c, ldc);
 }
 
 /* The [L, S] plane of a mask of `dims` dimensions for (b, h). */
@@ -88,9 +132,9 @@ static const float *decay_plane(const problem *pb, int64_t h) {
 }
 
 /* Turns the raw tile qk [nq, nk] (row stride BK) into scores s: scaled, decayed in scores mode,
- * biased, −inf where attending is not allowed. f receives the decay tile (or NULL). */
+ * biased, −inf where attending is not allowed. */
 GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                        int64_t j0, int64_t nk, const float *qk, float *s, float *f) {
+                        int64_t j0, int64_t nk, const float *qk, float *s) {
   const float *am = plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h);
   const float *ab = plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h);
   const float *dp = decay_plane(pb, h);
@@ -102,9 +146,10 @@ GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t 
     int64_t row = (i0 + r) * pb->S + j0;
     const float *x = qk + r * BK;
     float *y = s + r * BK;
-    for (int64_t c = 0; c < nk; c++) y[c] = x[c] * scale;
     if (dp && !pb->decay_weights)
-      for (int64_t c = 0; c < nk; c++) y[c] *= dp[row + c];
+      for (int64_t c = 0; c < nk; c++) y[c] = x[c] * scale * dp[row + c];
+    else
+      for (int64_t c = 0; c < nk; c++) y[c] = x[c] * scale;
     if (kb)
       for (int64_t c = 0; c < nk; c++) y[c] += kb[c];
     if (ab)
@@ -113,10 +158,23 @@ GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t 
       for (int64_t c = 0; c < nk; c++) y[c] = km[c] != 0.0f ? y[c] : -INFINITY;
     if (am)
       for (int64_t c = 0; c < nk; c++) y[c] = am[row + c] != 0.0f ? y[c] : -INFINITY;
-    if (f) {
-      if (dp) memcpy(f + r * BK, dp + row, (size_t)nk * sizeof(float));
-      else for (int64_t c = 0; c < nk; c++) f[r * BK + c] = 1.0f;
-    }
+  }
+}
+
+/* Asks for the tile's rows of the [L, S] planes it reads (decay, masks, biases, and the decay
+ * gradient it adds to) while the tile product runs: each row is a separate run of BK floats,
+ * S floats from the next, which the hardware prefetchers follow too late, and the decay plane of
+ * each head comes from memory once per batch (it does not stay in cache). noipa: GCC's IPA counts
+ * prefetches as no side effect and would drop the call as pure. */
+__attribute__((noipa)) static void prefetch_planes(const problem *pb, int64_t b, int64_t h, int64_t i0,
+                                                   int64_t nq, int64_t j0, int64_t nk,
+                                                   const float *ddecay_plane) {
+  const float *all[4] = {decay_plane(pb, h), plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h),
+                         plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h), ddecay_plane};
+  for (int i = 0; i < 4; i++) {
+    if (!all[i]) continue;
+    for (int64_t r = 0; r < nq; r++)
+      for (int64_t c = 0; c < nk; c += 16) __builtin_prefetch(all[i] + (i0 + r) * pb->S + j0 + c);
   }
 }
 
@@ -148,8 +206,14 @@ GM_HOT static __attribute__((noinline)) float row_max(const float *t, int64_t n)
   return nan ? NAN : mx;
 }
 
-/* t[c] = e^(t[c] − shift); returns the sum */
-GM_HOT static __attribute__((noinline)) float row_exp(float *t, int64_t n, float shift) {
+/* t[c] = e^(t[c] − shift) (backward's P, whose rows are already known to sum to 1) */
+GM_HOT static __attribute__((noinline)) void row_exp(float *t, int64_t n, float shift) {
+#pragma omp simd
+  for (int64_t c = 0; c < n; c++) t[c] = gm_exp_softmax(t[c] - shift);
+}
+
+/* row_exp, returning the sum */
+GM_HOT static __attribute__((noinline)) float row_exp_sum(float *t, int64_t n, float shift) {
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int64_t c = 0; c < n; c++) {
@@ -163,25 +227,23 @@ GM_HOT static __attribute__((noinline)) float row_exp(float *t, int64_t n, float
 /* ---- forward ----------------------------------------------------------------------------- */
 
 /* One (b, h, query block): out rows and their statistics (logsumexp, renormaliser). */
-GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, float *out,
-                          float *stats, float *scratch) {
+GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, const float *kt,
+                                 float *out, float *stats, float *scratch) {
   int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d, dv = pb->dv;
   const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
-  const float *k = pb->k + (b * pb->H + h) * pb->S * d;
   const float *v = pb->v + (b * pb->H + h) * pb->S * dv;
   float *o = out + ((b * pb->H + h) * pb->L + i0) * dv;
-  float *tile = scratch, *f = scratch + BQ * BK;
+  float *tile = scratch;
+  const float *dp = decay_plane(pb, h);
   float m[BQ], l[BQ], w[BQ];
-  int weights_mode = pb->decay && pb->decay_weights;
+  int weights_mode = dp && pb->decay_weights;
   for (int64_t r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0.0f, w[r] = 0.0f;
   memset(o, 0, (size_t)(nq * dv) * sizeof(float));
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
-    if (pb->kt_panels.words)
-      panel_gemm(&pb->kt_panels, b * pb->H + h, 0, nq, nk, d, q, d, j0, 0, 0.0f, tile, BK);
-    else
-      gm_gemm(0, 1, nq, nk, d, 1.0f, q, d, k + j0 * d, d, 0.0f, tile, BK);
-    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
+    prefetch_planes(pb, b, h, i0, nq, j0, nk, NULL);
+    product_abt(pb, &pb->kt_panels, kt, b * pb->H + h, nq, nk, d, q, d, pb->k, j0, tile);
+    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile);
     for (int64_t r = 0; r < nq; r++) {
       float *t = tile + r * BK, mx = row_max(t, nk);
       float m_new = mx > m[r] || isnan(mx) ? mx : m[r];
@@ -190,9 +252,9 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
         continue;
       }
       float alpha = gm_exp_softmax(m[r] - m_new); /* 0 when m[r] is −inf */
-      float sum = row_exp(t, nk, m_new), wsum = 0.0f;
+      float sum = row_exp_sum(t, nk, m_new), wsum = 0.0f;
       if (weights_mode) {
-        const float *fr = f + r * BK;
+        const float *fr = dp + (i0 + r) * pb->S + j0;
 #pragma omp simd reduction(+ : wsum)
         for (int64_t c = 0; c < nk; c++) {
           t[c] *= fr[c];
@@ -206,10 +268,7 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
         for (int64_t c = 0; c < dv; c++) o[r * dv + c] *= alpha;
     }
     apply_dropout(pb, b, h, i0, nq, j0, nk, tile);
-    if (pb->v_panels.words)
-      panel_gemm(&pb->v_panels, b * pb->H + h, 0, nq, dv, nk, tile, BK, 0, j0, 1.0f, o, dv);
-    else
-      gm_gemm(0, 0, nq, dv, nk, 1.0f, tile, BK, v + j0 * dv, dv, 1.0f, o, dv);
+    product_ab(pb, &pb->v_panels, b * pb->H + h, j0, 0, nq, dv, nk, tile, BK, v + j0 * dv, 1, o, dv);
   }
   for (int64_t r = 0; r < nq; r++) {
     float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
@@ -229,20 +288,17 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
 }
 
 /* The final weights of one (b, h, query block), recomputed from the statistics. */
-GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_t i0,
-                          const float *stats, float *weights, float *scratch) {
+GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_t i0, const float *kt,
+                                 const float *stats, float *weights, float *scratch) {
   int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d;
   const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
-  const float *k = pb->k + (b * pb->H + h) * pb->S * d;
-  float *tile = scratch, *f = scratch + BQ * BK;
-  int weights_mode = pb->decay && pb->decay_weights;
+  float *tile = scratch;
+  const float *dp = decay_plane(pb, h);
+  int weights_mode = dp && pb->decay_weights;
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
-    if (pb->kt_panels.words)
-      panel_gemm(&pb->kt_panels, b * pb->H + h, 0, nq, nk, d, q, d, j0, 0, 0.0f, tile, BK);
-    else
-      gm_gemm(0, 1, nq, nk, d, 1.0f, q, d, k + j0 * d, d, 0.0f, tile, BK);
-    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile, weights_mode ? f : NULL);
+    product_abt(pb, &pb->kt_panels, kt, b * pb->H + h, nq, nk, d, q, d, pb->k, j0, tile);
+    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile);
     for (int64_t r = 0; r < nq; r++) {
       const float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
       float *t = tile + r * BK, lse = st[0], inv_c = 1.0f / st[1];
@@ -251,8 +307,10 @@ GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_
         continue;
       }
       row_exp(t, nk, lse);
-      if (weights_mode)
-        for (int64_t c = 0; c < nk; c++) t[c] *= f[r * BK + c] * inv_c;
+      if (weights_mode) {
+        const float *fr = dp + (i0 + r) * pb->S + j0;
+        for (int64_t c = 0; c < nk; c++) t[c] *= fr[c] * inv_c;
+      }
     }
     apply_dropout(pb, b, h, i0, nq, j0, nk, tile);
     for (int64_t r = 0; r < nq; r++)
@@ -321,11 +379,9 @@ static gm_status make_problem(problem *pb, gm_tensor *q, gm_tensor *k, gm_tensor
   pb->keep_scale = 1.0f / (1.0f - o->dropout);
   pb->keep_threshold = (uint32_t)(o->dropout * 16777216.0f);
   pb->seed = o->dropout_seed;
+  pb->tiles = !gm_matmul_uses_bf16() && gm_tiles_available();
   return GM_OK;
 }
-
-/* Runs fn over every (b, h, query block) in parallel with one tile of scratch per task. */
-typedef void (*block_fn)(const problem *, int64_t, int64_t, int64_t, float *, float *, float *);
 
 gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_attention_opts *opts,
                         gm_tensor **weights) {
@@ -343,14 +399,34 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
     gm_tensor_release(out), gm_tensor_release(stats), gm_tensor_release(w);
     return NULL;
   }
-  int64_t qblocks = (pb.L + BQ - 1) / BQ, tasks = pb.B * pb.H * qblocks;
-  GM_FOR(t, tasks, tasks * BQ * BK * 64, {
-    float scratch[2 * BQ * BK];
-    int64_t bh = t / qblocks, i0 = (t % qblocks) * BQ;
-    forward_block(&pb, bh / pb.H, bh % pb.H, i0, out->data, stats->data, scratch);
-    if (w) weights_block(&pb, bh / pb.H, bh % pb.H, i0, stats->data, w->data, scratch);
+  /* A task per (b, h), heads outermost (the batch's tasks of one head read the same decay
+   * plane), or per run of its query blocks when that leaves fewer than twice the threads. */
+  int64_t qblocks = (pb.L + BQ - 1) / BQ, groups = pb.B * pb.H, work = groups * pb.L * pb.S * pb.d;
+  int64_t chunks = groups >= 2 * gm_get_num_threads() || work <= GM_PAR_MIN
+                       ? 1 : (2 * gm_get_num_threads() + groups - 1) / groups;
+  if (chunks > qblocks) chunks = qblocks;
+  size_t scratch_floats = (size_t)(BQ * BK + own_floats(&pb, pb.d));
+  gm_status st = GM_OK;
+  GM_FOR(t, groups * chunks, work, {
+    int64_t g = t / chunks, c = t % chunks, h = g / pb.B, b = g % pb.B, bh = b * pb.H + h;
+    float *scratch = malloc(scratch_floats * sizeof(float));
+    if (scratch) {
+      const float *kt = pack_own(&pb, pb.k, bh, pb.d, scratch + BQ * BK);
+      for (int64_t i = qblocks * c / chunks; i < qblocks * (c + 1) / chunks; i++) {
+        forward_block(&pb, b, h, i * BQ, kt, out->data, stats->data, scratch);
+        if (w) weights_block(&pb, b, h, i * BQ, kt, stats->data, w->data, scratch);
+      }
+    } else {
+      st = GM_ERR_NOMEM;
+    }
+    free(scratch);
   });
   free_panels(&pb);
+  if (st != GM_OK) {
+    gm_fail(st, 0, "not enough memory for the attention scratch");
+    gm_tensor_release(out), gm_tensor_release(stats), gm_tensor_release(w);
+    return NULL;
+  }
   if (weights) *weights = w;
   gm_tensor *srcs[8] = {q, k, v, opts->decay, opts->key_mask, opts->key_bias, opts->attn_mask,
                         opts->attn_bias};
@@ -373,20 +449,25 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
 /* ---- backward ---------------------------------------------------------------------------- */
 
 /* Accumulates the gradients of (b, h) from the query rows [i_begin, i_end): into dq (the whole
- * tensor; only those rows are written), dk_bh and dv_bh (this (b, h)'s [S, d] and [S, dv]
- * destinations) and ddecay_plane (an [L, S] plane; only those rows are written). */
+ * tensor; only those rows are written, and their first tile overwrites them), dk_bh and dv_bh
+ * (this (b, h)'s [S, d] and [S, dv] destinations; overwritten by the first query block when
+ * fresh_kv) and ddecay_plane (an [L, S] plane; only those rows are written, and zeroed first
+ * when fresh_dd). So the caller need not zero-fill what only this call writes. */
 GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_t i_begin,
                                  int64_t i_end, const float *out, const float *stats,
                                  const float *dout, float *dq_all, float *dk, float *dvv,
-                                 float *ddecay_plane, float *scratch) {
+                                 int fresh_kv, float *ddecay_plane, int fresh_dd, float *scratch) {
   int64_t d = pb->d, dv = pb->dv, L = pb->L, S = pb->S, bh = b * pb->H + h;
-  const float *q = pb->q + bh * L * d, *k = pb->k + bh * S * d, *v = pb->v + bh * S * dv;
+  const float *q = pb->q + bh * L * d, *k = pb->k + bh * S * d;
   const float *o = out + bh * L * dv, *go = dout + bh * L * dv, *st = stats + bh * L * 2;
   float *dq = dq_all ? dq_all + bh * L * d : NULL;
-  float *qk = scratch, *s = scratch + BQ * BK, *a = scratch + 2 * BQ * BK, *da = scratch + 3 * BQ * BK;
-  float *f = scratch + 4 * BQ * BK;
   const float *dp = decay_plane(pb, h);
   int weights_mode = dp && pb->decay_weights, renorm = weights_mode && pb->renormalize;
+  /* Ã is P itself unless weights or dropout change it */
+  float *qk = scratch, *s = scratch + BQ * BK, *da = scratch + 2 * BQ * BK;
+  float *a = weights_mode || pb->dropout != 0.0f ? scratch + 3 * BQ * BK : s;
+  const float *kt = pack_own(pb, pb->k, bh, d, scratch + 4 * BQ * BK);
+  const float *vt = pack_own(pb, pb->v, bh, dv, scratch + 4 * BQ * BK + own_floats(pb, d));
   for (int64_t i0 = i_begin; i0 < i_end; i0 += BQ) {
     int64_t nq = L - i0 < BQ ? L - i0 : BQ;
     float D[BQ];
@@ -397,11 +478,9 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
     }
     for (int64_t j0 = 0; j0 < S; j0 += BK) {
       int64_t nk = S - j0 < BK ? S - j0 : BK;
-      if (pb->kt_panels.words)
-        panel_gemm(&pb->kt_panels, bh, 0, nq, nk, d, q + i0 * d, d, j0, 0, 0.0f, qk, BK);
-      else
-        gm_gemm(0, 1, nq, nk, d, 1.0f, q + i0 * d, d, k + j0 * d, d, 0.0f, qk, BK);
-      tile_scores(pb, b, h, i0, nq, j0, nk, qk, s, dp ? f : NULL);
+      prefetch_planes(pb, b, h, i0, nq, j0, nk, ddecay_plane);
+      product_abt(pb, &pb->kt_panels, kt, bh, nq, nk, d, q + i0 * d, d, pb->k, j0, qk);
+      tile_scores(pb, b, h, i0, nq, j0, nk, qk, s);
       /* P into s, the final weights Ã into a */
       for (int64_t r = 0; r < nq; r++) {
         float lse = st[(i0 + r) * 2], inv_c = 1.0f / st[(i0 + r) * 2 + 1];
@@ -412,29 +491,34 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
           continue;
         }
         row_exp(pr, nk, lse);
-        if (weights_mode)
-          for (int64_t c = 0; c < nk; c++) ar[c] = pr[c] * f[r * BK + c] * inv_c;
-        else
+        if (weights_mode) {
+          const float *fr = dp + (i0 + r) * S + j0;
+          for (int64_t c = 0; c < nk; c++) ar[c] = pr[c] * fr[c] * inv_c;
+        } else if (ar != pr) {
           memcpy(ar, pr, (size_t)nk * sizeof(float));
+        }
       }
       apply_dropout(pb, b, h, i0, nq, j0, nk, a);
-      if (dvv) gm_gemm(1, 0, nk, dv, nq, 1.0f, a, BK, go + i0 * dv, dv, 1.0f, dvv + j0 * dv, dv);
+      int kv_sum = !fresh_kv || i0 > i_begin;
+      if (dvv) product_ab(pb, NULL, bh, 0, 1, nk, dv, nq, a, BK, go + i0 * dv, kv_sum, dvv + j0 * dv, dv);
       if (!dq && !dk && !ddecay_plane) continue;
-      if (pb->vt_panels.words)
-        panel_gemm(&pb->vt_panels, bh, 0, nq, nk, dv, go + i0 * dv, dv, j0, 0, 0.0f, da, BK);
-      else
-        gm_gemm(0, 1, nq, nk, dv, 1.0f, go + i0 * dv, dv, v + j0 * dv, dv, 0.0f, da, BK);
+      product_abt(pb, &pb->vt_panels, vt, bh, nq, nk, dv, go + i0 * dv, dv, pb->v, j0, da);
       apply_dropout(pb, b, h, i0, nq, j0, nk, da); /* dA = dÃ ⊙ Z */
       float scale = pb->scale;
       for (int64_t r = 0; r < nq; r++) {
         float inv_c = 1.0f / st[(i0 + r) * 2 + 1], Dr = D[r];
         float *ddrow = ddecay_plane ? ddecay_plane + (i0 + r) * S + j0 : NULL;
+        if (ddrow && fresh_dd) memset(ddrow, 0, (size_t)nk * sizeof(float));
         float *dar = da + r * BK;
-        const float *pr = s + r * BK, *fr = f + r * BK, *qkr = qk + r * BK;
+        const float *pr = s + r * BK, *fr = dp ? dp + (i0 + r) * S + j0 : NULL, *qkr = qk + r * BK;
         if (!weights_mode) {
-          if (ddrow)
-            for (int64_t c = 0; c < nk; c++) ddrow[c] += pr[c] * (dar[c] - Dr) * scale * qkr[c];
-          if (dp)
+          if (ddrow) /* dp too: ddecay exists only with a decay */
+            for (int64_t c = 0; c < nk; c++) {
+              float g = pr[c] * (dar[c] - Dr);
+              ddrow[c] += g * scale * qkr[c];
+              dar[c] = g * fr[c] * scale;
+            }
+          else if (dp)
             for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * (dar[c] - Dr) * fr[c] * scale;
           else
             for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * (dar[c] - Dr) * scale;
@@ -448,14 +532,13 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
           for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * fr[c] * inv_c * (dar[c] - Dr) * scale;
         }
       }
-      if (dq && pb->k_panels.words)
-        panel_gemm(&pb->k_panels, bh, 0, nq, d, nk, da, BK, 0, j0, 1.0f, dq + i0 * d, d);
-      else if (dq)
-        gm_gemm(0, 0, nq, d, nk, 1.0f, da, BK, k + j0 * d, d, 1.0f, dq + i0 * d, d);
-      if (dk) gm_gemm(1, 0, nk, d, nq, 1.0f, da, BK, q + i0 * d, d, 1.0f, dk + j0 * d, d);
+      if (dq) product_ab(pb, &pb->k_panels, bh, j0, 0, nq, d, nk, da, BK, k + j0 * d, j0 > 0, dq + i0 * d, d);
+      if (dk) product_ab(pb, NULL, bh, 0, 1, nk, d, nq, da, BK, q + i0 * d, kv_sum, dk + j0 * d, d);
     }
   }
 }
+
+static gm_tensor *zeros(int ndim, const int64_t *shape) { return gm_tensor_full(ndim, shape, 0.0f); }
 
 gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dq,
                                 gm_tensor **dk, gm_tensor **dv, gm_tensor **ddecay) {
@@ -467,10 +550,17 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
                          .dropout_seed = (uint64_t)node->iarg[2]};
   problem pb;
   GM_ASSERT(make_problem(&pb, q, k, v, &o) == GM_OK);
-  *dq = q->requires_grad ? gm_tensor_full(4, q->shape, 0.0f) : NULL;
-  *dk = k->requires_grad ? gm_tensor_full(4, k->shape, 0.0f) : NULL;
-  *dv = v->requires_grad ? gm_tensor_full(4, v->shape, 0.0f) : NULL;
-  *ddecay = decay && decay->requires_grad ? gm_tensor_full(decay->ndim, decay->shape, 0.0f) : NULL;
+  /* Every row of dQ, dK and dV (and of a per-head ddecay) is written by exactly one task, whose
+   * first touch overwrites it (see backward_head; dK and dV split into chunks are zeroed before
+   * the chunks are summed into them), unless there is no batch, row or key to visit; a ddecay
+   * shared by the heads is summed into. */
+  int visited = pb.B > 0 && pb.L > 0 && pb.S > 0;
+  gm_tensor *(*alloc)(int, const int64_t *) = visited ? gm_tensor_empty : zeros;
+  *dq = q->requires_grad ? alloc(4, q->shape) : NULL;
+  *dk = k->requires_grad ? alloc(4, k->shape) : NULL;
+  *dv = v->requires_grad ? alloc(4, v->shape) : NULL;
+  *ddecay = !decay || !decay->requires_grad ? NULL
+            : pb.decay_per_head ? alloc(decay->ndim, decay->shape) : zeros(decay->ndim, decay->shape);
   if ((q->requires_grad && !*dq) || (k->requires_grad && !*dk) || (v->requires_grad && !*dv) ||
       (decay && decay->requires_grad && !*ddecay))
     goto fail;
@@ -483,7 +573,7 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
   const float *out = node->data, *stats = node->saved->data, *dout = g->data;
   int64_t ls = pb.L * pb.S, work = pb.B * pb.H * ls * (pb.d + pb.dv), S = pb.S, d = pb.d, dvs = pb.dv;
   int64_t qblocks = (pb.L + BQ - 1) / BQ;
-  size_t scratch_floats = 5 * BQ * BK;
+  size_t scratch_floats = (size_t)(4 * BQ * BK + own_floats(&pb, pb.d) + own_floats(&pb, pb.dv));
   int threads = gm_get_num_threads();
   gm_status st = GM_OK;
   if (*ddecay && !pb.decay_per_head) {
@@ -497,7 +587,8 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
       float *mine = planes + (size_t)omp_get_thread_num() * (size_t)ls;
       if (scratch)
         backward_head(&pb, t / pb.H, t % pb.H, 0, pb.L, out, stats, dout, dq_all,
-                      dk_all ? dk_all + t * S * d : NULL, dv_all ? dv_all + t * S * dvs : NULL, mine, scratch);
+                      dk_all ? dk_all + t * S * d : NULL, dv_all ? dv_all + t * S * dvs : NULL, 1,
+                      mine, 0, scratch);
       else
         st = GM_ERR_NOMEM;
       free(scratch);
@@ -535,13 +626,15 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
         float *part = parts ? parts + (size_t)(bh * chunks + c) * part_floats : NULL;
         float *dkd = !dk_all ? NULL : part ? part : dk_all + bh * S * d;
         float *dvd = !dv_all ? NULL : part ? part + S * d : dv_all + bh * S * dvs;
-        backward_head(&pb, b, h, i_begin, i_end, out, stats, dout, dq_all, dkd, dvd,
-                      dd_all ? dd_all + h * ls : NULL, scratch);
+        backward_head(&pb, b, h, i_begin, i_end, out, stats, dout, dq_all, dkd, dvd, !part,
+                      dd_all ? dd_all + h * ls : NULL, j == 0, scratch);
       }
       free(scratch);
     });
     if (parts && st == GM_OK)
       GM_FOR(bh, pb.B * pb.H, work, {
+        if (dk_all) memset(dk_all + bh * S * d, 0, (size_t)(S * d) * sizeof(float));
+        if (dv_all) memset(dv_all + bh * S * dvs, 0, (size_t)(S * dvs) * sizeof(float));
         for (int64_t c = 0; c < chunks; c++) {
           const float *part = parts + (size_t)(bh * chunks + c) * part_floats;
           if (dk_all)

@@ -2,7 +2,7 @@
  * accumulation (AVX-512 BF16 VDPBF16PS): the "medium" matrix-product precision.
  *
  * Debian's OpenBLAS 0.3.21 is built without its sbgemm, and oneDNN's matmul costs a
- * primitive per shape, far more than the attention kernel's 64 x 128 x 64 tiles take to
+ * primitive per shape, far more than the attention kernel's 64 x 256 x 64 tiles take to
  * compute, so the product is done here, GotoBLAS-style: both operands are packed once into
  * bf16 pairs along k (A in panels of MR rows, B in panels of NR columns, zero-padded), then a
  * register-blocked micro-kernel multiplies an MR x NR tile of C over a chunk of KC pairs of k

@@ -90,7 +90,7 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
                  int64_t ldc);
 /* An operand read in blocks by many small products (the attention kernel's K and V per (batch,
  * head)), rounded and packed once: op(B) [k, n] as bf16 panels, gm_bf16_panel_words(n, k) words,
- * 64-byte aligned. gm_bf16_gemm_panels multiplies op(A) (a tile: m <= 64, k <= 128) by the block
+ * 64-byte aligned. gm_bf16_gemm_panels multiplies op(A) (a tile: m <= 64, k <= 256) by the block
  * of rows [k0, k0 + k) (k0 even) and columns [col0, col0 + n) (col0 a multiple of 32) of it,
  * single-threaded, with the rounding of gm_bf16_gemm. */
 int64_t gm_bf16_panel_words(int64_t n, int64_t k);
@@ -98,6 +98,19 @@ void gm_bf16_pack_panels(int trans_b, const float *b, int64_t ldb, int64_t n, in
 void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                          int64_t lda, const uint32_t *panels, int64_t panels_k, int64_t col0,
                          int64_t k0, float beta, float *c, int64_t ldc);
+
+/* The attention kernel's float32 tile products on AVX-512 (gm_tiles.c; call only when
+ * gm_tiles_available()): C [m, n] = op(A) [m, k] · B [k, n], plus C when accumulate, with
+ * B(p, c) at b[c / 64 · panel_stride + p · ldb + c % 64]: a row-major B is panel_stride 64, a
+ * packed one ldb 64. gm_tiles_pack_panels stores Xᵀ of x [rows, cols] (row-major) as panels of
+ * 64 rows of x, [cols][64] each, zero-padded: gm_tiles_panel_floats(rows, cols) floats, read
+ * with ldb 64 and panel_stride 64 · cols. */
+int gm_tiles_available(void);
+void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
+                   int64_t ldc);
+int64_t gm_tiles_panel_floats(int64_t rows, int64_t cols);
+void gm_tiles_pack_panels(const float *x, int64_t rows, int64_t cols, float *out);
 
 /* oneDNN's bf16 gemm (gm_dnnl.c), loaded on first use if installed: C = alpha op(A) op(B) + beta C
  * with row-major bf16 A and B. Returns 0, C untouched, when oneDNN is missing or refuses. */

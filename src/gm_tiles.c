@@ -1,0 +1,132 @@
+/* gm_tiles.c — the attention kernel's float32 tile products (m, n, k of 64 to 256) on AVX-512.
+ *
+ * Through OpenBLAS each such product paid a call, a check for its "small matrix" path and, for
+ * the transposed-A products of backward (dV += Ãᵀ dO, dK += dSᵀ Q), a full GotoBLAS packing of
+ * both operands: a quarter of the attention's time went to packing and calls. Here nothing is
+ * packed per tile: a register-blocked micro-kernel keeps an MR x 64 block of C in 16 zmm
+ * accumulators and, for each step of k, loads one row of B's 64-column block (4 zmm) and
+ * broadcasts MR elements of A straight from memory (a row of A, or a column when A is read
+ * transposed). B must therefore be row-major in k; the kernel's Kᵀ and Vᵀ operands are packed
+ * once per call into panels of 64 keys ([k][64] each: contiguous, so that a tile's block of B
+ * does not map onto a few L1 sets as rows 4 KiB apart would).
+ *
+ * The kernels are compiled for AVX-512F (AVX512 below: a function attribute, which GCC and
+ * clang both honour) but only ever called after gm_tiles_available() said the running CPU has
+ * it; elsewhere the attention kernel multiplies through gm_gemm. */
+#include <immintrin.h>
+
+#include "gm_internal.h"
+
+#define AVX512 __attribute__((target("avx512f")))
+
+#define MR 4  /* rows of C per micro-tile: 4 x 4 accumulators, latency of the FMAs hidden */
+#define NC 64 /* columns of C per micro-tile, and keys per packed panel */
+
+int gm_tiles_available(void) { return (gm_cpu_features() & GM_CPU_AVX512F) != 0; }
+
+/* C[rows, 64 columns masked by m] (+)= op(A) B over k; ROWS, TRANS and MASKED are constants
+ * after inlining, so the accumulators stay in registers. */
+AVX512 static inline __attribute__((always_inline)) void micro(int ROWS, int TRANS, int MASKED, int64_t k,
+                                                        const float *a, int64_t lda, const float *b,
+                                                        int64_t ldb, const __mmask16 *m,
+                                                        int accumulate, float *c, int64_t ldc) {
+  __m512 acc[MR][4];
+  for (int r = 0; r < ROWS; r++)
+    for (int v = 0; v < 4; v++)
+      acc[r][v] = !accumulate ? _mm512_setzero_ps()
+                  : MASKED    ? _mm512_maskz_loadu_ps(m[v], c + r * ldc + 16 * v)
+                              : _mm512_loadu_ps(c + r * ldc + 16 * v);
+  for (int64_t p = 0; p < k; p++) {
+    __m512 bv[4];
+    for (int v = 0; v < 4; v++)
+      bv[v] = MASKED ? _mm512_maskz_loadu_ps(m[v], b + p * ldb + 16 * v) : _mm512_loadu_ps(b + p * ldb + 16 * v);
+    for (int r = 0; r < ROWS; r++) {
+      __m512 x = _mm512_set1_ps(TRANS ? a[p * lda + r] : a[r * lda + p]);
+      for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < ROWS; r++)
+    for (int v = 0; v < 4; v++) {
+      if (MASKED) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, m[v], acc[r][v]);
+      else _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+    }
+}
+
+#define MICRO_ROWS(TRANS, MASKED)                                                            \
+  switch (rows) {                                                                            \
+  case 4: micro(4, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
+  case 3: micro(3, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
+  case 2: micro(2, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
+  default: micro(1, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;         \
+  }
+
+AVX512 static void micro_any(int rows, int trans, int masked, int64_t k, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, const __mmask16 *m, int accumulate, float *c,
+                      int64_t ldc) {
+  if (trans && masked) MICRO_ROWS(1, 1)
+  else if (trans) MICRO_ROWS(1, 0)
+  else if (masked) MICRO_ROWS(0, 1)
+  else MICRO_ROWS(0, 0)
+}
+
+AVX512 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
+                   int64_t ldc) {
+  for (int64_t j = 0; j < n; j += NC) {
+    int64_t cols = n - j < NC ? n - j : NC;
+    __mmask16 mask[4];
+    for (int v = 0; v < 4; v++) {
+      int64_t left = cols - 16 * v;
+      mask[v] = left >= 16 ? 0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+    }
+    const float *bj = b + j / NC * panel_stride;
+    for (int64_t i = 0; i < m; i += MR) {
+      int rows = m - i < MR ? (int)(m - i) : MR;
+      micro_any(rows, trans_a, cols < NC, k, trans_a ? a + i : a + i * lda, lda, bj, ldb, mask,
+                accumulate, c + i * ldc + j, ldc);
+    }
+  }
+}
+
+int64_t gm_tiles_panel_floats(int64_t rows, int64_t cols) { return (rows + NC - 1) / NC * NC * cols; }
+
+/* r[0..15] := its transpose (unpacks within 128-bit lanes, then lane shuffles). */
+AVX512 static inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 8; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+  }
+}
+
+AVX512 void gm_tiles_pack_panels(const float *x, int64_t rows, int64_t cols, float *out) {
+  for (int64_t i0 = 0; i0 < rows; i0 += NC) {
+    float *panel = out + i0 * cols;
+    /* 16 x 16 blocks: rows i0 + i.. of x become columns i.. of the panel, zeros past the end */
+    for (int64_t i = 0; i < NC; i += 16)
+      for (int64_t c = 0; c < cols; c += 16) {
+        __mmask16 m = cols - c >= 16 ? 0xFFFF : (__mmask16)((1u << (cols - c)) - 1);
+        __m512 r[16];
+        for (int l = 0; l < 16; l++)
+          r[l] = i0 + i + l < rows ? _mm512_maskz_loadu_ps(m, x + (i0 + i + l) * cols + c) : _mm512_setzero_ps();
+        transpose16(r);
+        for (int l = 0; l < 16 && c + l < cols; l++) _mm512_storeu_ps(panel + (c + l) * NC + i, r[l]);
+      }
+  }
+}
