@@ -43,7 +43,8 @@ describe("experiment.config", function()
   end)
 
   it("loads every config under experiments/configs", function()
-    for _, name in ipairs { "wordnet_small", "wordnet_10min", "wordnet_long", "official" } do
+    for _, name in ipairs { "wordnet_small", "wordnet_10min", "wordnet_long", "official", "ablation", "ablation_official",
+      "wordnet_long_extract" } do
       local c = config.load("experiments/configs/" .. name .. ".lua")
       assert.equal(c.model.roots * (1 + c.model.leaves), gm.layout(c.model).nodes)
     end
@@ -54,6 +55,34 @@ describe("experiment.config", function()
         official.model.ffn, official.model.lambda, official.model.relation_dropout, official.model.positions })
     assert.same({ "chunk", true, 4e-4, 1e-5, 500, 0.01, 64, 0.15 }, { official.packing, official.masking_spans,
       official.lr, official.min_lr, official.warmup, official.weight_decay, official.batch, official.leaf_rate })
+  end)
+
+  it("starts a config from another with extends: tables merged key by key, other values replaced", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir .. "/sub")
+    local function write(name, text)
+      local f = assert(io.open(dir .. "/" .. name, "w"))
+      f:write(text)
+      f:close()
+    end
+    write("base.lua", [[return { vocab_size = 100, steps = 2, batch = 2, lr = 1e-3, max_span = 5,
+      wordnet = { pos = { "noun", "verb" }, limit = 50 }, model = { roots = 4, leaves = 2, hidden = 8 } }]])
+    write("sub/variant.lua", [[return { extends = "../base.lua", max_span = false, wordnet = { limit = 9 },
+      model = { hidden = 16, positions = false } }]])
+    local c = config.load(dir .. "/sub/variant.lua")
+    assert.same({ false, 9, { "noun", "verb" }, 4, 16, false, 100 },
+      { c.max_span, c.wordnet.limit, c.wordnet.pos, c.model.roots, c.model.hidden, c.model.positions, c.vocab_size })
+    -- the derived configs of experiments/configs give the same settings as their bases bar the named ones
+    local long, extract = config.load("experiments/configs/wordnet_long.lua"), config.load("experiments/configs/wordnet_long_extract.lua")
+    extract.tail_end = false
+    assert.same(long, extract)
+    write("loop.lua", [[return { extends = "loop2.lua" }]])
+    write("loop2.lua", [[return { extends = "loop.lua" }]])
+    assert.error_matches(function() config.load(dir .. "/loop.lua") end, "extends itself")
+    write("bad.lua", [[return { extends = 3 }]])
+    assert.error_matches(function() config.load(dir .. "/bad.lua") end, "'extends' must be a file name, got number")
+    os.execute("rm -rf " .. dir)
   end)
 
   it("defaults packing and masking to today's behaviour and checks their values", function()

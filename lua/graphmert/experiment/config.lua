@@ -4,6 +4,7 @@
 -- GraphMERT's constructor options (gm.nn.GraphMERT.defaults), checked the same way and
 -- completed with GraphMERT's defaults, so roots and leaves are read from cfg.model alone.
 --   config.load(path) → cfg        config.check(cfg, where) → cfg (defaults filled in)
+--   A config may start from another: `extends = "base.lua"` (see read below).
 --   config.describe() → the schema as text (one line a key)
 local GraphMERT = require "graphmert.nn.GraphMERT"
 
@@ -127,13 +128,37 @@ function M.check(cfg, where)
   return out
 end
 
-function M.load(path)
+-- A config file's table, with `extends = "other.lua"` (a path relative to the file) resolved:
+-- the base's keys, then the file's; a table-valued key present in both (model, wordnet, grid,
+-- loss) is merged key by key, so a variant names only what it changes.
+local function read(path, chain)
+  chain = chain or {}
+  for _, seen in ipairs(chain) do
+    if seen == path then error("config " .. path .. ": extends itself (through " .. table.concat(chain, " → ") .. ")", 0) end
+  end
+  chain[#chain + 1] = path
   local chunk, err = loadfile(path, "t", {})
   if not chunk then error("config: " .. err, 0) end
   local ok, cfg = pcall(chunk)
   if not ok then error("config " .. path .. ": " .. tostring(cfg), 0) end
   if type(cfg) ~= "table" then error("config " .. path .. ": must return a table, got " .. type(cfg), 0) end
-  return M.check(cfg, "config " .. path)
+  local base_name = cfg.extends
+  if base_name == nil then return cfg end
+  if type(base_name) ~= "string" then fail("config " .. path, "'extends' must be a file name, got " .. type(base_name)) end
+  local base = read(base_name:sub(1, 1) == "/" and base_name or (path:match("^(.*/)") or "") .. base_name, chain)
+  cfg.extends = nil
+  for key, v in pairs(cfg) do
+    if type(v) == "table" and type(base[key]) == "table" then
+      for k, x in pairs(v) do base[key][k] = x end
+    else
+      base[key] = v
+    end
+  end
+  return base
+end
+
+function M.load(path)
+  return M.check(read(path), "config " .. path)
 end
 
 function M.describe()
