@@ -37,11 +37,8 @@ local grid = cfg.grid
 local cells_dir = args.out .. "/cells"
 os.execute("mkdir -p '" .. cells_dir .. "'")
 
-local d = ex.prepare(cfg)
+local d = ex.prepare(cfg, nil, { keep_wordnet = true }) -- d.wn: whether WordNet holds an extracted triple
 say(ex.summary(d), "\n")
-local wn = gm.data.wordnet.load(cfg.wordnet) -- whether WordNet holds an extracted triple
-d.known_tails = extract.known_tails(d.graph, d.tok, d.relations, d.layout.leaves) -- constrained decoding's
-local relations = d.relations
 local passages = ex.heldout_passages(d, grid.passages)
 local probe = {}
 for first = 1, math.min(grid.probe_sequences, #d.eval_seqs), cfg.batch do
@@ -98,12 +95,12 @@ local function run_cell(cell, index)
   local train_seconds = gm.clock() - t0
   local acc, _, per_sequence = ex.masked_accuracy(dd, c, model, { alone = true })
   local tails = ex.tail_metrics(dd, c, model)
-  local opts = { graph = d.graph, relations = relations, mode = "constrained", top = 1, tail_end = cfg.tail_end,
-    tails = d.known_tails }
+  local opts = { graph = d.graph, relations = d.relations, mode = "constrained", top = 1, tail_end = cfg.tail_end,
+    tails = ex.known_tails(d) }
   local extraction = {}
   model:evaluating(function()
     for i, p in ipairs(passages) do
-      local u = extract.score_passage(d.graph, wn, relations, p,
+      local u = extract.score_passage(d.graph, d.wn, d.relations, p,
         extract.merge(extract.triples(model, d.tok, { p }, opts), { top = 1 }))
       extraction[i] = { u.correct, u.n, u.valid, u.multi }
     end

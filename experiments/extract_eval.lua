@@ -31,9 +31,8 @@ local run = ex.read_run(args.checkpoint)
 local cfg = ex.config.load(run.config)
 local tok = gm.data.tokenizer.load(args.checkpoint .. "/tokenizer.txt")
 gm.manual_seed(cfg.seed)
-local d = ex.prepare(cfg, tok)
-local wn = gm.data.wordnet.load(cfg.wordnet)
-local graph = extract.seed_graph(wn)
+local d = ex.prepare(cfg, tok, { keep_wordnet = true })
+local wn, graph = d.wn, d.graph
 local relations = {}
 for id, name in ipairs(run.relations) do relations[name] = id end
 

@@ -17,12 +17,12 @@ local M = {}
 function M.attention_by_distance(model, batches)
   local roots, nodes = model.config.roots, model.nodes
   local hops = model.graph:distances():tensor():totable()
+  local skip = model.config.graph_token and 1 or 0 -- the graph token's row and column come first
   local mass, pairs_at, rows = {}, {}, 0
   model:evaluating(function()
     for _, batch in ipairs(batches) do
       local _, _, weights = model(batch, true)
       local valid = batch.valid:totable()
-      local skip = model.config.graph_token and 1 or 0
       for _, w in ipairs(weights) do
         for b, per_seq in ipairs(w:totable()) do
           for r = 1, roots do

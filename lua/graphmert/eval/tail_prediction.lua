@@ -118,6 +118,14 @@ function M.tail_prediction(model, tok, records, opts)
   return result
 end
 
+-- the entries of a count table {key → n} as a list of {key, n}, most frequent first (ties by key)
+local function by_count(counts)
+  local list = {}
+  for key, n in pairs(counts) do list[#list + 1] = { key, n } end
+  table.sort(list, function(x, y) return x[2] > y[2] or (x[2] == y[2] and x[1] < y[1]) end)
+  return list
+end
+
 -- relation → its training tails {tail, count}, most frequent first (ties by name), and the
 -- relation's triple count
 function M.tails_by_frequency(train_records)
@@ -130,12 +138,7 @@ function M.tails_by_frequency(train_records)
     end
   end
   local ranked = {}
-  for rel, c in pairs(counts) do
-    local list = {}
-    for tail, n in pairs(c) do list[#list + 1] = { tail, n } end
-    table.sort(list, function(x, y) return x[2] > y[2] or (x[2] == y[2] and x[1] < y[1]) end)
-    ranked[rel] = list
-  end
+  for rel, c in pairs(counts) do ranked[rel] = by_count(c) end
   return ranked, totals
 end
 
@@ -152,9 +155,7 @@ function M.most_frequent_tail(train_records, test_records, tok, opts)
   end
   local ranked = {}
   for rel, c in pairs(counts) do
-    local list = {}
-    for id, n in pairs(c) do list[#list + 1] = { id, n } end
-    table.sort(list, function(x, y) return x[2] > y[2] or (x[2] == y[2] and x[1] < y[1]) end)
+    local list = by_count(c)
     local rank = {}
     for i, e in ipairs(list) do rank[e[1]] = i end
     ranked[rel] = { rank = rank, size = #list, top = list[1] and list[1][1] }

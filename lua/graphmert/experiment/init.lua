@@ -68,14 +68,17 @@ local function split(records, cfg)
 end
 
 -- cfg: a checked config (wordnet, heldout, heldout_triples, vocab_size or bert_vocab, copies,
--- packing, leaf_rate, masking_spans, model.roots/leaves); tok: an existing tokenizer or nil
-function M.prepare(cfg, tok)
+-- packing, leaf_rate, masking_spans, model.roots/leaves); tok: an existing tokenizer or nil;
+-- opts: {keep_wordnet}
+function M.prepare(cfg, tok, opts)
   local data = gm.data
   local wn = data.wordnet.load(cfg.wordnet)
   local records = data.corpus.from_wordnet(wn)
   local d = split(records, cfg)
-  -- only the counts stay: the synsets would be a large Lua heap for every collection to walk
+  -- only the counts stay: the synsets would be a large Lua heap for every collection to walk;
+  -- opts.keep_wordnet keeps them as d.wn for a caller that scores triples against WordNet
   d.wordnet = { count = wn.count, errors = wn.errors }
+  if opts and opts.keep_wordnet then d.wn = wn end
   d.graph = gm.eval.extract.seed_graph(wn) -- lemmas and the kinds each relation joins
   if not tok and cfg.bert_vocab then
     tok = data.tokenizer.from_vocab(cfg.bert_vocab)
@@ -184,8 +187,15 @@ end
 
 -- the known tails (lemmas of the kinds each relation reaches) are made once, at the first
 -- evaluation, so that training does not carry them
-local function tail_opts(d, cfg)
+-- The known tails (constrained decoding's list: relation id → the lemmas of the kinds it reaches),
+-- made once per data.
+function M.known_tails(d)
   d.known_tails = d.known_tails or gm.eval.extract.known_tails(d.graph, d.tok, d.relations, d.layout.leaves)
+  return d.known_tails
+end
+
+local function tail_opts(d, cfg)
+  M.known_tails(d)
   return { layout = d.layout, relations = d.relations, max_triples = cfg.eval_triples, tails = d.known_tails,
     tail_end = cfg.tail_end }
 end
