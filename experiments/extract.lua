@@ -84,7 +84,7 @@ local passages = read_passages(args.input)
 local t0 = gm.clock()
 local graph = extract.seed_graph(gm.data.wordnet.load(run.wordnet))
 local opts = { graph = graph, relations = relations, only = only, mode = args.decoding, top = args.top,
-  batch = args.batch, tail_end = run.tail_end }
+  batch = args.batch, tail_end = run.tail_end, empty = (run.absent or 0) > 0 }
 if args.decoding == "constrained" then opts.tails = extract.known_tails(graph, tok, relations, model.layout.leaves) end
 
 -- one passage at a time, so that an interruption keeps everything finished before it

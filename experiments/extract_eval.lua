@@ -47,7 +47,8 @@ do
   end
 end
 
-local opts = { graph = graph, relations = relations, mode = args.decoding, top = 1, tail_end = run.tail_end }
+local opts = { graph = graph, relations = relations, mode = args.decoding, top = 1, tail_end = run.tail_end,
+  empty = (run.absent or 0) > 0 }
 local systems = { { name = "GraphMERT", dir = args.checkpoint } }
 local baseline_dir = args.checkpoint .. "/baseline"
 if io.open(baseline_dir .. "/run.json") then systems[2] = { name = "no decay, no H-GAT", dir = baseline_dir } end

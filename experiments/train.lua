@@ -49,7 +49,7 @@ local function train(run)
   local model = ex.model(d, c)
   if main then
     ex.write_run(run.out, { config = args.config, model = model.config, relations = d.relation_names,
-      wordnet = cfg.wordnet, tail_end = cfg.tail_end })
+      wordnet = cfg.wordnet, tail_end = cfg.tail_end, absent = cfg.absent })
   end
   local opt = gm.optim.adamw(model:named_parameters(), { lr = c.lr, weight_decay = c.weight_decay })
   local start = 1

@@ -128,6 +128,30 @@ describe("the tape", function()
     assert.tensor_near({ 3, 3, 3 }, x:grad())
   end)
 
+  it("sums a broadcast operand's gradient over the broadcast dimensions, in row order", function()
+    -- [2, 3, 600] + [600]: every leading dimension summed (the columns in blocks of 256);
+    -- + [3, 1]: a dimension kept between summed ones (the general path)
+    gm.manual_seed(5)
+    local x = gm.randn(2, 3, 600)
+    local bias, mid = gm.zeros(600):requires_grad(true), gm.zeros(3, 1):requires_grad(true)
+    local g = gm.randn(2, 3, 600)
+    local y = x + bias + mid
+    y:backward(g)
+    local rows, want_bias, want_mid = g:totable(), {}, { { 0 }, { 0 }, { 0 } }
+    for j = 1, 600 do
+      local acc = 0.0 -- float32 sums in the same order
+      for a = 1, 2 do for b = 1, 3 do acc = string.unpack("f", string.pack("f", acc + rows[a][b][j])) end end
+      want_bias[j] = acc
+    end
+    for b = 1, 3 do
+      local acc = 0.0
+      for a = 1, 2 do for j = 1, 600 do acc = string.unpack("f", string.pack("f", acc + rows[a][b][j])) end end
+      want_mid[b][1] = acc
+    end
+    assert.same(want_bias, bias:grad():totable())
+    assert.same(want_mid, mid:grad():totable())
+  end)
+
   it("sums the gradient of a tensor used twice", function()
     local x = gm.tensor({ 2 }):requires_grad(true)
     local y = x * x + x

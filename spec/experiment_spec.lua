@@ -75,7 +75,7 @@ describe("experiment.config", function()
       { c.max_span, c.wordnet.limit, c.wordnet.pos, c.model.roots, c.model.hidden, c.model.positions, c.vocab_size })
     -- the derived configs of experiments/configs give the same settings as their bases bar the named ones
     local long, extract = config.load("experiments/configs/wordnet_long.lua"), config.load("experiments/configs/wordnet_long_extract.lua")
-    extract.tail_end = false
+    extract.tail_end, extract.mentions, extract.absent = false, false, 0
     assert.same(long, extract)
     write("loop.lua", [[return { extends = "loop2.lua" }]])
     write("loop2.lua", [[return { extends = "loop.lua" }]])
@@ -95,6 +95,12 @@ describe("experiment.config", function()
       "cfg.lua: copies must be 1 with packing = \"chunk\"")
     assert.error_matches(function() config.check(minimal { masking_spans = "yes" }, "cfg.lua") end,
       "'masking_spans' must be a boolean")
+    assert.error_matches(function() config.check(minimal { absent = 0.5 }, "cfg.lua") end,
+      "cfg.lua: absent needs tail_end = true")
+    assert.error_matches(function() config.check(minimal { absent = 1, tail_end = true }, "cfg.lua") end,
+      "cfg.lua: absent must be in %[0, 1%), got 1")
+    assert.error_matches(function() config.check(minimal { mentions = true, packing = "chunk" }, "cfg.lua") end,
+      "cfg.lua: mentions and absent need packing = \"record\"")
     local bert = minimal { bert_vocab = "vocab.txt" }
     bert.vocab_size = nil
     assert.equal("vocab.txt", config.check(bert, "cfg.lua").bert_vocab)

@@ -99,6 +99,15 @@ gm_tensor *gm_sub(gm_tensor *a, gm_tensor *b) { return binary(a, b, BIN_SUB); }
 gm_tensor *gm_mul(gm_tensor *a, gm_tensor *b) { return binary(a, b, BIN_MUL); }
 gm_tensor *gm_div(gm_tensor *a, gm_tensor *b) { return binary(a, b, BIN_DIV); }
 
+/* o[j] += sum over r < rows of x[r * stride + j], j < width, rows in order */
+GM_HOT static void add_rows(float *o, const float *x, int64_t rows, int64_t stride, int64_t width) {
+  for (int64_t r = 0; r < rows; r++) {
+    const float *row = x + r * stride;
+#pragma omp simd
+    for (int64_t j = 0; j < width; j++) o[j] += row[j];
+  }
+}
+
 gm_tensor *gm_sum_to_shape(gm_tensor *g, int ndim, const int64_t *shape) {
   gm_tensor *out = gm_tensor_full(ndim, shape, 0.0f);
   if (!out) return NULL;
@@ -108,6 +117,25 @@ gm_tensor *gm_sum_to_shape(gm_tensor *g, int ndim, const int64_t *shape) {
   }
   int64_t so[GM_MAX_DIMS];
   broadcast_strides(g->ndim, shape, ndim, so);
+  /* The common case (a bias's gradient): every leading dimension summed, the trailing ones
+   * kept. out[j] = sum over rows r of g[r * inner + j], each out[j] adding its rows in order as
+   * the general loop below does (the same float32 result), vectorised along j and shared out
+   * by columns. */
+  int lead = g->ndim; /* dimensions [lead, ndim) are kept, [0, lead) summed */
+  while (lead > 0 && (so[lead - 1] != 0 || g->shape[lead - 1] == 1)) lead--;
+  int summed_only = 1;
+  for (int d = 0; d < lead; d++) summed_only &= so[d] == 0;
+  if (summed_only) {
+    int64_t inner = out->numel, rows = g->numel / inner;
+    const int64_t block = 256;
+    float *o = out->data;
+    const float *x = g->data;
+    GM_FOR(jb, (inner + block - 1) / block, g->numel, {
+      int64_t j0 = jb * block;
+      add_rows(o + j0, x + j0, rows, inner, j0 + block < inner ? block : inner - j0);
+    });
+    return out;
+  }
   int64_t idx[GM_MAX_DIMS] = {0}, off = 0;
   for (int64_t i = 0; i < g->numel; i++) {
     out->data[off] += g->data[i];

@@ -17,7 +17,9 @@
 --   valid = 0 after the last), truncated to R − 2 tokens (report.truncated_records and
 --   report.truncated_tokens count what was cut). A record whose head root is taken can be
 --   repeated: with copies = k it is placed up to k times, each copy carrying the next usable
---   triple (a glossary entry has one head but many relations).
+--   triple (a glossary entry has one head but many relations). A record with `placements` (a list
+--   of triple lists, gm.experiment's injection plan) is placed once per list, with its triples;
+--   a triple with absent = true has no tail: its root gets the relation and no leaf tokens.
 --   packing = "chunk" (official): all records' tokens concatenated and cut into R − 2-token
 --   chunks, each [CLS] … [SEP]; only the last chunk is padded; a head cut by a chunk boundary
 --   is skipped. Every skipped triple is counted by reason in report.skipped.
@@ -121,12 +123,12 @@ local function usable(rec, toks, all, tok, layout, relations, report)
   local list = {}
   for _, t in ipairs(rec.triples or {}) do
     local rel = relations[t.relation]
-    local head, tail = tok:encode(t.head), tok:encode(t.tail)
+    local head, tail = tok:encode(t.head), t.absent and {} or tok:encode(t.tail)
     local at = #head > 0 and layout.find(toks, head)
     if not rel then note(report, "unknown relation")
     elseif not at and #head > 0 and layout.find(all, head) then note(report, "head in the truncated text")
     elseif not at then note(report, "head not in text")
-    elseif #tail == 0 or #tail > layout.leaves then note(report, "tail longer than the leaf slots")
+    elseif (#tail == 0 and not t.absent) or #tail > layout.leaves then note(report, "tail longer than the leaf slots")
     else list[#list + 1] = { at = at, rel = rel, head_length = #head, tail = tail } end
   end
   return list
@@ -164,10 +166,16 @@ local function pack_records(records, tok, opts, report)
         report.truncated_tokens = report.truncated_tokens + #all - #toks
       end
       report.records = report.records + 1
-      local list = usable(rec, toks, all, tok, layout, opts.relations or {}, report)
-      for c = 1, math.max(1, math.min(copies, #list)) do
-        -- the last copy also tries the triples left over, so the skip report stays complete
-        place(toks, c < copies and { list[c] } or { table.unpack(list, c) })
+      if rec.placements then
+        for _, triples in ipairs(rec.placements) do
+          place(toks, usable({ triples = triples }, toks, all, tok, layout, opts.relations or {}, report))
+        end
+      else
+        local list = usable(rec, toks, all, tok, layout, opts.relations or {}, report)
+        for c = 1, math.max(1, math.min(copies, #list)) do
+          -- the last copy also tries the triples left over, so the skip report stays complete
+          place(toks, c < copies and { list[c] } or { table.unpack(list, c) })
+        end
       end
     end
   end

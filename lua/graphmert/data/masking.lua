@@ -19,7 +19,8 @@
 -- independently with root_rate, every leaf token with leaf_rate, no SBO entries), sbo = true
 -- (false: no SBO entries, for a model without the SBO head; max_span may then exceed leaves),
 -- tail_end = false (true: a masked tail group also takes the empty leaf slots of its root, made
--- valid and labelled end_id, so the model learns where a tail ends; gm.eval.decode's tail_end).
+-- valid and labelled end_id, so the model learns where a tail ends; gm.eval.decode's tail_end;
+-- a root with a relation and no tail, an absent relation, is such a group of empty slots only).
 -- Random draws come from gm's generator, so gm.manual_seed makes masks reproducible.
 local gm = require "graphmert"
 
@@ -130,11 +131,12 @@ function M.mask(batch, opts)
           end
         end
       end
-      -- leaves: whole tail groups
-      local draws = uniform(R)
+      -- leaves: whole tail groups (with tail_end also the empty group of a root that has a
+      -- relation and no tail: an absent relation, all of whose slots are its end)
+      local draws, rels = uniform(R), batch.relation and batch.relation[b] or {}
       for r = 1, R do
         local group = tail_group(layout, row, valid_row, o.special, r)
-        if #group > 0 and draws[r] < o.leaf_rate then
+        if (#group > 0 or (o.tail_end and (rels[r] or 0) ~= 0)) and draws[r] < o.leaf_rate then
           for _, node in ipairs(group) do chosen[#chosen + 1] = { b, node, "leaves" } end
           if o.tail_end then -- the empty slots after the tail join it, labelled as its end
             for a = 1, layout.leaves do

@@ -13,20 +13,24 @@
 --     first slot must start a word, no slot may be a special token.
 --   opts.mode = "constrained": only tails from opts.tails (relation id → list of id lists, e.g. the
 --     seed graph's entity names of the kind the relation reaches) are scored, each by the slot
---     distributions of one forward with ℓ masks; nothing outside that list can come out.
+--     distributions of one forward with ℓ masks (gathered in C: one index per tail and slot);
+--     nothing outside that list can come out.
 --   opts.top (5): candidates kept per query; opts.batch (16): sequences per forward;
---   opts.tail_end (false): see above.
+--   opts.tail_end (false): the model was trained with tail_end (gm.data.masking): one forward
+--     with every leaf slot masked, a tail ends at the first [PAD];
+--   opts.empty (false, needs tail_end): the empty tail (every slot [PAD]: "this head has no such
+--     relation", which a model trained with absent relations learns) is a candidate too, with
+--     ids = {} and empty = true; candidates ranked below it are ones the model does not assert.
 local gm = require "graphmert"
 
 local M = {}
 
 local NEG = -math.huge
 
--- The log-probabilities of every masked slot of every job, in batches. Without `masks`:
--- job.log_probs[a] is a Lua list over the vocabulary for each slot a that holds [MASK]. With
--- masks = {first = [V], rest = [V]} (0 for an allowed token, −inf for a forbidden one, for slot 1
--- and the others): job.best[a] = {log-probability, id} of the best allowed token, found in C.
-local function fill_log_probs(model, tok, jobs, batch, masks)
+-- Runs the model over the jobs in batches: each job's query with its slots; take(lp, where)
+-- gets each batch's [P, V] log-probabilities of the slots that hold [MASK], where[i] = {job, slot}
+-- naming row i.
+local function forward_masked(model, tok, jobs, batch, take)
   local layout = model.layout
   for first = 1, #jobs, batch do
     local seqs, positions, where = {}, {}, {}
@@ -35,7 +39,6 @@ local function fill_log_probs(model, tok, jobs, batch, masks)
       local root = layout:append(s, job.query.toks) + job.query.at - 1
       layout:inject(s, root, job.query.relation, job.query.head_length, job.slots)
       seqs[#seqs + 1] = s
-      job.log_probs, job.best = {}, {}
       for a, id in ipairs(job.slots) do
         if id == tok.mask_id then
           positions[#positions + 1] = layout:flat(#seqs, layout:leaf(root, a))
@@ -46,31 +49,25 @@ local function fill_log_probs(model, tok, jobs, batch, masks)
     if #positions > 0 then
       model:evaluating(function()
         local lp = model:logits(model(layout:batch(seqs)), positions):log_softmax(2)
-        if not masks then
-          for i, row in ipairs(lp:totable()) do where[i][1].log_probs[where[i][2]] = row end
-          return
-        end
-        local kind = {}
-        for i, w in ipairs(where) do kind[i] = w[2] == 1 and 1 or 2 end
-        local values, ids = (lp + masks.both:index_select(1, kind)):max(2)
-        values, ids = values:totable(), ids:totable()
-        for i, w in ipairs(where) do w[1].best[w[2]] = { values[i], ids[i] } end
+        take(lp, where)
+        lp:release()
       end)
     end
   end
 end
 
--- masks over the vocabulary for open decoding: slot 1 takes a word start, the others any
--- non-special piece (or [PAD], the end, with tail_end); both = [first; rest]
-local function token_masks(tok, V, tail_end)
+-- masks over the vocabulary for open decoding: slot 1 takes a word start (or [PAD], no tail, with
+-- empty), the others any non-special piece (or [PAD], the end, with tail_end); both = [first; rest]
+local function token_masks(tok, V, opts)
   local special = { [tok.pad_id] = true, [tok.unk_id] = true, [tok.cls_id] = true, [tok.sep_id] = true,
     [tok.mask_id] = true }
   local first, rest = {}, {}
   for id = 1, V do
-    first[id] = (not special[id] and tok:word_start(id)) and 0 or NEG
-    rest[id] = (not special[id] or (tail_end and id == tok.pad_id)) and 0 or NEG
+    local ending = opts.tail_end and id == tok.pad_id
+    first[id] = ((not special[id] and tok:word_start(id)) or (ending and opts.empty)) and 0 or NEG
+    rest[id] = (not special[id] or ending) and 0 or NEG
   end
-  return { both = gm.tensor { first, rest } }
+  return gm.tensor { first, rest }
 end
 
 -- one job per query and slot count: all leaves with tail_end, each length 1..leaves without
@@ -98,13 +95,20 @@ local function tail_of(tok, slots, tail_end)
 end
 
 local function open(model, tok, queries, opts)
-  local masks = token_masks(tok, model.config.vocab, opts.tail_end)
+  local masks = token_masks(tok, model.config.vocab, opts)
   local jobs = new_jobs(model, tok, queries, opts)
   for _ = 1, model.layout.leaves do
     local active = {}
     for _, job in ipairs(jobs) do if job.masked > 0 then active[#active + 1] = job end end
     if #active == 0 then break end
-    fill_log_probs(model, tok, active, opts.batch or 16, masks)
+    forward_masked(model, tok, active, opts.batch or 16, function(lp, where)
+      -- the best allowed token of each masked slot, found in C
+      local kind = {}
+      for i, w in ipairs(where) do w[1].best, kind[i] = {}, w[2] == 1 and 1 or 2 end
+      local values, ids = (lp + masks:index_select(1, kind)):max(2)
+      values, ids = values:totable(), ids:totable()
+      for i, w in ipairs(where) do w[1].best[w[2]] = { values[i], ids[i] } end
+    end)
     for _, job in ipairs(active) do
       local best, slot, token = NEG, nil, nil
       for a, b in pairs(job.best) do
@@ -124,55 +128,84 @@ local function open(model, tok, queries, opts)
     -- with tail_end a [PAD] may come before a token: only a tail that ends once counts
     local clean = true
     for a = #ids + 1, #job.slots do clean = clean and job.slots[a] == tok.pad_id end
-    if job.total > NEG and #ids > 0 and clean then
+    if job.total > NEG and clean and (#ids > 0 or opts.empty) then
       local list = out[job.index]
-      list[#list + 1] = { ids = ids, score = job.total / #job.slots }
+      list[#list + 1] = { ids = ids, score = job.total / #job.slots, empty = #ids == 0 or nil }
     end
   end
   return out
 end
 
--- a relation's known tails grouped by token count, made once per list
-local grouped = setmetatable({}, { __mode = "k" })
-local function by_length(list)
-  if not grouped[list] then
-    local g = {}
-    for _, ids in ipairs(list) do
-      g[#ids] = g[#ids] or {}
-      table.insert(g[#ids], ids)
+-- A relation's known tails that fit `slots` masked slots (exactly `slots` tokens, or up to
+-- `slots` with tail_end, the rest [PAD]) as 1-based indices into a job's flattened [slots × V]
+-- log-probabilities: index[(t − 1)·slots + a] = (a − 1)·V + the id of tail t at slot a. Made once
+-- per list and slot count.
+local gathered = setmetatable({}, { __mode = "k" })
+local function tail_index(list, slots, V, pad, tail_end)
+  gathered[list] = gathered[list] or {}
+  local cached = gathered[list][slots]
+  if cached then return cached end
+  local index, tails = {}, {}
+  for _, ids in ipairs(list) do
+    if #ids == slots or (tail_end and #ids < slots) then
+      tails[#tails + 1] = ids
+      for a = 1, slots do index[#index + 1] = (a - 1) * V + (ids[a] or pad) end
     end
-    grouped[list] = g
   end
-  return grouped[list]
+  cached = { tails = tails, index = #tails > 0 and gm.tensor(index) or nil }
+  gathered[list][slots] = cached
+  return cached
 end
 
 -- keeps list the `top` best candidates, best first, as candidates come
-local function keep(list, top, ids, score)
-  if #list == top and score <= list[top].score then return end
+local function keep(list, top, candidate)
+  if #list == top and candidate.score <= list[top].score then return end
   local i = math.min(#list, top - 1) + 1
-  while i > 1 and list[i - 1].score < score do
+  while i > 1 and list[i - 1].score < candidate.score do
     if i <= top then list[i] = list[i - 1] end
     i = i - 1
   end
-  list[i] = { ids = ids, score = score }
+  list[i] = candidate
 end
 
 local function constrained(model, tok, queries, opts)
-  local jobs = new_jobs(model, tok, queries, opts)
-  fill_log_probs(model, tok, jobs, opts.batch or 16)
-  local out, top = {}, opts.top or 5
+  local jobs, V, top = new_jobs(model, tok, queries, opts), model.config.vocab, opts.top or 5
+  local out = {}
   for qi = 1, #queries do out[qi] = {} end
-  for _, job in ipairs(jobs) do
-    local slots, lp, list = #job.slots, job.log_probs, out[job.index]
-    local groups = by_length((opts.tails or {})[job.query.relation] or {})
-    for len = opts.tail_end and 1 or slots, slots do
-      for _, ids in ipairs(groups[len] or {}) do
-        local sum = 0
-        for a = 1, slots do sum = sum + lp[a][ids[a] or tok.pad_id] end
-        keep(list, top, ids, sum / slots)
-      end
+  forward_masked(model, tok, jobs, opts.batch or 16, function(lp, where)
+    local rows = {} -- job → its rows of lp, slot by slot
+    for i, w in ipairs(where) do
+      rows[w[1]] = rows[w[1]] or {}
+      rows[w[1]][w[2]] = i
     end
-  end
+    for job, r in pairs(rows) do
+      local slots, list = #job.slots, out[job.index]
+      local picked = lp:index_select(1, r)
+      local flat = picked:reshape { slots * V }
+      local known = tail_index((opts.tails or {})[job.query.relation] or {}, slots, V, tok.pad_id, opts.tail_end)
+      if known.index then
+        -- the gathered values are megabytes a job: released here, not left to the collector
+        local values = flat:index_select(1, known.index)
+        local per_slot = values:reshape { #known.tails, slots }
+        local scores = per_slot:sum(2)
+        values:release(); per_slot:release()
+        -- the `top` best, one max at a time (top is small; the list is long)
+        for _ = 1, math.min(top, #known.tails) do
+          local value, at = scores:max(1)
+          local t = math.tointeger(at:item())
+          keep(list, top, { ids = known.tails[t], score = value:item() / slots })
+          scores:set_flat(t, NEG)
+        end
+        scores:release()
+      end
+      if opts.empty then
+        local none = 0
+        for a = 1, slots do none = none + flat:get_flat((a - 1) * V + tok.pad_id) end
+        keep(list, top, { ids = {}, score = none / slots, empty = true })
+      end
+      picked:release(); flat:release()
+    end
+  end)
   return out
 end
 
@@ -181,6 +214,9 @@ function M.decode(model, tok, queries, opts)
   local mode = opts.mode or "open"
   local run = mode == "open" and open or mode == "constrained" and constrained
   if not run then error("decode: mode must be \"open\" or \"constrained\", got " .. tostring(mode), 2) end
+  if opts.empty and not opts.tail_end then
+    error("decode: empty needs tail_end (only a model that learned where tails end can say a tail is empty)", 2)
+  end
   local out = run(model, tok, queries, opts)
   local top = opts.top or 5
   for qi, list in ipairs(out) do

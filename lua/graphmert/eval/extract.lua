@@ -13,7 +13,8 @@
 -- triples(model, tok, passages, opts) → extracted triples {head, relation, tail, score, source,
 --   decoding}: for each passage {id, text}, each head found and each relation allowed for it (or
 --   opts.only), the tails gm.eval.decode gives (opts: graph, relations = name → id, mode, top,
---   tail_end, batch, only = set of names)
+--   tail_end, empty, batch, only = set of names); with empty, only the tails ranked above the
+--   empty one (the model's "this head has no such relation")
 -- merge(triples, {top = 5, min_score}) → one entry per (head, relation, tail): count = passages
 --   supporting it, sources = their ids, score = the best; self-loops and tails without a letter
 --   dropped; the top per (head, relation) kept, best first
@@ -135,6 +136,7 @@ function M.triples(model, tok, passages, opts)
       local found = decode(model, tok, queries, opts)
       for qi, candidates in ipairs(found) do
         for _, c in ipairs(candidates) do
+          if c.empty then break end -- the model ranks "no such tail" above the rest
           out[#out + 1] = { head = meta[qi].head, relation = meta[qi].relation, tail = tok:decode(c.ids),
             score = c.score, source = passage.id, decoding = opts.mode or "open" }
         end

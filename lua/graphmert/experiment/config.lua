@@ -23,6 +23,8 @@ M.schema = {
   bert_vocab = { false, "string", "a BERT vocab.txt (uncased) to tokenise with instead of training a tokenizer" },
   leaf_rate = { 0.15, "number", "share of injected tail groups masked per step (official 0.15)" },
   tail_end = { false, "boolean", "masked tails also cover their root's empty leaf slots, labelled [PAD]: the model learns where a tail ends (for extraction; not in the official code)" },
+  mentions = { false, "boolean", "training tails also at the seed graph's other entity mentions of a record's text (a fact of the mentioned lemma, one per copy), not only at its head: the places extraction asks about (packing = \"record\")" },
+  absent = { 0, "number", "share of injected roots given a relation their lemma lacks in WordNet, with an empty tail (needs tail_end): the model learns to say a relation does not hold, and extraction keeps only tails it ranks above the empty one" },
   max_span = { false, "number", "longest masked root span (false: leaves per root, as the official SBO needs; more only with model.sbo = false)" },
   packing = { "record", "string", "\"record\" (each record whole, truncated to roots − 2) or \"chunk\" (official: records concatenated, cut into roots − 2-token chunks)" },
   masking_spans = { true, "boolean", "root spans with span-boundary targets (official mlm_sbo); false: tokens masked independently (the no-span ablation)" },
@@ -120,6 +122,13 @@ function M.check(cfg, where)
   end
   if out.packing == "chunk" and out.copies ~= 1 then
     fail(where, "copies must be 1 with packing = \"chunk\" (records are not repeated in a chunked stream)")
+  end
+  if out.absent < 0 or out.absent >= 1 then fail(where, "absent must be in [0, 1), got " .. tostring(out.absent)) end
+  if out.absent > 0 and not out.tail_end then
+    fail(where, "absent needs tail_end = true (an absent relation is a masked tail that ends at once)")
+  end
+  if (out.mentions or out.absent > 0) and out.packing ~= "record" then
+    fail(where, "mentions and absent need packing = \"record\"")
   end
   out.grid = check_grid(out.grid, where)
   if out.on_nonfinite ~= "stop" and out.on_nonfinite ~= "skip" then

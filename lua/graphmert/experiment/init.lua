@@ -4,6 +4,7 @@
 -- the scripts' argument parser (experiment/args.lua) and the evaluation tables.
 local gm = require "graphmert"
 local trainer = require "graphmert.experiment.trainer"
+local injection = require "graphmert.experiment.injection"
 
 local M = {
   config = require "graphmert.experiment.config",
@@ -96,6 +97,9 @@ function M.prepare(cfg, tok, opts)
   d.relations = {}
   for id, n in ipairs(d.relation_names) do d.relations[n] = id end
   d.layout = gm.layout { roots = cfg.model.roots, leaves = cfg.model.leaves }
+  if cfg.mentions or (cfg.absent or 0) > 0 then
+    injection.plan(d.train, wn, d.graph, d.relation_names, cfg)
+  end
   d.train_seqs, d.report = data.corpus.build(d.train, tok,
     { layout = d.layout, relations = d.relations, copies = cfg.copies, packing = cfg.packing })
   shuffle(d.train_seqs, cfg.seed)
