@@ -6,7 +6,8 @@
 --   precision  share of extracted triples that WordNet holds (95% bootstrap interval over passages)
 --   recall     share of the held-out synsets' own facts (relation known, head in its passage) found
 --   validity   share whose tail is an entity of a kind the relation reaches
---   multi      share of the correct triples whose tail has several words
+--   multi      share of the correct triples whose tail has several tokens (the issue's multi-token
+--              tails: one whole-word token at the first leaf slot cannot say them), and several words
 -- and precision/recall over score thresholds (pr.csv, pr.png through gnuplot). Throughput is
 -- passages per second of extraction at the machine's threads. Tails are decoded without being
 -- told their length (gm.eval.decode).
@@ -43,7 +44,7 @@ local frequent = {}
 do
   local ranked, totals = gm.eval.tails_by_frequency(d.train)
   for rel, list in pairs(ranked) do
-    frequent[rel] = { tail = list[1][1], score = math.log(list[1][2] / totals[rel]) }
+    frequent[rel] = { tail = list[1][1], tokens = #tok:encode(list[1][1]), score = math.log(list[1][2] / totals[rel]) }
   end
 end
 
@@ -73,7 +74,10 @@ for _, system in ipairs(systems) do
       local _, meta = extract.queries(tok, d.layout, p, opts)
       for _, m in ipairs(meta) do
         local f = frequent[m.relation]
-        if f then triples[#triples + 1] = { head = m.head, relation = m.relation, tail = f.tail, score = f.score, source = p.id } end
+        if f then
+          triples[#triples + 1] = { head = m.head, relation = m.relation, tail = f.tail, tokens = f.tokens, score = f.score,
+            source = p.id }
+        end
       end
       triples = extract.merge(triples, { top = 1 })
     end
@@ -96,15 +100,16 @@ local precision, recall = field_ratio("correct", "n"), field_ratio("recalled", "
 local lines = {
   string.format("# Extraction on %d held-out passages (%s decoding, top tail per head and relation)", #passages, args.decoding), "",
   string.format("`%s`, %s; 95%% intervals: percentile bootstrap over passages (1,000 resamples).", args.checkpoint, ex.summary(d)), "",
-  "| model | triples | precision [95% CI] | recall [95% CI] | validity | multi-word share of correct | passages/s |",
-  "|---|---|---|---|---|---|---|" }
+  "| model | triples | precision [95% CI] | recall [95% CI] | validity | multi-token share of correct | multi-word share of correct | passages/s |",
+  "|---|---|---|---|---|---|---|---|" }
 for _, s in ipairs(systems) do
   local u = s.units
   local pl, ph, pv = stats.bootstrap(u, precision)
   local rl, rh, rv = stats.bootstrap(u, recall)
   local n, correct = sum(u, "n"), sum(u, "correct")
-  lines[#lines + 1] = string.format("| %s | %d | %.3f [%.3f, %.3f] | %.3f [%.3f, %.3f] | %.3f | %.3f | %s |", s.name, n,
-    pv, pl, ph, rv, rl, rh, n > 0 and sum(u, "valid") / n or 0, correct > 0 and sum(u, "multi") / correct or 0,
+  local function of_correct(field) return correct > 0 and sum(u, field) / correct or 0 end
+  lines[#lines + 1] = string.format("| %s | %d | %.3f [%.3f, %.3f] | %.3f [%.3f, %.3f] | %.3f | %.3f | %.3f | %s |", s.name, n,
+    pv, pl, ph, rv, rl, rh, n > 0 and sum(u, "valid") / n or 0, of_correct("multi_token"), of_correct("multi"),
     s.dir and string.format("%.1f", #passages / s.seconds) or "-")
 end
 if #systems > 1 then

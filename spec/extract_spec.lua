@@ -60,6 +60,19 @@ describe("extract", function()
     assert.near(0.5, s.held, 1e-9)
     assert.near(0.75, s.valid, 1e-9)
   end)
+
+  it("scores one passage: correct, valid, multi-word and multi-token correct tails, recall of its facts", function()
+    local passage = { text = "dog: a domestic dog that can bark",
+      gold = { { head = "dog", relation = "hypernym", tail = "canine" }, { head = "bark", relation = "entailment", tail = "make noise" },
+               { head = "dog", relation = "unknown", tail = "x" } } }
+    local u = ext.score_passage(graph, wn, { hypernym = 1, entailment = 2 }, passage, {
+      { head = "dog", relation = "hypernym", tail = "canine", tokens = 2, score = -0.5 },       -- held, two tokens
+      { head = "bark", relation = "entailment", tail = "make noise", tokens = 2, score = -1 }, -- held, two words
+      { head = "domestic dog", relation = "hypernym", tail = "bark", tokens = 1, score = -2 }, -- not held, not valid
+    })
+    assert.same({ 3, 2, 2, 1, 2, 2, 2 }, { u.n, u.correct, u.valid, u.multi, u.multi_token, u.gold, u.recalled })
+    assert.equal(5, #u.scored) -- three triples, two recalled facts
+  end)
 end)
 
 describe("gm.eval.decode", function()

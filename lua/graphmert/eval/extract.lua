@@ -10,8 +10,8 @@
 --   heads of this head's parts of speech
 -- known_tails(graph, tok, relations, leaves) → relation id → token-id lists of the lemmas of the
 --   kinds the relation reaches that fit the leaves (constrained decoding's list)
--- triples(model, tok, passages, opts) → extracted triples {head, relation, tail, score, source,
---   decoding}: for each passage {id, text}, each head found and each relation allowed for it (or
+-- triples(model, tok, passages, opts) → extracted triples {head, relation, tail, tokens, score,
+--   source, decoding}: for each passage {id, text}, each head found and each relation allowed for it (or
 --   opts.only), the tails gm.eval.decode gives (opts: graph, relations = name → id, mode, top,
 --   tail_end, empty, batch, only = set of names); with empty, only the tails ranked above the
 --   empty one (the model's "this head has no such relation")
@@ -26,7 +26,8 @@
 -- score_passage(graph, wordnet, relations, passage, triples) → one passage's figures for a
 --   bootstrap over passages: passage = {text, gold = its WordNet triples}, triples = what was
 --   extracted from it (the top tail per head and relation); → {n, correct (WordNet holds it),
---   valid, multi (correct with a multi-word tail), gold (its facts whose relation is known and
+--   valid, multi (correct with a multi-word tail), multi_token (correct with a tail of several
+--   tokens: t.tokens, the decoded tail's token count), gold (its facts whose relation is known and
 --   head is found in the text), recalled (of those, extracted), scored = {score, held | recall}
 --   for precision–recall curves}
 local gm = require "graphmert"
@@ -138,7 +139,7 @@ function M.triples(model, tok, passages, opts)
         for _, c in ipairs(candidates) do
           if c.empty then break end -- the model ranks "no such tail" above the rest
           out[#out + 1] = { head = meta[qi].head, relation = meta[qi].relation, tail = tok:decode(c.ids),
-            score = c.score, source = passage.id, decoding = opts.mode or "open" }
+            tokens = #c.ids, score = c.score, source = passage.id, decoding = opts.mode or "open" }
         end
       end
     end
@@ -154,8 +155,8 @@ function M.merge(triples, opts)
       local key = t.head .. "\0" .. t.relation .. "\0" .. t.tail
       local e = by_key[key]
       if not e then
-        e = { head = t.head, relation = t.relation, tail = t.tail, score = t.score, count = 0, sources = {},
-          decoding = t.decoding, seen = {} }
+        e = { head = t.head, relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score, count = 0,
+          sources = {}, decoding = t.decoding, seen = {} }
         by_key[key] = e
         order[#order + 1] = e
       end
@@ -201,12 +202,14 @@ function M.valid(graph, t) return of_kind(graph, t.tail, graph.tail_kinds[t.rela
 local function key(t) return (t.head .. "\0" .. t.relation .. "\0" .. t.tail):lower() end
 
 function M.score_passage(graph, wn, relations, passage, triples)
-  local found, u = {}, { n = #triples, correct = 0, valid = 0, multi = 0, gold = 0, recalled = 0, scored = {} }
+  local found, u = {}, { n = #triples, correct = 0, valid = 0, multi = 0, multi_token = 0, gold = 0, recalled = 0,
+    scored = {} }
   for _, t in ipairs(triples) do
     local held = M.holds(graph, wn, t)
     found[key(t)] = t.score
     if held then u.correct = u.correct + 1 end
     if held and t.tail:find(" ") then u.multi = u.multi + 1 end
+    if held and (t.tokens or 1) > 1 then u.multi_token = u.multi_token + 1 end
     if M.valid(graph, t) then u.valid = u.valid + 1 end
     u.scored[#u.scored + 1] = { score = t.score, held = held }
   end
