@@ -19,6 +19,11 @@ describe("extract", function()
     assert.same({ "hot dog", "dog", "canine" }, ext.heads("A hot dog is not a dog, nor a canine.", graph.lemmas))
   end)
 
+  it("finds each head once and never a lone function word, though WordNet has one (a, in, or)", function()
+    local lemmas = { a = { "1n" }, ["in"] = { "2n" }, dog = { "3n" }, ["in vitro"] = { "4a" } }
+    assert.same({ "dog", "in vitro" }, ext.heads("A dog in a dog test in vitro", lemmas))
+  end)
+
   it("asks a head only the relations the seed graph has for heads of its kind", function()
     assert.same({ "hypernym" }, ext.relations_for(graph, "canine", { "entailment", "hypernym" }))
     assert.same({ "entailment" }, ext.relations_for(graph, "bark", { "entailment", "hypernym" }))

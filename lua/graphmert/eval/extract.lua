@@ -5,7 +5,9 @@
 --   parts of speech of its heads and of its tails in the seed graph (what "a head of its kind"
 --   and "a tail of the kind the relation reaches" mean here)
 -- heads(text, lemmas, max_words = 3) → head strings found in the text (lemmas, longest match
---   first, multi-word, case-folded, at most one per position)
+--   first, multi-word, case-folded, at most one per position), each once, in order of first
+--   appearance; a one-word match that is an English function word (M.function_words: "a", "in",
+--   "or", "be", ... — WordNet also has them as the letter a, Indiana, Oregon) is not a mention
 -- relations_for(graph, head, names) → the relation names of `names` that the seed graph has for
 --   heads of this head's parts of speech
 -- known_tails(graph, tok, relations, leaves) → relation id → token-id lists of the lemmas of the
@@ -55,9 +57,20 @@ function M.seed_graph(wn)
   return { lemmas = lemmas, head_kinds = head_kinds, tail_kinds = tail_kinds }
 end
 
+M.function_words = {}
+for w in ([[a an the this that these those some any each every no all both either neither
+  in on at by for from of off to up down into onto upon out over under with within without about
+  above below across after before behind beside between beyond during except inside near
+  outside past since through throughout till toward towards until via per than as like
+  and or but nor so yet if then else when while because although though unless whether
+  i me my we us our you your he him his she her it its they them their who whom whose which what
+  be am is are was were been being have has had do does did done will would shall should can
+  could may might must not also only very too just more most less least such own same other
+  there here where how why one]]):gmatch("%a+") do M.function_words[w] = true end
+
 function M.heads(text, lemmas, max_words)
   local words = gm.data.tokenizer.pretokenize(text)
-  local found, i = {}, 1
+  local found, seen, i = {}, {}, 1
   while i <= #words do
     local hit
     for len = math.min(max_words or 3, #words - i + 1), 1, -1 do
@@ -65,7 +78,10 @@ function M.heads(text, lemmas, max_words)
       if lemmas[phrase] and phrase:match("%a") then hit = { phrase, len } break end
     end
     if hit then
-      found[#found + 1] = hit[1]
+      if not seen[hit[1]] and not (hit[2] == 1 and M.function_words[hit[1]]) then
+        seen[hit[1]] = true
+        found[#found + 1] = hit[1]
+      end
       i = i + hit[2]
     else
       i = i + 1
