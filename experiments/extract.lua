@@ -7,7 +7,9 @@
 -- "text" field). Heads are the seed graph's entity names found in each passage (WordNet lemmas,
 -- longest match, multi-word); relations are those the seed graph has for heads of that kind (or
 -- --relations); tails are decoded over all leaf slots of the head's root (gm.eval.decode), open
--- or constrained to the seed graph's entity names of the kind the relation reaches.
+-- or constrained to the seed graph's entity names of the kind the relation reaches. A model
+-- trained with `absent` (a relation its head lacks, taught as an empty tail) may answer "none":
+-- only the tails it ranks above the empty one are kept, so it does not assert every relation.
 -- Output: kg.jsonl (one triple per line: head, relation, tail, score = mean log-probability per
 -- decoded slot, count = passages supporting it, sources = their ids (line numbers), decoding)
 -- and kg.tsv beside it, written atomically; Ctrl-C writes what was extracted so far.

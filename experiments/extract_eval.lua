@@ -107,15 +107,23 @@ for _, s in ipairs(systems) do
   local pl, ph, pv = stats.bootstrap(u, precision)
   local rl, rh, rv = stats.bootstrap(u, recall)
   local n, correct = sum(u, "n"), sum(u, "correct")
-  local function of_correct(field) return correct > 0 and sum(u, field) / correct or 0 end
-  lines[#lines + 1] = string.format("| %s | %d | %.3f [%.3f, %.3f] | %.3f [%.3f, %.3f] | %.3f | %.3f | %.3f | %s |", s.name, n,
-    pv, pl, ph, rv, rl, rh, n > 0 and sum(u, "valid") / n or 0, of_correct("multi_token"), of_correct("multi"),
+  s.extracted = n
+  -- shares of nothing are "-", not 0: a system that asserts no triple has no precision
+  local function share(num, den) return den > 0 and string.format("%.3f", num / den) or "-" end
+  local p_cell = n > 0 and string.format("%.3f [%.3f, %.3f]", pv, pl, ph) or "- (no triples)"
+  lines[#lines + 1] = string.format("| %s | %d | %s | %.3f [%.3f, %.3f] | %s | %s | %s | %s |", s.name, n, p_cell,
+    rv, rl, rh, share(sum(u, "valid"), n), share(sum(u, "multi_token"), correct), share(sum(u, "multi"), correct),
     s.dir and string.format("%.1f", #passages / s.seconds) or "-")
 end
 if #systems > 1 then
   lines[#lines + 1] = ""
   for i = 2, #systems do
     -- the same passages under both systems: pair unit k of one with unit k of the other
+    if systems[1].extracted == 0 or systems[i].extracted == 0 then
+      lines[#lines + 1] = string.format("GraphMERT − %s, precision: no difference to take (%s extracted no triple)",
+        systems[i].name, systems[1].extracted == 0 and "GraphMERT" or systems[i].name)
+      goto next_system
+    end
     local pairs = {}
     for k = 1, #passages do pairs[k] = { systems[1].units[k], systems[i].units[k] } end
     local l, h, v = stats.paired(pairs,
@@ -123,6 +131,7 @@ if #systems > 1 then
       stats.ratio(function(p) return p[2].correct end, function(p) return p[2].n end))
     lines[#lines + 1] = string.format("GraphMERT − %s, precision: %+.3f [%+.3f, %+.3f]%s", systems[i].name, v, l, h,
       (l > 0 and " (better)") or (h < 0 and " (worse)") or " (the interval includes 0)")
+    ::next_system::
   end
 end
 

@@ -104,3 +104,31 @@ describe("experiments/extract.lua", function()
     os.execute("rm -rf " .. other .. " " .. dir .. " " .. config)
   end)
 end)
+
+describe("experiments/extract_eval.lua", function()
+  it("scores a model trained with mentions and absent relations against its baselines", function()
+    local dir = files.tmpname()
+    local config = dir .. ".config.lua"
+    write(config, [[return { seed = 3, wordnet = { pos = { "noun" }, limit = 400 }, heldout = 0.1, vocab_size = 800,
+      tail_end = true, mentions = true, absent = 0.5, max_span = 3, copies = 2,
+      model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32, head = "single", sbo = false },
+      steps = 3, batch = 4, lr = 1e-3, warmup = 1, eval_triples = 20 }]])
+    local out, code = run(BIN .. "experiments/train.lua --config " .. config .. " --out " .. dir)
+    assert.equal(0, code, out)
+    assert.is_true(require("graphmert").json.read(dir .. "/run.json").absent == 0.5)
+    out, code = run(BIN .. "experiments/extract_eval.lua --checkpoint " .. dir .. " --passages 6 --decoding constrained")
+    assert.equal(0, code, out)
+    local report = io.open(dir .. "/extraction/extraction.md"):read("a")
+    for _, system in ipairs { "GraphMERT", "no decay, no H%-GAT", "most frequent tail" } do
+      assert.matches("| " .. system .. " | %d+ | ", report)
+    end
+    -- every system's precision is a figure with its interval, or "-" when it asserted nothing
+    for row in report:gmatch("\n(| [^\n]+ |)") do
+      if not row:match("^| model") and not row:match("^|%-") then
+        assert.is_truthy(row:match("| %d+ | %d%.%d+ %[") or row:match("| 0 | %- %(no triples%)"), row)
+      end
+    end
+    assert.matches("GraphMERT − most frequent tail, precision: ", report)
+    os.execute("rm -rf " .. dir .. " " .. config)
+  end)
+end)
