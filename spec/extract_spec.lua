@@ -113,31 +113,13 @@ end)
 
 describe("decoding with a learned tail end", function()
   it("recovers a planted two-token tail, its length chosen by the model", function()
-    gm.manual_seed(1)
     local texts = { "the dog barks loudly at night", "a cat sleeps on the warm mat", "domestic animal", "wild animal" }
-    local tok = gm.data.tokenizer.train(texts, { vocab_size = 120 })
-    local layout = gm.layout { roots = 10, leaves = 3 }
-    local records = {
+    local m = require "spec.memorise" { texts = texts, relations = { hypernym = 1 }, steps = 150, records = {
       { text = texts[1], triples = { { head = "dog", relation = "hypernym", tail = "domestic animal" } } },
-      { text = texts[2], triples = { { head = "cat", relation = "hypernym", tail = "animal" } } } }
-    local seqs = gm.data.corpus.build(records, tok, { layout = layout, relations = { hypernym = 1 } })
-    local model = gm.nn.GraphMERT { vocab = tok:size(), hidden = 32, layers = 1, heads = 2, ffn = 64, roots = 10,
-      leaves = 3, relations = 1, sbo = false, positions = true, dropout = 0, attention_dropout = 0, relation_dropout = 0 }
-    local opt = gm.optim.adamw(model:named_parameters(), { lr = 1e-2, weight_decay = 0 })
-    local mask_opts = { vocab = tok:size(), mask_id = tok.mask_id, layout = layout, sbo = false, root_rate = 0,
-      leaf_rate = 1, replace = { 1, 0 }, tail_end = true, end_id = tok.pad_id,
-      special = { [tok.pad_id] = true, [tok.cls_id] = true, [tok.sep_id] = true } }
-    local batch = gm.data.masking.mask(gm.data.corpus.batch(seqs, 1, #seqs), mask_opts)
+      { text = texts[2], triples = { { head = "cat", relation = "hypernym", tail = "animal" } } } } }
+    local model, tok, query = m.model, m.tok, m.query
+    local batch = gm.data.masking.mask(gm.data.corpus.batch(m.seqs, 1, #m.seqs), m.mask_opts)
     assert.equal(6, #batch.labels.leaves.targets) -- 2 + 1 tail tokens, 1 + 2 end slots
-    for _ = 1, 150 do
-      opt:zero_grad()
-      model:loss(gm.data.masking.mask(gm.data.corpus.batch(seqs, 1, #seqs), mask_opts)):backward()
-      opt:step()
-    end
-    local function query(text, head)
-      local toks = layout:fit(tok:encode(text))
-      return { toks = toks, at = layout.find(toks, tok:encode(head)), head_length = 1, relation = 1 }
-    end
     local out = gm.eval.decode(model, tok, { query(texts[1], "dog"), query(texts[2], "cat") },
       { mode = "open", tail_end = true, top = 1 })
     assert.equal("domestic animal", tok:decode(out[1][1].ids))

@@ -209,7 +209,7 @@ GM_HOT static __attribute__((noinline)) float row_max(const float *t, int64_t n)
 /* t[c] = e^(t[c] − shift) (backward's P, whose rows are already known to sum to 1) */
 GM_HOT static __attribute__((noinline)) void row_exp(float *t, int64_t n, float shift) {
 #pragma omp simd
-  for (int64_t c = 0; c < n; c++) t[c] = gm_exp_softmax(t[c] - shift);
+  for (int64_t c = 0; c < n; c++) t[c] = gm_exp_nonpositive(t[c] - shift);
 }
 
 /* row_exp, returning the sum */
@@ -217,7 +217,7 @@ GM_HOT static __attribute__((noinline)) float row_exp_sum(float *t, int64_t n, f
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int64_t c = 0; c < n; c++) {
-    float p = gm_exp_softmax(t[c] - shift);
+    float p = gm_exp_nonpositive(t[c] - shift);
     t[c] = p;
     sum += p;
   }
@@ -251,7 +251,7 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
         memset(t, 0, (size_t)nk * sizeof(float));
         continue;
       }
-      float alpha = gm_exp_softmax(m[r] - m_new); /* 0 when m[r] is −inf */
+      float alpha = gm_exp_nonpositive(m[r] - m_new); /* 0 when m[r] is −inf */
       float sum = row_exp_sum(t, nk, m_new), wsum = 0.0f;
       if (weights_mode) {
         const float *fr = dp + (i0 + r) * pb->S + j0;

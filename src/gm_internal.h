@@ -134,25 +134,31 @@ gm_paths *gm_paths_alloc(int64_t n);
  * backward and the decay mask. */
 #define GM_SQRT_2_OVER_PI 0.7978845608028654f
 #define GM_INV_SQRT_2PI 0.3989422804014327f
-/* e^x for x ≤ 0, without branches or calls so that loops over it vectorise (libm's expf is a
- * call per element): Cephes' expf, x = n ln2 + r with |r| ≤ ln2/2, e^r by a degree-7
- * polynomial, 2^n from exponent bits; below −87 it returns e^−87. Under 1 ulp. */
+/* e^x for x <= 0 (softmax arguments, GELU's erf and φ; −inf gives 0), in branch-free float arithmetic that the
+ * compiler vectorises (libm's expf does not vectorise without -ffast-math): Cody–Waite
+ * reduction by ln 2 and Cephes' degree-6 polynomial, relative error about 1e-7. x below −87
+ * gives 0; NaN gives NaN. */
 static inline float gm_exp_nonpositive(float x) {
-  x = x < -87.0f ? -87.0f : x; /* NaN passes through: comparisons with it are false */
-  float n = floorf(x * 1.44269504088896341f + 0.5f);
-  float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+  float xc = x < -87.0f ? -87.0f : x;
+  float k = xc * 1.44269504088896341f + 12582912.0f; /* + 1.5·2^23 rounds to an integer n */
+  float n = k - 12582912.0f;
+  uint32_t k_bits; /* unsigned: a NaN input must not make the shift below undefined */
+  memcpy(&k_bits, &k, sizeof k_bits); /* n sits in the low mantissa bits of k */
+  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  float y = (p * (r * r) + r) + 1.0f;
-  int32_t bits = ((int32_t)(n == n ? n : 0.0f) + 127) << 23; /* n in [−125, 0] */
+  p = p * r * r + r + 1.0f;
+  uint32_t bits = (k_bits - 0x4B400000u + 127u) << 23; /* 2^n */
   float scale;
   memcpy(&scale, &bits, sizeof scale);
-  return y * scale;
+  float y = p * scale;
+  return x < -87.0f ? 0.0f : y;
 }
+
 /* erf in float32, branch-free for the same reason (glibc's erff, a call per element, was a
  * twentieth of a training step). |x| < 1: x + x·P(x²), P of degree 6; 1 ≤ |x|: 1 − e^(−x²)·R(1/|x|),
  * R of degree 8 fitted to erfc(x)·e^(x²) on [1, 4] (past 4, erf rounds to 1 in float32). The
@@ -192,31 +198,6 @@ static inline float gm_gelu_tanh_grad(float x) {
   /* u = c(x + 0.044715x³): ½(1 + tanh u) + ½x(1 − tanh²u) c (1 + 3·0.044715x²) */
   float t = tanhf(GM_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x));
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GM_SQRT_2_OVER_PI * (1.0f + 3.0f * 0.044715f * x * x);
-}
-
-/* e^x for softmax arguments (x <= 0; −inf gives 0), in branch-free float arithmetic that the
- * compiler vectorises (libm's expf does not vectorise without -ffast-math): Cody–Waite
- * reduction by ln 2 and Cephes' degree-6 polynomial, relative error about 1e-7. x below −87
- * gives 0; NaN gives NaN. */
-static inline float gm_exp_softmax(float x) {
-  float xc = x < -87.0f ? -87.0f : x;
-  float k = xc * 1.44269504088896341f + 12582912.0f; /* + 1.5·2^23 rounds to an integer n */
-  float n = k - 12582912.0f;
-  uint32_t k_bits; /* unsigned: a NaN input must not make the shift below undefined */
-  memcpy(&k_bits, &k, sizeof k_bits); /* n sits in the low mantissa bits of k */
-  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  uint32_t bits = (k_bits - 0x4B400000u + 127u) << 23; /* 2^n */
-  float scale;
-  memcpy(&scale, &bits, sizeof scale);
-  float y = p * scale;
-  return x < -87.0f ? 0.0f : y;
 }
 
 /* Counter-based dropout: the multiplier (0 or scale) of element `index` under `seed`, from a
