@@ -12,7 +12,9 @@
 -- passages per second of extraction at the machine's threads. Tails are decoded without being
 -- told their length (gm.eval.decode).
 --   graphmert experiments/extract_eval.lua --checkpoint out/wordnet_10min [--passages 300]
---       [--decoding open|constrained] [--out DIR (default: CHECKPOINT/extraction)]
+--       [--decoding open|constrained] [--answer-all] [--out DIR (default: CHECKPOINT/extraction)]
+-- A model trained with absent relations may answer "none" (gm.eval.decode's empty tail); its
+-- triples are then only those it ranks above "none", unless --answer-all.
 local gm = require "graphmert"
 local ex = gm.experiment
 local extract, stats = gm.eval.extract, gm.eval.stats
@@ -22,6 +24,7 @@ local args = ex.args.parse(arg, {
   { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
   { "passages", 300, "held-out passages to extract from", type = "integer" },
   { "decoding", "open", "open or constrained" },
+  { "answer-all", false, "ignore a model's empty answer (trained with absent): every (head, relation) gets its best tail", flag = true },
   { "out", nil, "output folder (default CHECKPOINT/extraction)" },
 })
 if not args.checkpoint then error("extract_eval.lua: --checkpoint is required (see --help)", 0) end
@@ -49,7 +52,7 @@ do
 end
 
 local opts = { graph = graph, relations = relations, mode = args.decoding, top = 1, tail_end = run.tail_end,
-  empty = (run.absent or 0) > 0 }
+  empty = (run.absent or 0) > 0 and not args["answer-all"] }
 local systems = { { name = "GraphMERT", dir = args.checkpoint } }
 local baseline_dir = args.checkpoint .. "/baseline"
 if io.open(baseline_dir .. "/run.json") then systems[2] = { name = "no decay, no H-GAT", dir = baseline_dir } end
@@ -98,7 +101,8 @@ local function field_ratio(num, den) return stats.ratio(function(u) return u[num
 local precision, recall = field_ratio("correct", "n"), field_ratio("recalled", "gold")
 
 local lines = {
-  string.format("# Extraction on %d held-out passages (%s decoding, top tail per head and relation)", #passages, args.decoding), "",
+  string.format("# Extraction on %d held-out passages (%s decoding, top tail per head and relation%s)", #passages, args.decoding,
+    opts.empty and ", unless the model ranks \"none\" first" or ""), "",
   string.format("`%s`, %s; 95%% intervals: percentile bootstrap over passages (1,000 resamples).", args.checkpoint, ex.summary(d)), "",
   "| model | triples | precision [95% CI] | recall [95% CI] | validity | multi-token share of correct | multi-word share of correct | passages/s |",
   "|---|---|---|---|---|---|---|---|" }
