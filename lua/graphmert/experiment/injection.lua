@@ -79,11 +79,11 @@ function M.plan(train, wn, graph, relation_names, cfg)
   for _, r in ipairs(train) do
     local s = r.synset and wn.synsets[r.synset]
     local own = s and s.lemmas[1] or (r.triples[1] and r.triples[1].head)
-    local mentions = {}
+    local mentions = {} -- heads() gives each lemma once; the record's own head keeps its facts
     if cfg.mentions then
-      local seen = { [own and own:lower() or false] = true }
+      local own_key = own and own:lower()
       for _, h in ipairs(extract.heads(r.text, graph.lemmas)) do
-        if not seen[h] then seen[h] = true; mentions[#mentions + 1] = h end
+        if h ~= own_key then mentions[#mentions + 1] = h end
       end
     end
     local n = math.max(1, math.min(cfg.copies or 1, #r.triples))
