@@ -146,7 +146,7 @@ FUZZ_FLAGS := -O1 -g -Wno-pass-failed -fsanitize=address,undefined -fno-sanitize
               $(LUA_CFLAGS) $(BLAS_CFLAGS)
 build/fuzz/fuzz_lua: scripts/fuzz/fuzz_lua.c $(CORE_SRC) $(BIND_SRC) src/gm.h src/gm_internal.h src/lgm.h
 	@mkdir -p build/fuzz
-	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -fopenmp -Isrc -o $@ scripts/fuzz/fuzz_lua.c $(CORE_SRC) $(BIND_SRC) \
+	clang $(FUZZ_FLAGS) -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer -fopenmp -Isrc -o $@ scripts/fuzz/fuzz_lua.c $(CORE_SRC) $(BIND_SRC) \
 	  $(LUA_LIBS) $(BLAS_LIBS) -lm
 
 # the checkpoint reader's own harnesses: the core alone, no Lua (scripts/fuzz/fuzz_<target>.c)

@@ -166,7 +166,7 @@ GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t 
  * S floats from the next, which the hardware prefetchers follow too late, and the decay plane of
  * each head comes from memory once per batch (it does not stay in cache). noipa: GCC's IPA counts
  * prefetches as no side effect and would drop the call as pure. */
-__attribute__((noipa)) static void prefetch_planes(const problem *pb, int64_t b, int64_t h, int64_t i0,
+GM_NOIPA static void prefetch_planes(const problem *pb, int64_t b, int64_t h, int64_t i0,
                                                    int64_t nq, int64_t j0, int64_t nk,
                                                    const float *ddecay_plane) {
   const float *all[4] = {decay_plane(pb, h), plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h),

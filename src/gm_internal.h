@@ -228,6 +228,14 @@ static inline float gm_dropout_keep(uint64_t seed, uint64_t index, uint32_t thre
 #define GM_HOT
 #endif
 
+/* A function that stays a call with its side effects: GCC's noipa (clang has no IPA that
+ * drops such calls and no such attribute; noinline does there). */
+#ifdef __clang__
+#define GM_NOIPA __attribute__((noinline))
+#else
+#define GM_NOIPA __attribute__((noipa))
+#endif
+
 /* A parallel loop threshold: below it, threads cost more than they save. */
 #define GM_PAR_MIN 32768
 
