@@ -164,6 +164,32 @@ describe("fused attention", function()
     end
   end)
 
+  it("sums a decay's gradient over several calls as each call's own gradient adds up", function()
+    -- packed sequences: one call per sequence (a batch of one) on one per-head decay, whose
+    -- gradient the kernel adds into the pending sum; against the calls' gradients taken apart
+    gm.manual_seed(11)
+    for _, mode in ipairs { "scores", "weights" } do
+      local qs, gs = {}, {}
+      for i = 1, 3 do qs[i], gs[i] = gm.randn(1, 2, 70, 8), gm.randn(1, 2, 70, 8) end
+      local decay = (gm.rand(2, 70, 70) + 0.2):requires_grad(true)
+      local function call(i) return gm.attention(qs[i], qs[i % 3 + 1], qs[(i + 1) % 3 + 1], { decay = decay, decay_mode = mode }) end
+      local total
+      for i = 1, 3 do
+        local term = (call(i) * gs[i]):sum()
+        total = total and total + term or term
+      end
+      total:backward()
+      local together = decay:grad():clone()
+      local apart = gm.zeros(2, 70, 70)
+      for i = 1, 3 do
+        decay:zero_grad()
+        ;(call(i) * gs[i]):sum():backward()
+        apart = apart + decay:grad()
+      end
+      assert.tensor_near(apart, together, 1e-6, 1e-7) -- float32 sums in possibly another order
+    end
+  end)
+
   it("gives 0 output and 0 gradients for a row with no allowed key", function()
     local q, k, v = gm.randn(1, 1, 2, 3):requires_grad(true), gm.randn(1, 1, 2, 3):requires_grad(true),
         gm.randn(1, 1, 2, 3):requires_grad(true)

@@ -128,6 +128,24 @@ describe("the tape", function()
     assert.tensor_near({ 3, 3, 3 }, x:grad())
   end)
 
+  it("adds overlapping narrow windows of one tensor into its gradient where they land", function()
+    -- x is used whole (x·c: the first, full-size contribution) and through three windows, two of
+    -- them overlapping, along either dimension; each window's gradient lands on its rows only
+    local x = gm.zeros(5, 4):requires_grad(true)
+    local c = gm.tensor { { 1, 2, 3, 4 }, { 5, 6, 7, 8 }, { 9, 10, 11, 12 }, { 13, 14, 15, 16 }, { 17, 18, 19, 20 } }
+    local loss = (x * c):sum() + x:narrow(1, 2, 3):sum() * 100 + x:narrow(1, 4, 2):sum() * 1000
+        + x:narrow(2, 1, 1):sum() * 0.5
+    loss:backward()
+    local want = {}
+    for i = 1, 5 do
+      want[i] = {}
+      for j = 1, 4 do
+        want[i][j] = (i - 1) * 4 + j + ((i >= 2 and i <= 4) and 100 or 0) + (i >= 4 and 1000 or 0) + (j == 1 and 0.5 or 0)
+      end
+    end
+    assert.are.same(want, x:grad():totable())
+  end)
+
   it("sums a broadcast operand's gradient over the broadcast dimensions, in row order", function()
     -- [2, 3, 600] + [600]: every leading dimension summed (the columns in blocks of 256);
     -- + [3, 1]: a dimension kept between summed ones (the general path)

@@ -178,17 +178,33 @@ GM_NOIPA static void prefetch_planes(const problem *pb, int64_t b, int64_t h, in
   }
 }
 
-/* Multiplies each weight of a tile by its dropout factor. */
+/* Multiplies each weight of a tile by its dropout factor, and keeps the factors in z when z is
+ * not NULL (backward applies them twice: the hash is dearer than a load). */
 GM_HOT static void apply_dropout(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                          int64_t j0, int64_t nk, float *t) {
+                          int64_t j0, int64_t nk, float *t, float *z) {
   if (pb->dropout == 0.0f) return;
   for (int64_t r = 0; r < nq; r++) {
     uint64_t base = (uint64_t)(((b * pb->H + h) * pb->L + i0 + r) * pb->S + j0);
-    float *row = t + r * BK;
+    float *row = t + r * BK, *zr = z ? z + r * BK : NULL;
+    if (zr) {
 #pragma omp simd
-    for (int64_t c = 0; c < nk; c++)
-      row[c] *= gm_dropout_keep(pb->seed, base + (uint64_t)c, pb->keep_threshold, pb->keep_scale);
+      for (int64_t c = 0; c < nk; c++) {
+        zr[c] = gm_dropout_keep(pb->seed, base + (uint64_t)c, pb->keep_threshold, pb->keep_scale);
+        row[c] *= zr[c];
+      }
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < nk; c++)
+        row[c] *= gm_dropout_keep(pb->seed, base + (uint64_t)c, pb->keep_threshold, pb->keep_scale);
+    }
   }
+}
+
+/* t ⊙= z, the factors apply_dropout kept. */
+GM_HOT static void reapply_dropout(const problem *pb, int64_t nq, int64_t nk, const float *z, float *t) {
+  if (pb->dropout == 0.0f) return;
+  for (int64_t r = 0; r < nq; r++)
+    for (int64_t c = 0; c < nk; c++) t[r * BK + c] *= z[r * BK + c];
 }
 
 /* Row kernels, kept out of line so that each compiles once, vectorised (inlined into the
@@ -267,7 +283,7 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
       if (alpha != 1.0f)
         for (int64_t c = 0; c < dv; c++) o[r * dv + c] *= alpha;
     }
-    apply_dropout(pb, b, h, i0, nq, j0, nk, tile);
+    apply_dropout(pb, b, h, i0, nq, j0, nk, tile, NULL);
     product_ab(pb, &pb->v_panels, b * pb->H + h, j0, 0, nq, dv, nk, tile, BK, v + j0 * dv, 1, o, dv);
   }
   for (int64_t r = 0; r < nq; r++) {
@@ -312,7 +328,7 @@ GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_
         for (int64_t c = 0; c < nk; c++) t[c] *= fr[c] * inv_c;
       }
     }
-    apply_dropout(pb, b, h, i0, nq, j0, nk, tile);
+    apply_dropout(pb, b, h, i0, nq, j0, nk, tile, NULL);
     for (int64_t r = 0; r < nq; r++)
       memcpy(weights + ((b * pb->H + h) * pb->L + i0 + r) * pb->S + j0, tile + r * BK,
              (size_t)nk * sizeof(float));
@@ -464,10 +480,10 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
   const float *dp = decay_plane(pb, h);
   int weights_mode = dp && pb->decay_weights, renorm = weights_mode && pb->renormalize;
   /* Ã is P itself unless weights or dropout change it */
-  float *qk = scratch, *s = scratch + BQ * BK, *da = scratch + 2 * BQ * BK;
+  float *qk = scratch, *s = scratch + BQ * BK, *da = scratch + 2 * BQ * BK, *z = scratch + 4 * BQ * BK;
   float *a = weights_mode || pb->dropout != 0.0f ? scratch + 3 * BQ * BK : s;
-  const float *kt = pack_own(pb, pb->k, bh, d, scratch + 4 * BQ * BK);
-  const float *vt = pack_own(pb, pb->v, bh, dv, scratch + 4 * BQ * BK + own_floats(pb, d));
+  const float *kt = pack_own(pb, pb->k, bh, d, scratch + 5 * BQ * BK);
+  const float *vt = pack_own(pb, pb->v, bh, dv, scratch + 5 * BQ * BK + own_floats(pb, d));
   for (int64_t i0 = i_begin; i0 < i_end; i0 += BQ) {
     int64_t nq = L - i0 < BQ ? L - i0 : BQ;
     float D[BQ];
@@ -498,12 +514,12 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
           memcpy(ar, pr, (size_t)nk * sizeof(float));
         }
       }
-      apply_dropout(pb, b, h, i0, nq, j0, nk, a);
+      apply_dropout(pb, b, h, i0, nq, j0, nk, a, z);
       int kv_sum = !fresh_kv || i0 > i_begin;
       if (dvv) product_ab(pb, NULL, bh, 0, 1, nk, dv, nq, a, BK, go + i0 * dv, kv_sum, dvv + j0 * dv, dv);
       if (!dq && !dk && !ddecay_plane) continue;
       product_abt(pb, &pb->vt_panels, vt, bh, nq, nk, dv, go + i0 * dv, dv, pb->v, j0, da);
-      apply_dropout(pb, b, h, i0, nq, j0, nk, da); /* dA = dÃ ⊙ Z */
+      reapply_dropout(pb, nq, nk, z, da); /* dA = dÃ ⊙ Z */
       float scale = pb->scale;
       for (int64_t r = 0; r < nq; r++) {
         float inv_c = 1.0f / st[(i0 + r) * 2 + 1], Dr = D[r];
@@ -540,8 +556,8 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
 
 static gm_tensor *zeros(int ndim, const int64_t *shape) { return gm_tensor_full(ndim, shape, 0.0f); }
 
-gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dq,
-                                gm_tensor **dk, gm_tensor **dv, gm_tensor **ddecay) {
+gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor *decay_into,
+                                gm_tensor **dq, gm_tensor **dk, gm_tensor **dv, gm_tensor **ddecay) {
   gm_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *decay = node->src[3];
   gm_attention_opts o = {.key_mask = node->src[4], .key_bias = node->src[5],
                          .attn_mask = node->src[6], .attn_bias = node->src[7], .decay = decay,
@@ -559,24 +575,29 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
   *dq = q->requires_grad ? alloc(4, q->shape) : NULL;
   *dk = k->requires_grad ? alloc(4, k->shape) : NULL;
   *dv = v->requires_grad ? alloc(4, v->shape) : NULL;
-  *ddecay = !decay || !decay->requires_grad ? NULL
+  /* with one batch element, each entry of a per-head ddecay gets one term: added into the
+   * pending sum, the same as adding the fresh plane to it afterwards */
+  int into = decay_into && decay && decay->requires_grad && pb.decay_per_head && pb.B == 1 &&
+             decay_into->numel == decay->numel;
+  *ddecay = !decay || !decay->requires_grad || into ? NULL
             : pb.decay_per_head ? alloc(decay->ndim, decay->shape) : zeros(decay->ndim, decay->shape);
   if ((q->requires_grad && !*dq) || (k->requires_grad && !*dk) || (v->requires_grad && !*dv) ||
-      (decay && decay->requires_grad && !*ddecay))
+      (decay && decay->requires_grad && !into && !*ddecay))
     goto fail;
   if (gm_matmul_uses_bf16() && (pack_panels(&pb, pb.k, pb.d, 1, &pb.kt_panels) != GM_OK ||
                                 pack_panels(&pb, pb.v, pb.dv, 1, &pb.vt_panels) != GM_OK ||
                                 pack_panels(&pb, pb.k, pb.d, 0, &pb.k_panels) != GM_OK))
     goto fail;
   float *dq_all = *dq ? (*dq)->data : NULL, *dk_all = *dk ? (*dk)->data : NULL;
-  float *dv_all = *dv ? (*dv)->data : NULL, *dd_all = *ddecay ? (*ddecay)->data : NULL;
+  float *dv_all = *dv ? (*dv)->data : NULL;
+  float *dd_all = into ? decay_into->data : *ddecay ? (*ddecay)->data : NULL;
   const float *out = node->data, *stats = node->saved->data, *dout = g->data;
   int64_t ls = pb.L * pb.S, work = pb.B * pb.H * ls * (pb.d + pb.dv), S = pb.S, d = pb.d, dvs = pb.dv;
   int64_t qblocks = (pb.L + BQ - 1) / BQ;
-  size_t scratch_floats = (size_t)(4 * BQ * BK + own_floats(&pb, pb.d) + own_floats(&pb, pb.dv));
+  size_t scratch_floats = (size_t)(5 * BQ * BK + own_floats(&pb, pb.d) + own_floats(&pb, pb.dv));
   int threads = gm_get_num_threads();
   gm_status st = GM_OK;
-  if (*ddecay && !pb.decay_per_head) {
+  if (dd_all && !pb.decay_per_head) {
     /* a decay shared by the heads: each thread sums into its own [L, S] plane, added at the end;
      * a static schedule gives each plane the same tasks in the same order on every run */
     float *planes = calloc((size_t)threads * (size_t)ls, sizeof(float));
@@ -604,7 +625,7 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
      * groups than twice the threads, each group's query blocks are also cut into chunks: a
      * chunk owns its rows of dQ and of the decay plane, and sums dK and dV into scratch of its
      * own, added in chunk order afterwards, so the result does not depend on scheduling. */
-    int per_head = *ddecay != NULL;
+    int per_head = dd_all != NULL;
     int64_t groups = per_head ? pb.H : pb.B * pb.H, per_group = per_head ? pb.B : 1;
     int64_t chunks = groups >= 2 * threads || work <= GM_PAR_MIN ? 1 : (2 * threads + groups - 1) / groups;
     if (chunks > qblocks) chunks = qblocks;
@@ -627,7 +648,7 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
         float *dkd = !dk_all ? NULL : part ? part : dk_all + bh * S * d;
         float *dvd = !dv_all ? NULL : part ? part + S * d : dv_all + bh * S * dvs;
         backward_head(&pb, b, h, i_begin, i_end, out, stats, dout, dq_all, dkd, dvd, !part,
-                      dd_all ? dd_all + h * ls : NULL, j == 0, scratch);
+                      dd_all ? dd_all + h * ls : NULL, j == 0 && !into, scratch);
       }
       free(scratch);
     });

@@ -52,6 +52,13 @@ static gm_status accumulate(gm_tensor *t, gm_tensor *contribution) {
   return GM_OK;
 }
 
+/* t's pending gradient when a contribution may be added straight into it (see exclusive), else
+ * NULL: then a backward that touches only part of t adds its part there instead of building a
+ * full-size contribution that is mostly zeros. */
+static gm_tensor *pending_in_place(const gm_tensor *t) {
+  return t->grad_pending && exclusive(t->grad_pending) ? t->grad_pending : NULL;
+}
+
 /* g summed down to the shape of t (the backward of broadcasting); steals g. */
 static gm_tensor *reduce_to(gm_tensor *g, const gm_tensor *t) {
   if (!g || gm_tensor_same_shape(g, t)) return g;
@@ -210,14 +217,27 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
       }
       break;
     }
-    /* zeros except the narrowed window, which gets g (only the rest is zeroed: the window is
-     * often most of a large tensor) */
+    /* g added into the narrowed window of a's pending gradient; the first contribution is
+     * zeros except the window, which gets g (only the rest is zeroed: the window is often most
+     * of a large tensor). Packed attention narrows q, k and v of each sequence out of one
+     * product: adding each window where it lands, instead of a full-size tensor per window,
+     * saved a pass over that product's gradient per sequence. */
     case GM_OP_NARROW: {
       int dim = (int)node->iarg[0];
+      int64_t outer, size, inner, len = node->shape[dim], start = node->iarg[1];
+      gm_dim_split(a, dim, &outer, &size, &inner);
+      gm_tensor *into = pending_in_place(a);
+      if (into) {
+        int64_t n = len * inner;
+        for (int64_t o = 0; o < outer; o++) {
+          float *dst = into->data + (o * size + start) * inner;
+          const float *src = g->data + o * n;
+          GM_FOR(k, n, n, { dst[k] += src[k]; });
+        }
+        break;
+      }
       gm_tensor *dx = gm_tensor_empty(a->ndim, a->shape);
       if (dx) {
-        int64_t outer, size, inner, len = node->shape[dim], start = node->iarg[1];
-        gm_dim_split(a, dim, &outer, &size, &inner);
         for (int64_t o = 0; o < outer; o++) {
           float *row = dx->data + o * size * inner;
           memset(row, 0, (size_t)(start * inner) * sizeof(float));
@@ -291,7 +311,10 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
     /* the flash-style recomputation of gm_attention.c (derivations at the top of that file) */
     case GM_OP_ATTENTION: {
       gm_tensor *dq, *dk, *dv, *ddecay;
-      st = gm_attention_backward(node, g, &dq, &dk, &dv, &ddecay);
+      /* packed attention calls it once per sequence, all on one decay: each call adding into
+       * the pending sum saves a pass over [H, L, S] per call */
+      gm_tensor *decay_into = node->src[3] ? pending_in_place(node->src[3]) : NULL;
+      st = gm_attention_backward(node, g, decay_into, &dq, &dk, &dv, &ddecay);
       gm_tensor *targets[4] = {node->src[0], node->src[1], node->src[2], node->src[3]};
       gm_tensor *contributions[4] = {dq, dk, dv, ddecay};
       for (int i = 0; i < 4; i++) {

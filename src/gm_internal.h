@@ -66,9 +66,12 @@ void gm_cross_entropy_backward(const gm_tensor *probs, const gm_tensor *target, 
                                int64_t ignore_index, int64_t count, float g, float *dlogits);
 
 gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g);
-/* New references (NULL where the source needs no gradient). */
-gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dq,
-                                gm_tensor **dk, gm_tensor **dv, gm_tensor **ddecay);
+/* New references (NULL where the source needs no gradient). decay_into, when not NULL, is the
+ * decay's pending gradient, which the kernel may add its gradient into instead (it does when
+ * that sums the same terms in the same order: a per-head decay and a batch of one); *ddecay is
+ * then NULL. */
+gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor *decay_into,
+                                gm_tensor **dq, gm_tensor **dk, gm_tensor **dv, gm_tensor **ddecay);
 
 gm_status gm_hgat_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dtails,
                            gm_tensor **dheads, gm_tensor **dw, gm_tensor **da);
@@ -144,14 +147,14 @@ static inline float gm_exp_nonpositive(float x) {
   float n = k - 12582912.0f;
   uint32_t k_bits; /* unsigned: a NaN input must not make the shift below undefined */
   memcpy(&k_bits, &k, sizeof k_bits); /* n sits in the low mantissa bits of k */
-  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+  float r = fmaf(n, 2.12194440e-4f, fmaf(n, -0.693359375f, xc));
   float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  p = fmaf(p, r, 1.3981999507e-3f);
+  p = fmaf(p, r, 8.3334519073e-3f);
+  p = fmaf(p, r, 4.1665795894e-2f);
+  p = fmaf(p, r, 1.6666665459e-1f);
+  p = fmaf(p, r, 5.0000001201e-1f);
+  p = fmaf(p * r, r, r) + 1.0f;
   uint32_t bits = (k_bits - 0x4B400000u + 127u) << 23; /* 2^n */
   float scale;
   memcpy(&scale, &bits, sizeof scale);
