@@ -18,6 +18,7 @@
 #include <omp.h>
 
 #include "gm_internal.h"
+#include "gm_simd.h"
 
 /* clang ignores GCC's target pragma; its own pushes the attribute onto every function here */
 #ifdef __clang__
@@ -55,18 +56,31 @@ static void pack_row_pairs(const float *r0, const float *r1, int64_t n, uint32_t
   }
 }
 
-/* Pairs along one contiguous row of k values: o[kp * stride] = (x[2kp], x[2kp+1]), a zero
- * high half for odd k. */
-static void pack_strided_pairs(const float *x, int64_t k, int64_t stride, uint32_t *o) {
-  uint32_t w[16];
-  for (int64_t e = 0; e < k; e += 32) {
-    int64_t left = k - e;
-    __mmask16 m0 = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
-    __mmask16 m1 = left >= 32 ? 0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
-    __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, x + e + 16), _mm512_maskz_loadu_ps(m0, x + e));
-    _mm512_storeu_si512(w, (__m512i)v); /* bf16 in order: word j is pair e/2 + j */
-    int64_t pairs = (left + 1) / 2 < 16 ? (left + 1) / 2 : 16;
-    for (int64_t j = 0; j < pairs; j++) o[(e / 2 + j) * stride] = w[j];
+/* Rows [0, rows) of x (leading dimension ld) as pairs along k, each row one column of the
+ * output: o[kp * stride + r] = (x[r][2kp], x[r][2kp+1]), a zero high half for odd k. Sixteen
+ * rows at a time: each row's 32 floats round to 16 pairs, and a 16 x 16 transpose turns them
+ * into 16 runs of consecutive r, a masked store each (a scalar store per pair was a twentieth of
+ * a "medium" training step). */
+static void pack_pairs_transposed(const float *x, int64_t ld, int64_t rows, int64_t k, int64_t stride,
+                                  uint32_t *o) {
+  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+    int64_t nr = rows - r0 < 16 ? rows - r0 : 16;
+    __mmask16 keep = (__mmask16)((1u << nr) - 1);
+    for (int64_t e = 0; e < k; e += 32) {
+      int64_t left = k - e;
+      __mmask16 m0 = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
+      __mmask16 m1 = left >= 32 ? 0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
+      __m512 r[16];
+      for (int l = 0; l < 16; l++) {
+        const float *row = x + (r0 + l) * ld + e;
+        r[l] = l < nr ? (__m512)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, row + 16),
+                                                    _mm512_maskz_loadu_ps(m0, row))
+                      : _mm512_setzero_ps();
+      }
+      gm_transpose16(r); /* r[j] lane l: pair e/2 + j of row r0 + l */
+      int64_t pairs = (left + 1) / 2 < 16 ? (left + 1) / 2 : 16;
+      for (int64_t j = 0; j < pairs; j++) _mm512_mask_storeu_ps((float *)(o + (e / 2 + j) * stride + r0), keep, r[j]);
+    }
   }
 }
 
@@ -77,7 +91,7 @@ static void pack_a(int trans, const float *a, int64_t lda, int64_t m, int64_t k,
   int64_t kp_n = (k + 1) / 2, rows = m - i0 < MR ? m - i0 : MR;
   if (rows < MR) memset(out, 0, (size_t)(kp_n * MR) * sizeof(uint32_t));
   if (!trans)
-    for (int64_t r = 0; r < rows; r++) pack_strided_pairs(a + (i0 + r) * lda, k, MR, out + r);
+    pack_pairs_transposed(a + i0 * lda, lda, rows, k, MR, out);
   else /* op(A) = Aᵀ: the panel's rows are columns of A */
     for (int64_t kp = 0; kp < kp_n; kp++)
       pack_row_pairs(a + 2 * kp * lda + i0, 2 * kp + 1 < k ? a + (2 * kp + 1) * lda + i0 : NULL, rows,
@@ -95,7 +109,7 @@ static void pack_b(int trans, const float *b, int64_t ldb, int64_t n, int64_t k,
       pack_row_pairs(b + 2 * kp * ldb + j0, 2 * kp + 1 < k ? b + (2 * kp + 1) * ldb + j0 : NULL, cols,
                      out + kp * NR);
   else /* op(B) = Bᵀ: the panel's columns are rows of B */
-    for (int64_t c = 0; c < cols; c++) pack_strided_pairs(b + (j0 + c) * ldb, k, NR, out + c);
+    pack_pairs_transposed(b + j0 * ldb, ldb, cols, k, NR, out);
 }
 
 /* C[0:rows, 0:cols] = alpha (A panel · B panel over kp_n pairs) + beta C; beta 0 never reads C. */

@@ -16,6 +16,7 @@
 #include <immintrin.h>
 
 #include "gm_internal.h"
+#include "gm_simd.h"
 
 #define AVX512 __attribute__((target("avx512f")))
 
@@ -90,31 +91,6 @@ AVX512 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const fl
 
 int64_t gm_tiles_panel_floats(int64_t rows, int64_t cols) { return (rows + NC - 1) / NC * NC * cols; }
 
-/* r[0..15] := its transpose (unpacks within 128-bit lanes, then lane shuffles). */
-AVX512 static inline void transpose16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; i++) {
-    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
-    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
-  }
-  for (int i = 0; i < 8; i++) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
-  }
-}
-
 AVX512 void gm_tiles_pack_panels(const float *x, int64_t rows, int64_t cols, float *out) {
   for (int64_t i0 = 0; i0 < rows; i0 += NC) {
     float *panel = out + i0 * cols;
@@ -125,7 +101,7 @@ AVX512 void gm_tiles_pack_panels(const float *x, int64_t rows, int64_t cols, flo
         __m512 r[16];
         for (int l = 0; l < 16; l++)
           r[l] = i0 + i + l < rows ? _mm512_maskz_loadu_ps(m, x + (i0 + i + l) * cols + c) : _mm512_setzero_ps();
-        transpose16(r);
+        gm_transpose16(r);
         for (int l = 0; l < 16 && c + l < cols; l++) _mm512_storeu_ps(panel + (c + l) * NC + i, r[l]);
       }
   }
