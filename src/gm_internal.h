@@ -239,6 +239,23 @@ static inline float gm_dropout_keep(uint64_t seed, uint64_t index, uint32_t thre
 #define GM_NOIPA __attribute__((noipa))
 #endif
 
+/* result = Σ_{j<n} EXPR in double, in 8 fixed lanes (lane j mod 8, then the lanes pairwise): the
+ * order does not depend on the vector width, so every clone of a GM_HOT loop gives the same bits,
+ * and it vectorises where a serial double sum runs at one add per latency. EXPR reads j. */
+#define GM_SUM8(result, n, j, EXPR)                                                          \
+  do {                                                                                       \
+    double gm_lane_[8] = {0};                                                                \
+    int64_t gm_n_ = (n), gm_n8_ = gm_n_ & ~(int64_t)7;                                       \
+    for (int64_t gm_b_ = 0; gm_b_ < gm_n8_; gm_b_ += 8)                                      \
+      for (int gm_k_ = 0; gm_k_ < 8; gm_k_++) {                                              \
+        int64_t j = gm_b_ + gm_k_;                                                           \
+        gm_lane_[gm_k_] += (double)(EXPR);                                                   \
+      }                                                                                      \
+    for (int64_t j = gm_n8_; j < gm_n_; j++) gm_lane_[j & 7] += (double)(EXPR);             \
+    (result) = ((gm_lane_[0] + gm_lane_[1]) + (gm_lane_[2] + gm_lane_[3])) +                  \
+               ((gm_lane_[4] + gm_lane_[5]) + (gm_lane_[6] + gm_lane_[7]));                  \
+  } while (0)
+
 /* A parallel loop threshold: below it, threads cost more than they save. */
 #define GM_PAR_MIN 32768
 

@@ -7,6 +7,42 @@
 
 /* ---- layer norm over the last dimension --------------------------------------------------- */
 
+/* One row of layer norm: q = (p − μ)·r·w + b, and (μ, r = 1/√(var + eps)) into st. The row
+ * loops live here, out of the OpenMP body, where they vectorise (sums by GM_SUM8). */
+GM_HOT static __attribute__((noinline)) void normalize_row(const float *p, int64_t d, float eps,
+                                                           const float *w, const float *b, float *q,
+                                                           float *st) {
+  double mean, var;
+  GM_SUM8(mean, d, j, p[j]);
+  mean /= (double)d;
+  GM_SUM8(var, d, j, ((double)p[j] - mean) * ((double)p[j] - mean));
+  var /= (double)d; /* biased, as torch.nn.LayerNorm */
+  float mu = (float)mean, rstd = (float)(1.0 / sqrt(var + eps));
+  st[0] = mu;
+  st[1] = rstd;
+  for (int64_t j = 0; j < d; j++) q[j] = (p[j] - mu) * rstd;
+  if (w)
+    for (int64_t j = 0; j < d; j++) q[j] *= w[j];
+  if (b)
+    for (int64_t j = 0; j < d; j++) q[j] += b[j];
+}
+
+/* dx of one row (see gm_layer_norm_backward), out of the OpenMP body like normalize_row. */
+GM_HOT static __attribute__((noinline)) void normalize_row_backward(const float *p, const float *gp,
+                                                                    const float *w, int64_t d,
+                                                                    float mu, float rstd, float *dx) {
+  double mg, mgx;
+  GM_SUM8(mg, d, j, gp[j] * (w ? w[j] : 1.0f));
+  GM_SUM8(mgx, d, j, gp[j] * (w ? w[j] : 1.0f) * (p[j] - mu) * rstd);
+  mg /= (double)d;
+  mgx /= (double)d;
+  for (int64_t j = 0; j < d; j++) {
+    float gh = gp[j] * (w ? w[j] : 1.0f);
+    float xh = (p[j] - mu) * rstd;
+    dx[j] = rstd * (gh - (float)mg - xh * (float)mgx);
+  }
+}
+
 GM_HOT gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias, float eps) {
   char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
   if (x->ndim < 1) {
@@ -33,24 +69,9 @@ GM_HOT gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias
     gm_tensor_release(stats);
     return NULL;
   }
-  GM_FOR(r, rows, x->numel, {
-    const float *p = x->data + r * d;
-    float *q = out->data + r * d;
-    double mean = 0, var = 0;
-    for (int64_t j = 0; j < d; j++) mean += p[j];
-    mean /= (double)d;
-    for (int64_t j = 0; j < d; j++) var += (p[j] - mean) * (p[j] - mean);
-    var /= (double)d; /* biased, as torch.nn.LayerNorm */
-    float mu = (float)mean, rstd = (float)(1.0 / sqrt(var + eps));
-    stats->data[2 * r] = mu;
-    stats->data[2 * r + 1] = rstd;
-    for (int64_t j = 0; j < d; j++) {
-      float v = (p[j] - mu) * rstd;
-      if (weight) v *= weight->data[j];
-      if (bias) v += bias->data[j];
-      q[j] = v;
-    }
-  });
+  GM_FOR(r, rows, x->numel, { normalize_row(x->data + r * d, d, eps, weight ? weight->data : NULL,
+                                             bias ? bias->data : NULL, out->data + r * d,
+                                             stats->data + 2 * r); });
   gm_tensor *srcs[3] = {x, weight, bias};
   /* no iarg; saved = mean and 1/std per row */
   out = gm_record(out, GM_OP_LAYER_NORM, srcs, 3);
@@ -65,33 +86,26 @@ GM_HOT gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias
 GM_HOT void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, const gm_tensor *stats,
                             const gm_tensor *g, float *dx, float *dw, float *db) {
   int64_t d = x->shape[x->ndim - 1], rows = d ? x->numel / d : 0;
-  if (dx) {
+  if (dx)
     GM_FOR(r, rows, x->numel, {
+      normalize_row_backward(x->data + r * d, g->data + r * d, weight ? weight->data : NULL, d,
+                             stats->data[2 * r], stats->data[2 * r + 1], dx + r * d);
+    });
+  if (!dw && !db) return;
+  /* dw and db: each thread a block of columns over all rows, in row order, so the sums are the
+   * same for any number of threads (it was one thread over everything) */
+  int64_t blocks = (d + 63) / 64;
+  GM_FOR(c, blocks, (dw || db) ? x->numel : 0, {
+    int64_t j0 = c * 64, j1 = j0 + 64 < d ? j0 + 64 : d;
+    for (int64_t r = 0; r < rows; r++) {
       const float *p = x->data + r * d, *gp = g->data + r * d;
       float mu = stats->data[2 * r], rstd = stats->data[2 * r + 1];
-      double mg = 0, mgx = 0;
-      for (int64_t j = 0; j < d; j++) {
-        float gh = gp[j] * (weight ? weight->data[j] : 1.0f);
-        mg += gh;
-        mgx += gh * (p[j] - mu) * rstd;
-      }
-      mg /= (double)d;
-      mgx /= (double)d;
-      for (int64_t j = 0; j < d; j++) {
-        float gh = gp[j] * (weight ? weight->data[j] : 1.0f);
-        float xh = (p[j] - mu) * rstd;
-        dx[r * d + j] = rstd * (gh - (float)mg - xh * (float)mgx);
-      }
-    });
-  }
-  for (int64_t r = 0; r < rows && (dw || db); r++) {
-    const float *p = x->data + r * d, *gp = g->data + r * d;
-    float mu = stats->data[2 * r], rstd = stats->data[2 * r + 1];
-    for (int64_t j = 0; j < d; j++) {
-      if (dw) dw[j] += gp[j] * (p[j] - mu) * rstd;
-      if (db) db[j] += gp[j];
+      if (dw)
+        for (int64_t j = j0; j < j1; j++) dw[j] += gp[j] * (p[j] - mu) * rstd;
+      if (db)
+        for (int64_t j = j0; j < j1; j++) db[j] += gp[j];
     }
-  }
+  });
 }
 
 /* ---- dropout ----------------------------------------------------------------------------- */
@@ -128,20 +142,16 @@ gm_tensor *gm_dropout(gm_tensor *x, float p, gm_rng *rng) {
 /* The softmax of one row of logits into pr; returns its log-normaliser log Σ e^x. Out of line
  * and vectorised: the exponentials of a vocabulary-wide row were a libm call each (every
  * x − max and x − lz is ≤ 0, gm_exp_nonpositive's domain; NaN is skipped by the max as by
- * fmaxf). Σ e^x is summed in double in 8 fixed lanes, so that every clone adds in one order. */
+ * fmaxf). Σ e^x is summed in double by GM_SUM8. */
 GM_HOT static __attribute__((noinline)) float softmax_row(const float *row, int64_t c, float *pr) {
   float m = -INFINITY;
 #pragma omp simd reduction(max : m)
   for (int64_t j = 0; j < c; j++) m = row[j] > m ? row[j] : m;
   for (int64_t j = 0; j < c; j++) pr[j] = gm_exp_nonpositive(row[j] - m);
-  double lane[8] = {0};
-  int64_t j = 0;
-  for (; j + 8 <= c; j += 8)
-    for (int l = 0; l < 8; l++) lane[l] += (double)pr[j + l];
-  for (; j < c; j++) lane[j & 7] += (double)pr[j];
-  double z = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  double z;
+  GM_SUM8(z, c, j, pr[j]);
   float lz = (float)log(z) + m;
-  for (j = 0; j < c; j++) pr[j] = gm_exp_nonpositive(row[j] - lz);
+  for (int64_t j = 0; j < c; j++) pr[j] = gm_exp_nonpositive(row[j] - lz);
   return lz;
 }
 
