@@ -5,7 +5,7 @@
 -- "highest" and "medium" matrix-product precisions, as seconds and as a fraction of the measured
 -- float32 peak, next to PyTorch 1.13 doing the same work on the same threads
 -- (scripts/bench_cpu_torch.py).
---   graphmert scripts/bench_cpu.lua [threads=2] [reps=5] [steps=2]      (make bench-cpu)
+--   graphmert scripts/bench_cpu.lua [threads=2] [reps=5] [steps=3] [rounds=3]   (make bench-cpu)
 -- FLOPs are the model's useful ones: multiply-adds count 2, attention and the step count only
 -- real (unpadded) nodes, H-GAT and elementwise work are left out; so "of peak" is a lower bound.
 local gm = require "graphmert"
@@ -13,7 +13,8 @@ local bench = require "scripts.bench_common"
 
 local threads = math.tointeger(tonumber(arg[1]) or 2)
 local reps = math.tointeger(tonumber(arg[2]) or 5)
-local steps = math.tointeger(tonumber(arg[3]) or 2)
+local steps = math.tointeger(tonumber(arg[3]) or 3)
+local rounds = math.tointeger(tonumber(arg[4]) or 3)
 gm.set_num_threads(threads)
 
 local function first_line(cmd)
@@ -107,15 +108,22 @@ local function step_flops(real)
   local head = 0.15 * real * 2 * (Hd * Hd + Hd * V)
   return 3 * (linear + attention + head) -- backward costs twice the forward
 end
+-- The two precisions run in alternation, `rounds` times: on a shared host the speed drifts by
+-- more than the gap being measured, and a ratio is only fair between runs of the same minutes.
+-- Each precision's figure is the median over rounds; the ratio's spread is printed at the end.
 for _, fill in ipairs { "1", "0.15" } do
-  local r = {}
-  for _, p in ipairs { "highest", "medium" } do
-    local out = first_line(string.format("GRAPHMERT_MATMUL_PRECISION=%s %s scripts/bench_model.lua %d %d --child %s",
-      p, arg[-1], steps, threads, fill))
-    local t, real = out:match("graphmert step ([%d.]+) .* real (%d+)")
-    if not t then error("training step failed: " .. out) end
-    r[p], r.flops = tonumber(t), step_flops(tonumber(real))
+  local r, runs = { ratios = {} }, { highest = {}, medium = {} }
+  for round = 1, rounds do
+    for _, p in ipairs { "highest", "medium" } do
+      local out = first_line(string.format("GRAPHMERT_MATMUL_PRECISION=%s %s scripts/bench_model.lua %d %d --child %s",
+        p, arg[-1], steps, threads, fill))
+      local t, real = out:match("graphmert step ([%d.]+) .* real (%d+)")
+      if not t then error("training step failed: " .. out) end
+      runs[p][round], r.flops = tonumber(t), step_flops(tonumber(real))
+    end
+    r.ratios[round] = runs.highest[round] / runs.medium[round]
   end
+  r.highest, r.medium = bench.median(runs.highest), bench.median(runs.medium)
   results["step" .. fill] = r
 end
 
@@ -149,6 +157,12 @@ end
 print(string.format("\nmedium vs highest: t:matmul %.2fx, attention %.2fx, step (all leaves) %.2fx, step (15%%) %.2fx",
   results.matmul.highest / results.matmul.medium, results.attention.highest / results.attention.medium,
   results.step1.highest / results.step1.medium, results["step0.15"].highest / results["step0.15"].medium))
+for _, fill in ipairs { "1", "0.15" } do
+  local each = {}
+  for i, x in ipairs(results["step" .. fill].ratios) do each[i] = string.format("%.2fx", x) end
+  print(string.format("step (%s), medium vs highest in each alternating round: %s", fill == "1" and "all leaves" or "15%",
+    table.concat(each, " ")))
+end
 print(string.format("model FLOPs per step: %.0f GFLOP (all leaves), %.0f GFLOP (15%%); 'of peak' is against float32 %.0f GFLOP/s",
   results.step1.flops / 1e9, results["step0.15"].flops / 1e9, peak_f32))
 if torch == "" then print("pytorch not available (install python3-torch to compare)") end
