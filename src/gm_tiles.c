@@ -3,12 +3,14 @@
  * Through OpenBLAS each such product paid a call, a check for its "small matrix" path and, for
  * the transposed-A products of backward (dV += Ãᵀ dO, dK += dSᵀ Q), a full GotoBLAS packing of
  * both operands: a quarter of the attention's time went to packing and calls. Here nothing is
- * packed per tile: a register-blocked micro-kernel keeps an MR x 64 block of C in 16 zmm
- * accumulators and, for each step of k, loads one row of B's 64-column block (4 zmm) and
+ * packed per tile: a register-blocked micro-kernel keeps an MR x 64 block of C in 24 zmm
+ * accumulators (MR = 6) and, for each step of k, loads one row of B's 64-column block (4 zmm) and
  * broadcasts MR elements of A straight from memory (a row of A, or a column when A is read
  * transposed). B must therefore be row-major in k; the kernel's Kᵀ and Vᵀ operands are packed
  * once per call into panels of 64 keys ([k][64] each: contiguous, so that a tile's block of B
- * does not map onto a few L1 sets as rows 4 KiB apart would).
+ * does not map onto a few L1 sets as rows 4 KiB apart would). Long k runs in chunks of KC rows
+ * of B that stay in L1 across the blocks of C (the sums keep their order: each chunk continues
+ * from the C the previous one stored).
  *
  * The kernels are compiled for AVX-512F (AVX512 below: a function attribute, which GCC and
  * clang both honour) but only ever called after gm_tiles_available() said the running CPU has
@@ -20,8 +22,9 @@
 
 #define AVX512 __attribute__((target("avx512f")))
 
-#define MR 4  /* rows of C per micro-tile: 4 x 4 accumulators, latency of the FMAs hidden */
+#define MR 6  /* rows of C per micro-tile: 6 x 4 accumulators, latency of the FMAs hidden */
 #define NC 64 /* columns of C per micro-tile, and keys per packed panel */
+#define KC 64 /* rows of B per pass over the blocks of C */
 
 int gm_tiles_available(void) { return (gm_cpu_features() & GM_CPU_AVX512F) != 0; }
 
@@ -55,6 +58,8 @@ AVX512 static inline __attribute__((always_inline)) void micro(int ROWS, int TRA
 
 #define MICRO_ROWS(TRANS, MASKED)                                                            \
   switch (rows) {                                                                            \
+  case 6: micro(6, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
+  case 5: micro(5, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
   case 4: micro(4, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
   case 3: micro(3, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
   case 2: micro(2, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
@@ -81,10 +86,17 @@ AVX512 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const fl
       mask[v] = left >= 16 ? 0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
     }
     const float *bj = b + j / NC * panel_stride;
-    for (int64_t i = 0; i < m; i += MR) {
-      int rows = m - i < MR ? (int)(m - i) : MR;
-      micro_any(rows, trans_a, cols < NC, k, trans_a ? a + i : a + i * lda, lda, bj, ldb, mask,
-                accumulate, c + i * ldc + j, ldc);
+    /* k in chunks of KC rows of B (16 KiB of the panel): each chunk stays in L1 while every
+     * block of rows of C passes over it, instead of the whole panel streaming from L2 again
+     * for each block (k reaches 256 in P V and dS K) */
+    for (int64_t p0 = 0; p0 < k; p0 += KC) {
+      int64_t kc = k - p0 < KC ? k - p0 : KC;
+      const float *ap = trans_a ? a + p0 * lda : a + p0;
+      for (int64_t i = 0; i < m; i += MR) {
+        int rows = m - i < MR ? (int)(m - i) : MR;
+        micro_any(rows, trans_a, cols < NC, kc, trans_a ? ap + i : ap + i * lda, lda, bj + p0 * ldb, ldb,
+                  mask, accumulate || p0 > 0, c + i * ldc + j, ldc);
+      }
     }
   }
 }
