@@ -178,24 +178,25 @@ GM_NOIPA static void prefetch_planes(const problem *pb, int64_t b, int64_t h, in
   }
 }
 
-/* Multiplies each weight of a tile by its dropout factor, and keeps the factors in z when z is
- * not NULL (backward applies them twice: the hash is dearer than a load). */
+/* dst = src ⊙ the dropout factors of the tile (src may be dst), and the factors kept in z when z
+ * is not NULL (backward applies them twice: the hash is dearer than a load). */
 GM_HOT static void apply_dropout(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                          int64_t j0, int64_t nk, float *t, float *z) {
+                          int64_t j0, int64_t nk, const float *src, float *dst, float *z) {
   if (pb->dropout == 0.0f) return;
   for (int64_t r = 0; r < nq; r++) {
     uint64_t base = (uint64_t)(((b * pb->H + h) * pb->L + i0 + r) * pb->S + j0);
-    float *row = t + r * BK, *zr = z ? z + r * BK : NULL;
+    const float *in = src + r * BK;
+    float *row = dst + r * BK, *zr = z ? z + r * BK : NULL;
     if (zr) {
 #pragma omp simd
       for (int64_t c = 0; c < nk; c++) {
         zr[c] = gm_dropout_keep(pb->seed, base + (uint64_t)c, pb->keep_threshold, pb->keep_scale);
-        row[c] *= zr[c];
+        row[c] = in[c] * zr[c];
       }
     } else {
 #pragma omp simd
       for (int64_t c = 0; c < nk; c++)
-        row[c] *= gm_dropout_keep(pb->seed, base + (uint64_t)c, pb->keep_threshold, pb->keep_scale);
+        row[c] = in[c] * gm_dropout_keep(pb->seed, base + (uint64_t)c, pb->keep_threshold, pb->keep_scale);
     }
   }
 }
@@ -283,7 +284,7 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
       if (alpha != 1.0f)
         for (int64_t c = 0; c < dv; c++) o[r * dv + c] *= alpha;
     }
-    apply_dropout(pb, b, h, i0, nq, j0, nk, tile, NULL);
+    apply_dropout(pb, b, h, i0, nq, j0, nk, tile, tile, NULL);
     product_ab(pb, &pb->v_panels, b * pb->H + h, j0, 0, nq, dv, nk, tile, BK, v + j0 * dv, 1, o, dv);
   }
   for (int64_t r = 0; r < nq; r++) {
@@ -328,7 +329,7 @@ GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_
         for (int64_t c = 0; c < nk; c++) t[c] *= fr[c] * inv_c;
       }
     }
-    apply_dropout(pb, b, h, i0, nq, j0, nk, tile, NULL);
+    apply_dropout(pb, b, h, i0, nq, j0, nk, tile, tile, NULL);
     for (int64_t r = 0; r < nq; r++)
       memcpy(weights + ((b * pb->H + h) * pb->L + i0 + r) * pb->S + j0, tile + r * BK,
              (size_t)nk * sizeof(float));
@@ -510,11 +511,10 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
         if (weights_mode) {
           const float *fr = dp + (i0 + r) * S + j0;
           for (int64_t c = 0; c < nk; c++) ar[c] = pr[c] * fr[c] * inv_c;
-        } else if (ar != pr) {
-          memcpy(ar, pr, (size_t)nk * sizeof(float));
         }
       }
-      apply_dropout(pb, b, h, i0, nq, j0, nk, a, z);
+      /* with dropout alone, Ã = P ⊙ Z is written straight from P */
+      apply_dropout(pb, b, h, i0, nq, j0, nk, weights_mode ? a : s, a, z);
       int kv_sum = !fresh_kv || i0 > i_begin;
       if (dvv) product_ab(pb, NULL, bh, 0, 1, nk, dv, nq, a, BK, go + i0 * dv, kv_sum, dvv + j0 * dv, dv);
       if (!dq && !dk && !ddecay_plane) continue;
