@@ -131,7 +131,7 @@ end
 -- was seen): it is read again after the work, and "of peak" uses the higher reading.
 local again_f32, again_bf16 = peak("f32"), peak("bf16")
 print(string.format("peak read again after the work: float32 FMA %.0f GFLOP/s, bf16 dot-product %.0f GFLOP/s", again_f32, again_bf16))
-peak_f32, peak_bf16 = math.max(peak_f32, again_f32), math.max(peak_bf16, again_bf16)
+peak_f32 = math.max(peak_f32, again_f32)
 
 -- PyTorch ----------------------------------------------------------------------------------------
 local torch = bench.torch_output("bench_cpu_torch.py", threads, reps, steps) or ""

@@ -99,8 +99,7 @@ gm_tensor *gm_sub(gm_tensor *a, gm_tensor *b) { return binary(a, b, BIN_SUB); }
 gm_tensor *gm_mul(gm_tensor *a, gm_tensor *b) { return binary(a, b, BIN_MUL); }
 gm_tensor *gm_div(gm_tensor *a, gm_tensor *b) { return binary(a, b, BIN_DIV); }
 
-/* o[j] += sum over r < rows of x[r * stride + j], j < width, rows in order */
-GM_HOT static void add_rows(float *o, const float *x, int64_t rows, int64_t stride, int64_t width) {
+GM_HOT void gm_add_rows(float *o, const float *x, int64_t rows, int64_t stride, int64_t width) {
   for (int64_t r = 0; r < rows; r++) {
     const float *row = x + r * stride;
 #pragma omp simd
@@ -132,7 +131,7 @@ gm_tensor *gm_sum_to_shape(gm_tensor *g, int ndim, const int64_t *shape) {
     const float *x = g->data;
     GM_FOR(jb, (inner + block - 1) / block, g->numel, {
       int64_t j0 = jb * block;
-      add_rows(o + j0, x + j0, rows, inner, j0 + block < inner ? block : inner - j0);
+      gm_add_rows(o + j0, x + j0, rows, inner, j0 + block < inner ? block : inner - j0);
     });
     return out;
   }

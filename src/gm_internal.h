@@ -65,6 +65,10 @@ void gm_dropout_apply(const float *in, float *out, int64_t n, uint64_t seed, flo
 void gm_cross_entropy_backward(const gm_tensor *probs, const gm_tensor *target, int index_base,
                                int64_t ignore_index, int64_t count, float g, float *dlogits);
 
+/* o[j] += sum over r < rows of x[r * stride + j], j < width, the rows in order (vectorised along
+ * j): a bias's gradient, a block of columns at a time. */
+void gm_add_rows(float *o, const float *x, int64_t rows, int64_t stride, int64_t width);
+
 gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g);
 /* New references (NULL where the source needs no gradient). decay_into, when not NULL, is the
  * decay's pending gradient, which the kernel may add its gradient into instead (it does when

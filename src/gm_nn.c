@@ -95,16 +95,15 @@ GM_HOT void gm_layer_norm_backward(const gm_tensor *x, const gm_tensor *weight, 
   /* dw and db: each thread a block of columns over all rows, in row order, so the sums are the
    * same for any number of threads (it was one thread over everything) */
   int64_t blocks = (d + 63) / 64;
-  GM_FOR(c, blocks, (dw || db) ? x->numel : 0, {
+  GM_FOR(c, blocks, x->numel, {
     int64_t j0 = c * 64, j1 = j0 + 64 < d ? j0 + 64 : d;
-    for (int64_t r = 0; r < rows; r++) {
-      const float *p = x->data + r * d, *gp = g->data + r * d;
-      float mu = stats->data[2 * r], rstd = stats->data[2 * r + 1];
-      if (dw)
+    if (dw)
+      for (int64_t r = 0; r < rows; r++) {
+        const float *p = x->data + r * d, *gp = g->data + r * d;
+        float mu = stats->data[2 * r], rstd = stats->data[2 * r + 1];
         for (int64_t j = j0; j < j1; j++) dw[j] += gp[j] * (p[j] - mu) * rstd;
-      if (db)
-        for (int64_t j = j0; j < j1; j++) db[j] += gp[j];
-    }
+      }
+    if (db) gm_add_rows(db + j0, g->data + j0, rows, d, j1 - j0); /* a bias's gradient */
   });
 }
 
