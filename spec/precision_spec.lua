@@ -123,6 +123,35 @@ describe("float32 matmul precision", function()
     end)
   end)
 
+  it("'medium' matmul gradients round G once for both products and equal the products taken apart", function()
+    -- both gradients are oneDNN-sized here, and backward hands them one bf16 copy of G; a stale
+    -- or misshapen copy would show as a difference from the same products computed on their own
+    gm.manual_seed(11)
+    local m, k, n = 512, 256, 256
+    with_precision("medium", function()
+      for _, t in ipairs { { false, false }, { true, false }, { false, true }, { true, true } } do
+        local ta, tb = t[1], t[2]
+        local a = (ta and gm.randn(k, m) or gm.randn(m, k)):requires_grad(true)
+        local b = (tb and gm.randn(n, k) or gm.randn(k, n)):requires_grad(true)
+        local g = gm.randn(m, n)
+        for round = 1, 2 do -- the second time with new values in the same G: no copy outlives its backward
+          if round == 2 then g:mul_(-0.5):add_(gm.randn(m, n)) end
+          a:zero_grad(); b:zero_grad()
+          a:matmul(b, ta, tb):backward(g)
+          local da = ta and b:matmul(g, tb, true) or g:matmul(b, false, not tb)
+          local db = tb and g:matmul(a, true, ta) or a:matmul(g, not ta, false)
+          assert.equals(0, relative_gap(a:grad(), da), string.format("dA, transposes %s %s", ta, tb))
+          assert.equals(0, relative_gap(b:grad(), db), string.format("dB, transposes %s %s", ta, tb))
+        end
+      end
+      -- a batch against one weight: its gradient is one product over the folded rows
+      local a, w, g = gm.randn(2, m, k):requires_grad(true), gm.randn(k, n):requires_grad(true), gm.randn(2, m, n)
+      a:matmul(w):backward(g)
+      assert.equals(0, relative_gap(a:grad(), g:matmul(w, false, true)))
+      assert.equals(0, relative_gap(w:grad(), a:reshape(2 * m, k):matmul(g:reshape(2 * m, n), true, false)))
+    end)
+  end)
+
   it("'medium' matmul (large, batched, threaded) agrees with float32 to bf16 tolerance", function()
     gm.manual_seed(3)
     local a, b = gm.randn(3, 300, 257), gm.randn(257, 190)

@@ -34,9 +34,10 @@
 #define BK 256 /* keys per tile */
 
 /* "medium": K or V of every (b, h) rounded to bf16 and packed once as the B operand of the
- * tile products (gm_bf16_pack_panels), instead of once per tile. (The float32 tile kernel reads
- * K and V in place and needs only Kᵀ and Vᵀ packed, which each task does for its own (b, h):
- * pack_own.) */
+ * tile products (gm_bf16_pack_panels), instead of once per tile; likewise a block's queries
+ * (Q and dO) once per block, for the products of all its tiles (query_block). (The float32
+ * tile kernel reads K and V in place and needs only Kᵀ and Vᵀ packed, which each task does for
+ * its own (b, h): pack_own.) */
 typedef struct panels {
   uint32_t *words; /* NULL in float32 */
   int64_t per_bh;  /* words per (b, h) */
@@ -57,6 +58,31 @@ typedef struct problem {
   int tiles; /* float32 products by gm_tiles_gemm, not gm_gemm */
   panels kt_panels, v_panels, vt_panels, k_panels; /* Kᵀ and V in forward; Kᵀ, Vᵀ, K in backward */
 } problem;
+
+/* "medium": one query block's rows of Q and dO rounded and packed once, as the A operand of
+ * Q Kᵀ and dO Vᵀ (q_rows, do_rows) and as the B operand of dV += Ãᵀ dO and dK += dSᵀ Q
+ * (do_panels, q_panels); all NULL in float32. */
+typedef struct query_block {
+  uint32_t *q_rows, *do_rows, *do_panels, *q_panels;
+} query_block;
+
+/* Words of a task's query_block buffers (0 in float32), each part a multiple of 16 words so
+ * that the panels stay on 64-byte lines; with qb, its parts are set to their places from at
+ * (NULL in float32). */
+static int64_t query_block_words(const problem *pb, int backward, query_block *qb, uint32_t *at) {
+  int medium = pb->kt_panels.words != NULL;
+  int64_t sizes[4] = {gm_bf16_rows_words(BQ, pb->d), backward ? gm_bf16_rows_words(BQ, pb->dv) : 0,
+                      backward ? gm_bf16_panel_words(pb->dv, BQ) : 0,
+                      backward ? gm_bf16_panel_words(pb->d, BQ) : 0};
+  uint32_t *place[4];
+  int64_t total = 0;
+  for (int i = 0; i < 4; i++) {
+    place[i] = medium && sizes[i] && at ? at + total : NULL;
+    total += (sizes[i] + 15) / 16 * 16;
+  }
+  if (qb) *qb = (query_block){.q_rows = place[0], .do_rows = place[1], .do_panels = place[2], .q_panels = place[3]};
+  return medium ? total : 0;
+}
 
 /* Packs x [B, H, S, cols] as Xᵀ (trans: n = S keys, k = cols) or X (n = cols, k = S keys). */
 static gm_status pack_panels(const problem *pb, const float *x, int64_t cols, int trans, panels *out) {
@@ -90,13 +116,13 @@ static const float *pack_own(const problem *pb, const float *x, int64_t bh, int6
 }
 
 /* The tile products. C [m, n] (row stride BK) = A · (rows [j0, j0 + n) of x, (b, h)'s [S, k])ᵀ:
- * Q Kᵀ and dO Vᵀ, from xp's bf16 panels or xt (the float32 ones of this (b, h)) when there are
- * some. */
+ * Q Kᵀ and dO Vᵀ, from xp's bf16 panels and A's packed rows a_rows or xt (the float32 ones of
+ * this (b, h)) when there are some. */
 static void product_abt(const problem *pb, const panels *xp, const float *xt, int64_t bh, int64_t m,
-                        int64_t n, int64_t k, const float *a, int64_t lda, const float *x, int64_t j0,
-                        float *c) {
+                        int64_t n, int64_t k, const float *a, const uint32_t *a_rows, int64_t lda,
+                        const float *x, int64_t j0, float *c) {
   if (xp->words)
-    gm_bf16_gemm_panels(0, m, n, k, 1.0f, a, lda, xp->words + bh * xp->per_bh, xp->k, j0, 0, 0.0f, c, BK);
+    gm_bf16_gemm_packed(m, n, k, 1.0f, a_rows, xp->words + bh * xp->per_bh, xp->k, j0, 0, 0.0f, c, BK);
   else if (xt) /* j0 is a multiple of 64, so its panel starts at j0 · k */
     gm_tiles_gemm(0, m, n, k, a, lda, xt + j0 * k, 64, 64 * k, 0, c, BK);
   else
@@ -105,14 +131,17 @@ static void product_abt(const problem *pb, const panels *xp, const float *xt, in
 
 /* C [m, n] = op(A) · b, plus C when accumulate (else C is not read), b [k, n] row-major: P V,
  * dQ += dS K (b = rows [k0, k0 + k) of (b, h)'s V or K, taken from xp's bf16 panels when there
- * are some), dV += Ãᵀ dO and dK += dSᵀ Q (xp NULL). */
-static void product_ab(const problem *pb, const panels *xp, int64_t bh, int64_t k0, int trans_a,
-                       int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
-                       int accumulate, float *c, int64_t ldc) {
+ * are some), dV += Ãᵀ dO and dK += dSᵀ Q (xp NULL; b's bf16 panels in b_panels when there are
+ * some). */
+static void product_ab(const problem *pb, const panels *xp, const uint32_t *b_panels, int64_t bh,
+                       int64_t k0, int trans_a, int64_t m, int64_t n, int64_t k, const float *a,
+                       int64_t lda, const float *b, int accumulate, float *c, int64_t ldc) {
   float beta = accumulate ? 1.0f : 0.0f;
   if (xp && xp->words)
     gm_bf16_gemm_panels(trans_a, m, n, k, 1.0f, a, lda, xp->words + bh * xp->per_bh, xp->k, 0, k0,
                         beta, c, ldc);
+  else if (b_panels)
+    gm_bf16_gemm_panels(trans_a, m, n, k, 1.0f, a, lda, b_panels, k, 0, 0, beta, c, ldc);
   else if (pb->tiles)
     gm_tiles_gemm(trans_a, m, n, k, a, lda, b, n, 64, accumulate, c, ldc);
   else
@@ -241,11 +270,17 @@ GM_HOT static __attribute__((noinline)) float row_exp_sum(float *t, int64_t n, f
   return sum;
 }
 
+/* A task's scratch: 64-byte aligned (the bf16 panels of its query_block are read with aligned
+ * loads); free() releases it. */
+static float *task_scratch(size_t floats) {
+  return aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+}
+
 /* ---- forward ----------------------------------------------------------------------------- */
 
 /* One (b, h, query block): out rows and their statistics (logsumexp, renormaliser). */
 GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, const float *kt,
-                                 float *out, float *stats, float *scratch) {
+                                 const query_block *qb, float *out, float *stats, float *scratch) {
   int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d, dv = pb->dv;
   const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
   const float *v = pb->v + (b * pb->H + h) * pb->S * dv;
@@ -256,10 +291,11 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
   int weights_mode = dp && pb->decay_weights;
   for (int64_t r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0.0f, w[r] = 0.0f;
   memset(o, 0, (size_t)(nq * dv) * sizeof(float));
+  if (qb->q_rows) gm_bf16_pack_rows(0, q, d, nq, d, qb->q_rows);
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
     prefetch_planes(pb, b, h, i0, nq, j0, nk, NULL);
-    product_abt(pb, &pb->kt_panels, kt, b * pb->H + h, nq, nk, d, q, d, pb->k, j0, tile);
+    product_abt(pb, &pb->kt_panels, kt, b * pb->H + h, nq, nk, d, q, qb->q_rows, d, pb->k, j0, tile);
     tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile);
     for (int64_t r = 0; r < nq; r++) {
       float *t = tile + r * BK, mx = row_max(t, nk);
@@ -285,7 +321,7 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
         for (int64_t c = 0; c < dv; c++) o[r * dv + c] *= alpha;
     }
     apply_dropout(pb, b, h, i0, nq, j0, nk, tile, tile, NULL);
-    product_ab(pb, &pb->v_panels, b * pb->H + h, j0, 0, nq, dv, nk, tile, BK, v + j0 * dv, 1, o, dv);
+    product_ab(pb, &pb->v_panels, NULL, b * pb->H + h, j0, 0, nq, dv, nk, tile, BK, v + j0 * dv, 1, o, dv);
   }
   for (int64_t r = 0; r < nq; r++) {
     float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
@@ -306,15 +342,17 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
 
 /* The final weights of one (b, h, query block), recomputed from the statistics. */
 GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_t i0, const float *kt,
-                                 const float *stats, float *weights, float *scratch) {
+                                 const query_block *qb, const float *stats, float *weights,
+                                 float *scratch) {
   int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d;
   const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
   float *tile = scratch;
   const float *dp = decay_plane(pb, h);
   int weights_mode = dp && pb->decay_weights;
+  if (qb->q_rows) gm_bf16_pack_rows(0, q, d, nq, d, qb->q_rows);
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
-    product_abt(pb, &pb->kt_panels, kt, b * pb->H + h, nq, nk, d, q, d, pb->k, j0, tile);
+    product_abt(pb, &pb->kt_panels, kt, b * pb->H + h, nq, nk, d, q, qb->q_rows, d, pb->k, j0, tile);
     tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile);
     for (int64_t r = 0; r < nq; r++) {
       const float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
@@ -422,16 +460,19 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
   int64_t chunks = groups >= 2 * gm_get_num_threads() || work <= GM_PAR_MIN
                        ? 1 : (2 * gm_get_num_threads() + groups - 1) / groups;
   if (chunks > qblocks) chunks = qblocks;
-  size_t scratch_floats = (size_t)(BQ * BK + own_floats(&pb, pb.d));
+  int64_t qb_at = BQ * BK + own_floats(&pb, pb.d);
+  size_t scratch_floats = (size_t)(qb_at + query_block_words(&pb, 0, NULL, NULL));
   gm_status st = GM_OK;
   GM_FOR(t, groups * chunks, work, {
     int64_t g = t / chunks, c = t % chunks, h = g / pb.B, b = g % pb.B, bh = b * pb.H + h;
-    float *scratch = malloc(scratch_floats * sizeof(float));
+    float *scratch = task_scratch(scratch_floats);
     if (scratch) {
       const float *kt = pack_own(&pb, pb.k, bh, pb.d, scratch + BQ * BK);
+      query_block qbt;
+      query_block_words(&pb, 0, &qbt, (uint32_t *)(scratch + qb_at));
       for (int64_t i = qblocks * c / chunks; i < qblocks * (c + 1) / chunks; i++) {
-        forward_block(&pb, b, h, i * BQ, kt, out->data, stats->data, scratch);
-        if (w) weights_block(&pb, b, h, i * BQ, kt, stats->data, w->data, scratch);
+        forward_block(&pb, b, h, i * BQ, kt, &qbt, out->data, stats->data, scratch);
+        if (w) weights_block(&pb, b, h, i * BQ, kt, &qbt, stats->data, w->data, scratch);
       }
     } else {
       st = GM_ERR_NOMEM;
@@ -473,7 +514,8 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
 GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_t i_begin,
                                  int64_t i_end, const float *out, const float *stats,
                                  const float *dout, float *dq_all, float *dk, float *dvv,
-                                 int fresh_kv, float *ddecay_plane, int fresh_dd, float *scratch) {
+                                 int fresh_kv, float *ddecay_plane, int fresh_dd,
+                                 const query_block *qb, float *scratch) {
   int64_t d = pb->d, dv = pb->dv, L = pb->L, S = pb->S, bh = b * pb->H + h;
   const float *q = pb->q + bh * L * d, *k = pb->k + bh * S * d;
   const float *o = out + bh * L * dv, *go = dout + bh * L * dv, *st = stats + bh * L * 2;
@@ -493,10 +535,16 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
       for (int64_t c = 0; c < dv; c++) acc += (double)go[(i0 + r) * dv + c] * o[(i0 + r) * dv + c];
       D[r] = (float)acc;
     }
+    if (qb->q_rows) {
+      gm_bf16_pack_rows(0, q + i0 * d, d, nq, d, qb->q_rows);
+      gm_bf16_pack_rows(0, go + i0 * dv, dv, nq, dv, qb->do_rows);
+      gm_bf16_pack_panels(0, go + i0 * dv, dv, dv, nq, qb->do_panels);
+      gm_bf16_pack_panels(0, q + i0 * d, d, d, nq, qb->q_panels);
+    }
     for (int64_t j0 = 0; j0 < S; j0 += BK) {
       int64_t nk = S - j0 < BK ? S - j0 : BK;
       prefetch_planes(pb, b, h, i0, nq, j0, nk, ddecay_plane);
-      product_abt(pb, &pb->kt_panels, kt, bh, nq, nk, d, q + i0 * d, d, pb->k, j0, qk);
+      product_abt(pb, &pb->kt_panels, kt, bh, nq, nk, d, q + i0 * d, qb->q_rows, d, pb->k, j0, qk);
       tile_scores(pb, b, h, i0, nq, j0, nk, qk, s);
       /* P into s, the final weights Ã into a */
       for (int64_t r = 0; r < nq; r++) {
@@ -516,9 +564,10 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
       /* with dropout alone, Ã = P ⊙ Z is written straight from P */
       apply_dropout(pb, b, h, i0, nq, j0, nk, weights_mode ? a : s, a, z);
       int kv_sum = !fresh_kv || i0 > i_begin;
-      if (dvv) product_ab(pb, NULL, bh, 0, 1, nk, dv, nq, a, BK, go + i0 * dv, kv_sum, dvv + j0 * dv, dv);
+      if (dvv)
+        product_ab(pb, NULL, qb->do_panels, bh, 0, 1, nk, dv, nq, a, BK, go + i0 * dv, kv_sum, dvv + j0 * dv, dv);
       if (!dq && !dk && !ddecay_plane) continue;
-      product_abt(pb, &pb->vt_panels, vt, bh, nq, nk, dv, go + i0 * dv, dv, pb->v, j0, da);
+      product_abt(pb, &pb->vt_panels, vt, bh, nq, nk, dv, go + i0 * dv, qb->do_rows, dv, pb->v, j0, da);
       reapply_dropout(pb, nq, nk, z, da); /* dA = dÃ ⊙ Z */
       float scale = pb->scale;
       for (int64_t r = 0; r < nq; r++) {
@@ -548,8 +597,9 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
           for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * fr[c] * inv_c * (dar[c] - Dr) * scale;
         }
       }
-      if (dq) product_ab(pb, &pb->k_panels, bh, j0, 0, nq, d, nk, da, BK, k + j0 * d, j0 > 0, dq + i0 * d, d);
-      if (dk) product_ab(pb, NULL, bh, 0, 1, nk, d, nq, da, BK, q + i0 * d, kv_sum, dk + j0 * d, d);
+      if (dq)
+        product_ab(pb, &pb->k_panels, NULL, bh, j0, 0, nq, d, nk, da, BK, k + j0 * d, j0 > 0, dq + i0 * d, d);
+      if (dk) product_ab(pb, NULL, qb->q_panels, bh, 0, 1, nk, d, nq, da, BK, q + i0 * d, kv_sum, dk + j0 * d, d);
     }
   }
 }
@@ -594,7 +644,8 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
   const float *out = node->data, *stats = node->saved->data, *dout = g->data;
   int64_t ls = pb.L * pb.S, work = pb.B * pb.H * ls * (pb.d + pb.dv), S = pb.S, d = pb.d, dvs = pb.dv;
   int64_t qblocks = (pb.L + BQ - 1) / BQ;
-  size_t scratch_floats = (size_t)(5 * BQ * BK + own_floats(&pb, pb.d) + own_floats(&pb, pb.dv));
+  int64_t qb_at = 5 * BQ * BK + own_floats(&pb, pb.d) + own_floats(&pb, pb.dv);
+  size_t scratch_floats = (size_t)(qb_at + query_block_words(&pb, 1, NULL, NULL));
   int threads = gm_get_num_threads();
   gm_status st = GM_OK;
   if (dd_all && !pb.decay_per_head) {
@@ -604,13 +655,15 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
     int64_t tasks = planes ? pb.B * pb.H : 0;
     if (!planes) st = GM_ERR_NOMEM;
     GM_FOR(t, tasks, work, {
-      float *scratch = malloc(scratch_floats * sizeof(float));
+      float *scratch = task_scratch(scratch_floats);
       float *mine = planes + (size_t)omp_get_thread_num() * (size_t)ls;
-      if (scratch)
+      query_block qbt;
+      if (scratch) {
+        query_block_words(&pb, 1, &qbt, (uint32_t *)(scratch + qb_at));
         backward_head(&pb, t / pb.H, t % pb.H, 0, pb.L, out, stats, dout, dq_all,
                       dk_all ? dk_all + t * S * d : NULL, dv_all ? dv_all + t * S * dvs : NULL, 1,
-                      mine, 0, scratch);
-      else
+                      mine, 0, &qbt, scratch);
+      } else
         st = GM_ERR_NOMEM;
       free(scratch);
     });
@@ -640,15 +693,17 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
       int64_t grp = t / chunks, c = t % chunks;
       int64_t i_begin = qblocks * c / chunks * BQ, i_end = qblocks * (c + 1) / chunks * BQ;
       if (i_end > pb.L) i_end = pb.L;
-      float *scratch = malloc(scratch_floats * sizeof(float));
+      float *scratch = task_scratch(scratch_floats);
+      query_block qbt;
       if (!scratch) st = GM_ERR_NOMEM;
+      else query_block_words(&pb, 1, &qbt, (uint32_t *)(scratch + qb_at));
       for (int64_t j = 0; scratch && j < per_group; j++) {
         int64_t b = per_head ? j : grp / pb.H, h = per_head ? grp : grp % pb.H, bh = b * pb.H + h;
         float *part = parts ? parts + (size_t)(bh * chunks + c) * part_floats : NULL;
         float *dkd = !dk_all ? NULL : part ? part : dk_all + bh * S * d;
         float *dvd = !dv_all ? NULL : part ? part + S * d : dv_all + bh * S * dvs;
         backward_head(&pb, b, h, i_begin, i_end, out, stats, dout, dq_all, dkd, dvd, !part,
-                      dd_all ? dd_all + h * ls : NULL, j == 0 && !into, scratch);
+                      dd_all ? dd_all + h * ls : NULL, j == 0 && !into, &qbt, scratch);
       }
       free(scratch);
     });

@@ -176,6 +176,8 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
      * receives the transpose, the same product with its factors swapped. */
     case GM_OP_MATMUL: {
       int ta = (int)node->iarg[0], tb = (int)node->iarg[1];
+      int share = need_a && need_b && gm_matmul_uses_bf16();
+      if (share) gm_bf16_share_begin(g->data); /* both products read G: round it once */
       if (need_a)
         st = accumulate(a, reduce_to(ta ? gm_matmul(b, g, tb, 1) : gm_matmul(g, b, 0, !tb), a));
       if (need_b && st == GM_OK) {
@@ -193,6 +195,7 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
           st = accumulate(b, reduce_to(tb ? gm_matmul(g, a, 1, ta) : gm_matmul(a, g, !ta, 0), b));
         }
       }
+      if (share) gm_bf16_share_end();
       break;
     }
     /* a reshape moves no values: the gradient is g read in the source's shape */

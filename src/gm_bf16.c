@@ -201,19 +201,56 @@ static void round_matrix(const float *x, int64_t rows, int64_t cols, int64_t ld,
   for (int64_t r = 0; r < rows; r++) round_row(x + r * ld, cols, out + r * cols);
 }
 
+/* The matrix whose rounding the products between gm_bf16_share_begin and _end keep and reuse
+ * (see gm_internal.h), and that rounding once made. */
+static _Thread_local struct shared_operand {
+  const float *x;
+  int64_t rows, cols, ld;
+  uint16_t *bf16;
+} shared;
+
+void gm_bf16_share_begin(const float *x) {
+  gm_bf16_share_end();
+  shared.x = x;
+}
+
+void gm_bf16_share_end(void) {
+  gm_free(shared.bf16);
+  memset(&shared, 0, sizeof shared);
+}
+
+/* x's rows x cols (leading dimension ld) as contiguous bf16: the shared rounding when x is the
+ * shared matrix read in the shape it was first rounded in (made then), else rounded into own.
+ * NULL without memory. */
+static const uint16_t *rounded(const float *x, int64_t rows, int64_t cols, int64_t ld, uint16_t *own) {
+  int mine = shared.x && x == shared.x &&
+             (!shared.bf16 || (shared.rows == rows && shared.cols == cols && shared.ld == ld));
+  if (!mine) {
+    round_matrix(x, rows, cols, ld, own);
+    return own;
+  }
+  if (!shared.bf16) {
+    shared.bf16 = gm_malloc((size_t)(rows * cols) * sizeof(uint16_t));
+    if (!shared.bf16) return NULL;
+    shared.rows = rows, shared.cols = cols, shared.ld = ld;
+    round_matrix(x, rows, cols, ld, shared.bf16);
+  }
+  return shared.bf16;
+}
+
 /* The product through oneDNN: 1 when done, 0 (C untouched) without oneDNN or memory. */
 static int dnnl_product(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                         int64_t ldc) {
   if (!gm_dnnl_available()) return 0;
-  uint16_t *a16 = gm_malloc((size_t)(m * k + k * n) * sizeof(uint16_t));
-  if (!a16) return 0;
-  uint16_t *b16 = a16 + m * k;
+  uint16_t *own = gm_malloc((size_t)(m * k + k * n) * sizeof(uint16_t));
+  if (!own) return 0;
   int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n; /* as stored */
-  round_matrix(a, m * k / a_cols, a_cols, lda, a16);
-  round_matrix(b, k * n / b_cols, b_cols, ldb, b16);
-  int done = gm_dnnl_bf16_gemm(trans_a, trans_b, m, n, k, alpha, a16, a_cols, b16, b_cols, beta, c, ldc);
-  gm_free(a16);
+  const uint16_t *a16 = rounded(a, m * k / a_cols, a_cols, lda, own);
+  const uint16_t *b16 = rounded(b, k * n / b_cols, b_cols, ldb, own + m * k);
+  int done = a16 && b16 &&
+             gm_dnnl_bf16_gemm(trans_a, trans_b, m, n, k, alpha, a16, a_cols, b16, b_cols, beta, c, ldc);
+  gm_free(own);
   return done;
 }
 
@@ -268,9 +305,16 @@ void gm_bf16_pack_panels(int trans_b, const float *b, int64_t ldb, int64_t n, in
   for (int64_t q = 0; q * NR < n; q++) pack_b(trans_b, b, ldb, n, k, q * NR, out + q * kp_n * NR);
 }
 
-void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                         int64_t lda, const uint32_t *panels, int64_t panels_k, int64_t col0,
-                         int64_t k0, float beta, float *c, int64_t ldc) {
+int64_t gm_bf16_rows_words(int64_t m, int64_t k) { return (m + MR - 1) / MR * ((k + 1) / 2) * MR; }
+
+void gm_bf16_pack_rows(int trans_a, const float *a, int64_t lda, int64_t m, int64_t k, uint32_t *out) {
+  int64_t kp_n = (k + 1) / 2;
+  for (int64_t p = 0; p * MR < m; p++) pack_a(trans_a, a, lda, m, k, p * MR, out + p * kp_n * MR);
+}
+
+void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uint32_t *rows,
+                         const uint32_t *panels, int64_t panels_k, int64_t col0, int64_t k0, float beta,
+                         float *c, int64_t ldc) {
   GM_ASSERT(col0 % NR == 0 && k0 % 2 == 0);
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -280,13 +324,18 @@ void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alp
   int64_t kp_full = (panels_k + 1) / 2;
   product pr = {.m = m, .n = n, .k = k, .kp_n = (k + 1) / 2, .mp = (m + MR - 1) / MR,
                 .np = (n + NR - 1) / NR, .b_stride = kp_full * NR, .c = c, .ldc = ldc,
-                .alpha = alpha, .beta = beta};
+                .alpha = alpha, .beta = beta, .ap = rows};
   pr.bp = panels + col0 / NR * kp_full * NR + k0 / 2 * NR;
-  _Alignas(64) uint32_t ap[STACK_PACK_BYTES / sizeof(uint32_t)];
-  GM_ASSERT((size_t)(pr.mp * pr.kp_n * MR) <= sizeof ap / sizeof ap[0]); /* a tile's A */
-  for (int64_t p = 0; p < pr.mp; p++) pack_a(trans_a, a, lda, m, k, p * MR, ap + p * pr.kp_n * MR);
-  pr.ap = ap;
   multiply(&pr, 0, pr.mp, 0, pr.np);
+}
+
+void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                         int64_t lda, const uint32_t *panels, int64_t panels_k, int64_t col0,
+                         int64_t k0, float beta, float *c, int64_t ldc) {
+  _Alignas(64) uint32_t rows[STACK_PACK_BYTES / sizeof(uint32_t)];
+  GM_ASSERT(gm_bf16_rows_words(m, k) <= (int64_t)(sizeof rows / sizeof rows[0])); /* a tile's A */
+  if (m > 0 && n > 0 && k > 0) gm_bf16_pack_rows(trans_a, a, lda, m, k, rows);
+  gm_bf16_gemm_packed(m, n, k, alpha, rows, panels, panels_k, col0, k0, beta, c, ldc);
 }
 
 #ifdef __clang__

@@ -95,6 +95,11 @@ void gm_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float al
 int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                  int64_t ldc);
+/* Between gm_bf16_share_begin(x) and gm_bf16_share_end(), the products that go to oneDNN round
+ * the matrix at x to bf16 once and reuse it (the two gradients of a product both read G, which
+ * does not change in between); call only when gm_matmul_uses_bf16(). _end frees the copy. */
+void gm_bf16_share_begin(const float *x);
+void gm_bf16_share_end(void);
 /* An operand read in blocks by many small products (the attention kernel's K and V per (batch,
  * head)), rounded and packed once: op(B) [k, n] as bf16 panels, gm_bf16_panel_words(n, k) words,
  * 64-byte aligned. gm_bf16_gemm_panels multiplies op(A) (a tile: m <= 64, k <= 256) by the block
@@ -105,6 +110,14 @@ void gm_bf16_pack_panels(int trans_b, const float *b, int64_t ldb, int64_t n, in
 void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                          int64_t lda, const uint32_t *panels, int64_t panels_k, int64_t col0,
                          int64_t k0, float beta, float *c, int64_t ldc);
+/* gm_bf16_gemm_panels in two steps, for an op(A) that several products read (a block of queries
+ * against each block of keys): op(A) [m, k] rounded and packed by gm_bf16_pack_rows into
+ * gm_bf16_rows_words(m, k) words, then multiplied, as often as needed, by gm_bf16_gemm_packed. */
+int64_t gm_bf16_rows_words(int64_t m, int64_t k);
+void gm_bf16_pack_rows(int trans_a, const float *a, int64_t lda, int64_t m, int64_t k, uint32_t *out);
+void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uint32_t *rows,
+                         const uint32_t *panels, int64_t panels_k, int64_t col0, int64_t k0, float beta,
+                         float *c, int64_t ldc);
 
 /* The attention kernel's float32 tile products on AVX-512 (gm_tiles.c; call only when
  * gm_tiles_available()): C [m, n] = op(A) [m, k] · B [k, n], plus C when accumulate, with
