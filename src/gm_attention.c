@@ -214,19 +214,8 @@ GM_HOT static void apply_dropout(const problem *pb, int64_t b, int64_t h, int64_
   if (pb->dropout == 0.0f) return;
   for (int64_t r = 0; r < nq; r++) {
     uint64_t base = (uint64_t)(((b * pb->H + h) * pb->L + i0 + r) * pb->S + j0);
-    const float *in = src + r * BK;
-    float *row = dst + r * BK, *zr = z ? z + r * BK : NULL;
-    if (zr) {
-#pragma omp simd
-      for (int64_t c = 0; c < nk; c++) {
-        zr[c] = gm_dropout_keep(pb->seed, base + (uint64_t)c, pb->keep_threshold, pb->keep_scale);
-        row[c] = in[c] * zr[c];
-      }
-    } else {
-#pragma omp simd
-      for (int64_t c = 0; c < nk; c++)
-        row[c] = in[c] * gm_dropout_keep(pb->seed, base + (uint64_t)c, pb->keep_threshold, pb->keep_scale);
-    }
+    gm_dropout_run(pb->seed, base, nk, pb->keep_threshold, pb->keep_scale, src + r * BK, dst + r * BK,
+                   z ? z + r * BK : NULL);
   }
 }
 

@@ -239,6 +239,33 @@ static inline float gm_dropout_keep(uint64_t seed, uint64_t index, uint32_t thre
   h = gm_mix32(h ^ (uint32_t)(index >> 32) ^ (uint32_t)(seed >> 32));
   return (h >> 8) < threshold ? 0.0f : scale; /* threshold = p · 2^24 */
 }
+/* dst[c] = src[c] · the multiplier of element base + c for c < n (src may be dst), each
+ * multiplier also kept in z[c] when z is not NULL. While the indices share their upper 32 bits
+ * (always, unless the run crosses a multiple of 2^32) the hash runs in 32-bit lanes: the same
+ * answers as gm_dropout_keep without 64-bit index arithmetic per element. */
+static inline void gm_dropout_run(uint64_t seed, uint64_t base, int64_t n, uint32_t threshold,
+                                  float scale, const float *src, float *dst, float *z) {
+  uint32_t lo = (uint32_t)base, seed_lo = (uint32_t)seed;
+  uint32_t hi = (uint32_t)(base >> 32) ^ (uint32_t)(seed >> 32);
+  if ((uint64_t)lo + (uint64_t)n > ((uint64_t)1 << 32)) {
+    for (int64_t c = 0; c < n; c++) {
+      float k = gm_dropout_keep(seed, base + (uint64_t)c, threshold, scale);
+      if (z) z[c] = k;
+      dst[c] = src[c] * k;
+    }
+  } else if (z) {
+    for (uint32_t c = 0; c < (uint32_t)n; c++) {
+      uint32_t h = gm_mix32(gm_mix32((lo + c) ^ seed_lo) ^ hi);
+      z[c] = (h >> 8) < threshold ? 0.0f : scale;
+      dst[c] = src[c] * z[c];
+    }
+  } else {
+    for (uint32_t c = 0; c < (uint32_t)n; c++) {
+      uint32_t h = gm_mix32(gm_mix32((lo + c) ^ seed_lo) ^ hi);
+      dst[c] = src[c] * ((h >> 8) < threshold ? 0.0f : scale);
+    }
+  }
+}
 
 /* The hot loops are compiled three times, for AVX-512 (x86-64-v4), AVX2 + FMA (x86-64-v3) and
  * the portable baseline the build targets, and the loader picks one for the CPU it runs on (an

@@ -115,7 +115,11 @@ GM_HOT void gm_dropout_apply(const float *in, float *out, int64_t n, uint64_t se
   uint32_t threshold = (uint32_t)(p * 16777216.0f);
   float scale = p < 1 ? 1.0f / (1.0f - p) : 0.0f;
   if (p >= 1.0f) threshold = 1u << 24;
-  GM_FOR(i, n, n, { out[i] = in[i] * gm_dropout_keep(seed, (uint64_t)i, threshold, scale); });
+  /* runs of 4096 never cross a multiple of 2^32: each takes gm_dropout_run's 32-bit path */
+  GM_FOR(run, (n + 4095) / 4096, n, {
+    int64_t i = run * 4096;
+    gm_dropout_run(seed, (uint64_t)i, n - i < 4096 ? n - i : 4096, threshold, scale, in + i, out + i, NULL);
+  });
 }
 
 gm_tensor *gm_dropout(gm_tensor *x, float p, gm_rng *rng) {
