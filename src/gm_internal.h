@@ -234,36 +234,37 @@ static inline uint32_t gm_mix32(uint32_t h) {
   h ^= h >> 16;
   return h;
 }
-static inline float gm_dropout_keep(uint64_t seed, uint64_t index, uint32_t threshold, float scale) {
-  uint32_t h = gm_mix32((uint32_t)index ^ (uint32_t)seed);
-  h = gm_mix32(h ^ (uint32_t)(index >> 32) ^ (uint32_t)(seed >> 32));
+/* The multiplier from the low and high 32-bit halves of index ^ seed. */
+static inline float gm_dropout_factor(uint32_t lo, uint32_t hi, uint32_t threshold, float scale) {
+  uint32_t h = gm_mix32(gm_mix32(lo) ^ hi);
   return (h >> 8) < threshold ? 0.0f : scale; /* threshold = p · 2^24 */
 }
+static inline float gm_dropout_keep(uint64_t seed, uint64_t index, uint32_t threshold, float scale) {
+  return gm_dropout_factor((uint32_t)index ^ (uint32_t)seed, (uint32_t)(index >> 32) ^ (uint32_t)(seed >> 32),
+                           threshold, scale);
+}
 /* dst[c] = src[c] · the multiplier of element base + c for c < n (src may be dst), each
- * multiplier also kept in z[c] when z is not NULL. While the indices share their upper 32 bits
- * (always, unless the run crosses a multiple of 2^32) the hash runs in 32-bit lanes: the same
- * answers as gm_dropout_keep without 64-bit index arithmetic per element. */
+ * multiplier also kept in z[c] when z is not NULL. The run is taken in pieces that do not cross
+ * a multiple of 2^32 (one piece, in practice): within one the upper half of the index is fixed
+ * and the hash runs in 32-bit lanes, without 64-bit index arithmetic per element. */
 static inline void gm_dropout_run(uint64_t seed, uint64_t base, int64_t n, uint32_t threshold,
                                   float scale, const float *src, float *dst, float *z) {
-  uint32_t lo = (uint32_t)base, seed_lo = (uint32_t)seed;
-  uint32_t hi = (uint32_t)(base >> 32) ^ (uint32_t)(seed >> 32);
-  if ((uint64_t)lo + (uint64_t)n > ((uint64_t)1 << 32)) {
-    for (int64_t c = 0; c < n; c++) {
-      float k = gm_dropout_keep(seed, base + (uint64_t)c, threshold, scale);
-      if (z) z[c] = k;
-      dst[c] = src[c] * k;
-    }
-  } else if (z) {
-    for (uint32_t c = 0; c < (uint32_t)n; c++) {
-      uint32_t h = gm_mix32(gm_mix32((lo + c) ^ seed_lo) ^ hi);
-      z[c] = (h >> 8) < threshold ? 0.0f : scale;
-      dst[c] = src[c] * z[c];
-    }
-  } else {
-    for (uint32_t c = 0; c < (uint32_t)n; c++) {
-      uint32_t h = gm_mix32(gm_mix32((lo + c) ^ seed_lo) ^ hi);
-      dst[c] = src[c] * ((h >> 8) < threshold ? 0.0f : scale);
-    }
+  for (int64_t done = 0; done < n;) {
+    uint64_t at = base + (uint64_t)done;
+    uint32_t lo = (uint32_t)at, hi = (uint32_t)(at >> 32) ^ (uint32_t)(seed >> 32);
+    int64_t len = n - done, to_wrap = (int64_t)(((uint64_t)1 << 32) - lo);
+    if (len > to_wrap) len = to_wrap;
+    const float *s = src + done;
+    float *d = dst + done, *zs = z ? z + done : NULL;
+    if (zs) /* two loops, so that each vectorises */
+      for (int64_t c = 0; c < len; c++) {
+        zs[c] = gm_dropout_factor((lo + (uint32_t)c) ^ (uint32_t)seed, hi, threshold, scale);
+        d[c] = s[c] * zs[c];
+      }
+    else
+      for (int64_t c = 0; c < len; c++)
+        d[c] = s[c] * gm_dropout_factor((lo + (uint32_t)c) ^ (uint32_t)seed, hi, threshold, scale);
+    done += len;
   }
 }
 
