@@ -172,4 +172,3 @@ end
 print(string.format("model FLOPs per step: %.0f GFLOP (all leaves), %.0f GFLOP (15%%); 'of peak' is against float32 %.0f GFLOP/s (the higher reading)",
   results.step1.flops / 1e9, results["step0.15"].flops / 1e9, peak_f32))
 if torch == "" then print("pytorch not available (install python3-torch to compare)") end
-for what, p, why in torch:gmatch("torch (%S+) (%S+) failed: ([^\n]*)") do print(string.format("pytorch %s %s: %s", what, p, why)) end

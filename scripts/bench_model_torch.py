@@ -61,7 +61,9 @@ for step in range(steps + 1):
     x = F.dropout(emb(ids), 0.1)
     for layer in model:
         x = layer(x, decay, allowed)
-    h = ln(F.gelu(dense(x)))
+    # under CPU autocast ("medium") dense gives bf16, which torch 1.13's layer_norm refuses next to
+    # float32 weights (the layers' norms get float32 through their residual sums)
+    h = ln(F.gelu(dense(x)).float())
     logits = h[pick] @ emb.weight.T + bias
     loss = F.cross_entropy(logits, targets[pick])
     loss.backward()
