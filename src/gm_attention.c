@@ -267,7 +267,8 @@ static float *task_scratch(size_t floats) {
 
 /* ---- forward ----------------------------------------------------------------------------- */
 
-/* One (b, h, query block): out rows and their statistics (logsumexp, renormaliser). */
+/* One (b, h, query block): out rows and their statistics (logsumexp, renormaliser). In
+ * "medium", qb->q_rows holds the block's Q, packed by the caller (for this and weights_block). */
 GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, const float *kt,
                                  const query_block *qb, float *out, float *stats, float *scratch) {
   int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d, dv = pb->dv;
@@ -280,7 +281,6 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
   int weights_mode = dp && pb->decay_weights;
   for (int64_t r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0.0f, w[r] = 0.0f;
   memset(o, 0, (size_t)(nq * dv) * sizeof(float));
-  if (qb->q_rows) gm_bf16_pack_rows(0, q, d, nq, d, qb->q_rows);
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
     prefetch_planes(pb, b, h, i0, nq, j0, nk, NULL);
@@ -338,7 +338,6 @@ GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_
   float *tile = scratch;
   const float *dp = decay_plane(pb, h);
   int weights_mode = dp && pb->decay_weights;
-  if (qb->q_rows) gm_bf16_pack_rows(0, q, d, nq, d, qb->q_rows);
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
     product_abt(pb, &pb->kt_panels, kt, b * pb->H + h, nq, nk, d, q, qb->q_rows, d, pb->k, j0, tile);
@@ -460,6 +459,9 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
       query_block qbt;
       query_block_words(&pb, 0, &qbt, (uint32_t *)(scratch + qb_at));
       for (int64_t i = qblocks * c / chunks; i < qblocks * (c + 1) / chunks; i++) {
+        if (qbt.q_rows) /* once for both calls */
+          gm_bf16_pack_rows(0, pb.q + (bh * pb.L + i * BQ) * pb.d, pb.d,
+                            pb.L - i * BQ < BQ ? pb.L - i * BQ : BQ, pb.d, qbt.q_rows);
         forward_block(&pb, b, h, i * BQ, kt, &qbt, out->data, stats->data, scratch);
         if (w) weights_block(&pb, b, h, i * BQ, kt, &qbt, stats->data, w->data, scratch);
       }
@@ -524,11 +526,11 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
       for (int64_t c = 0; c < dv; c++) acc += (double)go[(i0 + r) * dv + c] * o[(i0 + r) * dv + c];
       D[r] = (float)acc;
     }
-    if (qb->q_rows) {
+    if (qb->q_rows) { /* each operand only for the products that read it below */
       gm_bf16_pack_rows(0, q + i0 * d, d, nq, d, qb->q_rows);
-      gm_bf16_pack_rows(0, go + i0 * dv, dv, nq, dv, qb->do_rows);
-      gm_bf16_pack_panels(0, go + i0 * dv, dv, dv, nq, qb->do_panels);
-      gm_bf16_pack_panels(0, q + i0 * d, d, d, nq, qb->q_panels);
+      if (dq || dk || ddecay_plane) gm_bf16_pack_rows(0, go + i0 * dv, dv, nq, dv, qb->do_rows);
+      if (dvv) gm_bf16_pack_panels(0, go + i0 * dv, dv, dv, nq, qb->do_panels);
+      if (dk) gm_bf16_pack_panels(0, q + i0 * d, d, d, nq, qb->q_panels);
     }
     for (int64_t j0 = 0; j0 < S; j0 += BK) {
       int64_t nk = S - j0 < BK ? S - j0 : BK;
