@@ -5,7 +5,7 @@ local gm = require "graphmert"
 
 local known_features = {}
 for _, f in ipairs { "sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq",
-  "avx512cd", "avx512_bf16" } do known_features[f] = true end
+  "avx512cd", "avx512_bf16", "amx_bf16" } do known_features[f] = true end
 
 local function has(list, x)
   for _, v in ipairs(list) do if v == x then return true end end

@@ -73,6 +73,13 @@ describe("float32 matmul precision", function()
         gm.config().matmul_compute)
     end)
     assert.equals("float32", gm.config().matmul_compute)
+    -- graphmert's own bf16 kernel: AMX tiles where the CPU has them (the OS may refuse them)
+    local features, amx = gm.config().cpu_features, false
+    for _, f in ipairs(features) do amx = amx or f == "amx_bf16" end
+    local kernel = gm.config().bf16_kernel
+    if not bf16 then assert.equals("none (no avx512_bf16 on this CPU)", kernel)
+    elseif not amx or os.getenv("GRAPHMERT_BF16_KERNEL") == "avx512" then assert.equals("AVX-512 BF16", kernel)
+    else assert.truthy(kernel == "AMX tiles" or kernel == "AVX-512 BF16", kernel) end
     -- oneDNN is optional (scripts/setup.sh installs it): used when the loader finds it
     local installed = os.execute("ldconfig -p | grep -q 'libdnnl\\.so\\.2 '")
     assert.matches(installed and "^oneDNN %d+%.%d+%.%d+ %(libdnnl%.so%.2%)$" or "^not loaded %(.*libdnnl%.so%.2",
@@ -100,6 +107,47 @@ describe("float32 matmul precision", function()
       else
         assert.same(with_precision("highest", function() return a:matmul(b, ta, tb) end):totable(), got:totable())
       end
+    end
+  end)
+
+  it("'medium' on AMX tiles equals the AVX-512 BF16 kernel to float32 rounding: products and attention", function()
+    -- the same seeded work in this process and in a child told GRAPHMERT_BF16_KERNEL=avx512
+    local work = [[
+      local gm = require "graphmert"
+      gm.manual_seed(12)
+      local out = { gm.config().bf16_kernel }
+      local function put(t) for _, x in ipairs(t:reshape(t:numel()):totable()) do out[#out + 1] = string.format("%.9g", x) end end
+      for _, c in ipairs { { 33, 65, 129, false, false }, { 17, 40, 31, true, false }, { 64, 256, 64, false, true },
+        { 100, 7, 300, true, true } } do
+        local m, k, n, ta, tb = c[1], c[2], c[3], c[4], c[5]
+        local a = ta and gm.randn(k, m) or gm.randn(m, k)
+        local b = tb and gm.randn(n, k) or gm.randn(k, n)
+        put(a:matmul(b, ta, tb))
+      end
+      local q, k, v = gm.randn(1, 2, 150, 32):requires_grad(true), gm.randn(1, 2, 150, 32):requires_grad(true),
+        gm.randn(1, 2, 150, 32):requires_grad(true)
+      local o = gm.attention(q, k, v, { decay = gm.rand(150, 150) })
+      o:backward(gm.randn(1, 2, 150, 32))
+      for _, t in ipairs { o, q:grad(), k:grad(), v:grad() } do put(t) end
+      return out
+    ]]
+    local here = with_precision("medium", load(work))
+    if here[1] ~= "AMX tiles" then return end -- one kernel on this CPU: nothing to compare
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write("require('graphmert').set_float32_matmul_precision('medium')\n" ..
+      "io.write(table.concat((function() " .. work .. " end)(), ' '))")
+    f:close()
+    local p = io.popen("GRAPHMERT_BF16_KERNEL=avx512 ./build/bin/graphmert " .. path .. " 2>&1")
+    local words = {}
+    for w in p:read("a"):gmatch("%S+") do words[#words + 1] = w end
+    p:close()
+    os.remove(path)
+    assert.equals("AVX-512", words[1], table.concat(words, " ", 1, math.min(#words, 20)))
+    assert.equals(#here + 1, #words) -- "AVX-512 BF16" is two words
+    for i = 2, #here do
+      local x, y = tonumber(here[i]), tonumber(words[i + 1])
+      assert(math.abs(x - y) <= 1e-4 * math.max(1, math.abs(y)), string.format("value %d: AMX %s, AVX-512 %s", i, here[i], words[i + 1]))
     end
   end)
 
@@ -223,16 +271,19 @@ describe("float32 matmul precision", function()
       local model = gm.nn.GraphMERT { vocab = V, hidden = 64, layers = 2, heads = 4, ffn = 128, roots = R,
         leaves = Lv, relations = 3, dropout = 0, attention_dropout = 0, relation_dropout = 0 }
       local opt = gm.optim.adamw(model:named_parameters(), { lr = 3e-3, weight_decay = 0 })
-      local tail = 0
       for step = 1, 200 do
         local batch = batch_for(step % 50) -- 50 fixed batches, four passes
         opt:zero_grad()
-        local loss = model:loss(batch)
-        loss:backward()
+        model:loss(batch):backward()
         opt:step()
-        if step > 180 then tail = tail + loss:item() / 20 end
       end
-      return tail
+      -- the trained model's loss on all 50 batches, in float32 for both runs: the last steps'
+      -- own losses swing by a few percent from batch to batch at this size
+      return with_precision("highest", function()
+        local loss = 0
+        for i = 0, 49 do loss = loss + model:loss(batch_for(i)):item() / 50 end
+        return loss
+      end)
     end
     local f32 = with_precision("highest", train)
     local b16 = with_precision("medium", train)

@@ -93,9 +93,10 @@ int gm_get_num_threads(void);
 enum {
   GM_CPU_SSE4_2 = 1u << 0, GM_CPU_AVX = 1u << 1, GM_CPU_AVX2 = 1u << 2, GM_CPU_FMA = 1u << 3,
   GM_CPU_AVX512F = 1u << 4, GM_CPU_AVX512BW = 1u << 5, GM_CPU_AVX512VL = 1u << 6,
-  GM_CPU_AVX512DQ = 1u << 7, GM_CPU_AVX512CD = 1u << 8, GM_CPU_AVX512_BF16 = 1u << 9
+  GM_CPU_AVX512DQ = 1u << 7, GM_CPU_AVX512CD = 1u << 8, GM_CPU_AVX512_BF16 = 1u << 9,
+  GM_CPU_AMX_BF16 = 1u << 10 /* AMX tiles with bf16 products (amx_tile and amx_bf16) */
 };
-#define GM_CPU_FEATURE_COUNT 10
+#define GM_CPU_FEATURE_COUNT 11
 unsigned gm_cpu_features(void);
 const char *gm_cpu_feature_name(int bit); /* NULL outside [0, GM_CPU_FEATURE_COUNT) */
 
@@ -125,6 +126,10 @@ int gm_bf16_available(void);   /* 1 when the CPU can (avx512_bf16) */
 /* What runs the large bf16 products: "oneDNN x.y.z (libdnnl.so.2)", or why oneDNN is not used
  * (then every product runs on graphmert's own bf16 kernel). */
 const char *gm_dnnl_status(void);
+/* What graphmert's own bf16 kernel (the products below oneDNN's size, the attention tiles) runs
+ * on: "AMX tiles" where the CPU has them and the OS grants them (unless GRAPHMERT_BF16_KERNEL=avx512
+ * in the environment), else "AVX-512 BF16". */
+const char *gm_bf16_kernel(void);
 
 /* ---- random numbers ---------------------------------------------------------------------- */
 

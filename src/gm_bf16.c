@@ -8,23 +8,34 @@
  * register-blocked micro-kernel multiplies an MR x NR tile of C over a chunk of KC pairs of k
  * while that chunk of the B panel stays in L1.
  *
+ * On a CPU with AMX (Intel Sapphire Rapids and later) the micro-kernel is a block of 32 x 32 of C
+ * held in four AMX tiles instead (TDPBF16PS: 16 x 16 x 32 products per instruction, sixteen times
+ * the work of a VDPBF16PS). The B panels keep their layout, which is already the tiles' (16
+ * pairs of k by 16 columns, one 64-byte row per pair), padded with zero pairs to whole tiles;
+ * A is packed as plain rows of bf16 pairs, padded likewise. GRAPHMERT_BF16_KERNEL=avx512 in
+ * the environment keeps the vector kernel on such a CPU (to compare the two).
+ *
  * Large products (DNNL_MIN_MULADDS and up) go to oneDNN when it is installed (gm_dnnl.c): the
  * operands are rounded to bf16 once, the same way, and oneDNN multiplies them.
  *
- * The file is compiled for AVX-512 BF16 (the pragma below) but only ever called after
- * gm_bf16_available() said the running CPU has it; nothing else in the build needs those
- * instructions. */
+ * The file is compiled for AVX-512 BF16 and AMX (the pragma below) but only ever called after
+ * gm_bf16_available() said the running CPU has AVX-512 BF16, and the tiles are touched only
+ * after the OS granted them (bf16_kernel); nothing else in the build needs those instructions. */
 #include <immintrin.h>
 #include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "gm_internal.h"
 #include "gm_simd.h"
 
 /* clang ignores GCC's target pragma; its own pushes the attribute onto every function here */
 #ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16"))), apply_to = function)
 #else
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16")
 #endif
 
 #define MR 12         /* rows of C per micro-tile: 12 x 2 accumulators in 24 zmm registers */
@@ -37,6 +48,34 @@
  * (AMD EPYC, 2 threads: 256^3 430 vs our 474 GFLOP/s, 512 x 512 x 128 530 vs 488, 512^3 600,
  * large products 750 vs 245). */
 #define DNNL_MIN_MULADDS (512.0 * 512 * 128)
+#define TILE 16       /* AMX: rows of a tile, and pairs of k per A or B tile */
+#define AMX_ROWS 32   /* AMX: rows of C per block (two A tiles; the block's columns are NR) */
+
+/* ---- which kernel: AMX tiles or AVX-512 BF16 vectors ------------------------------------- */
+
+#define ARCH_REQ_XCOMP_PERM 0x1023 /* Linux: ask for an XSAVE feature for this process */
+#define XFEATURE_XTILEDATA 18
+
+static int amx; /* 1 when the tiles are used; set once by choose_kernel */
+static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
+
+static void choose_kernel(void) {
+  const char *want = getenv("GRAPHMERT_BF16_KERNEL");
+  amx = (gm_cpu_features() & GM_CPU_AMX_BF16) && !(want && strcmp(want, "avx512") == 0) &&
+        syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
+static int use_amx(void) {
+  pthread_once(&kernel_once, choose_kernel);
+  return amx;
+}
+
+const char *gm_bf16_kernel(void) { return use_amx() ? "AMX tiles" : "AVX-512 BF16"; }
+
+static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/* Pairs of k a B panel holds for k (rows of NR words), with the tiles' zero padding. */
+static int64_t panel_pairs(int64_t k) { return use_amx() ? round_up((k + 1) / 2, TILE) : (k + 1) / 2; }
 
 /* The conversions use VCVTNE2PS2BF16: round to nearest even, NaN stays NaN, and (as the
  * instruction does) subnormal inputs count as zero. Two layouts occur. */
@@ -99,11 +138,12 @@ static void pack_a(int trans, const float *a, int64_t lda, int64_t m, int64_t k,
 }
 
 /* op(B)'s columns [j0, j0 + NR) as pairs along k: out[kp * NR + c] = (B[2kp][j], B[2kp+1][j]),
- * columns past n zero. */
+ * columns past n and pairs past k (up to panel_pairs(k)) zero. */
 static void pack_b(int trans, const float *b, int64_t ldb, int64_t n, int64_t k, int64_t j0,
                    uint32_t *out) {
   int64_t kp_n = (k + 1) / 2, cols = n - j0 < NR ? n - j0 : NR;
   if (cols < NR) memset(out, 0, (size_t)(kp_n * NR) * sizeof(uint32_t));
+  memset(out + kp_n * NR, 0, (size_t)((panel_pairs(k) - kp_n) * NR) * sizeof(uint32_t));
   if (!trans)
     for (int64_t kp = 0; kp < kp_n; kp++)
       pack_row_pairs(b + 2 * kp * ldb + j0, 2 * kp + 1 < k ? b + (2 * kp + 1) * ldb + j0 : NULL, cols,
@@ -143,10 +183,154 @@ static void micro_kernel(int64_t kp_n, const uint32_t *ap, const uint32_t *bp, f
   }
 }
 
+/* ---- AMX ------------------------------------------------------------------------------------- */
+
+/* One row of cols floats as bf16, rounded as the packing does. */
+static void round_row(const float *x, int64_t cols, uint16_t *out) {
+  for (int64_t c = 0; c < cols; c += 16) {
+    __mmask16 m = cols - c >= 16 ? 0xFFFF : (__mmask16)((1u << (cols - c)) - 1);
+    __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + c));
+    _mm256_mask_storeu_epi16(out + c, m, (__m256i)v);
+  }
+}
+
+
+/* op(A)'s rows [i0, i1) (i0 a multiple of TILE, i1 <= round_up(m, TILE)) for the tiles: row i of
+ * out, amx_row_words(k) words, holds (A[i][2kp], A[i][2kp+1]) for each kp; pairs past k and rows
+ * past m zero. */
+static int64_t amx_row_words(int64_t k) { return round_up((k + 1) / 2, TILE); }
+
+static void amx_pack_rows(int trans, const float *a, int64_t lda, int64_t m, int64_t k, int64_t i0,
+                          int64_t i1, uint32_t *out) {
+  int64_t kp_n = (k + 1) / 2, stride = amx_row_words(k);
+  if (!trans) { /* a row's pairs are its floats rounded in order */
+    for (int64_t i = i0; i < i1; i++) {
+      uint32_t *o = out + i * stride;
+      memset(o, 0, (size_t)stride * sizeof(uint32_t));
+      if (i < m) round_row(a + i * lda, k, (uint16_t *)o);
+    }
+    return;
+  }
+  /* op(A) = Aᵀ: pairs of A's rows along its columns, 16 x 16 words at a time, transposed */
+  for (int64_t r0 = i0; r0 < i1; r0 += TILE) {
+    int64_t rows = m - r0 < TILE ? (m - r0 > 0 ? m - r0 : 0) : TILE;
+    for (int64_t p0 = 0; p0 < stride; p0 += TILE) {
+      __m512 t[TILE];
+      for (int j = 0; j < TILE; j++) {
+        int64_t kp = p0 + j;
+        t[j] = _mm512_setzero_ps();
+        if (kp < kp_n && rows > 0)
+          pack_row_pairs(a + 2 * kp * lda + r0, 2 * kp + 1 < k ? a + (2 * kp + 1) * lda + r0 : NULL, rows,
+                         (uint32_t *)&t[j]);
+      }
+      gm_transpose16(t); /* t[l] lane j: pair p0 + j of row r0 + l */
+      for (int l = 0; l < TILE; l++) _mm512_storeu_ps((float *)(out + (r0 + l) * stride + p0), t[l]);
+    }
+  }
+}
+
+/* The tile shapes: every tile 16 rows of 64 bytes. 0-3 hold C (rows 0-15 and 16-31 of the block,
+ * columns 0-15 and 16-31), 4-5 the block's two A tiles, 6-7 the panel's two B tiles. */
+typedef struct tile_config {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t bytes_per_row[16];
+  uint8_t rows[16];
+} tile_config;
+
+/* Tile shapes are per thread and oneDNN's AMX kernels load their own: a thread loads ours when
+ * it has not since the last oneDNN call (tile_generation counts them). */
+static unsigned tile_generation;
+static _Thread_local unsigned configured; /* tile_generation + 1 when this thread's are ours */
+
+static void amx_configure(void) {
+  unsigned g = __atomic_load_n(&tile_generation, __ATOMIC_ACQUIRE) + 1;
+  if (configured == g) return;
+  tile_config cfg = {.palette = 1};
+  for (int t = 0; t < 8; t++) cfg.bytes_per_row[t] = 64, cfg.rows[t] = TILE;
+  _tile_loadconfig(&cfg);
+  configured = g;
+}
+
+/* C[0:rows, 0:cols] (rows <= 32, cols <= NR) = alpha (A rows · B panel over steps tiles of k)
+ * + beta C. a: the block's first A row (a_words per row); b: the panel at its first pair.
+ * Whole blocks with alpha 1 and beta 0 or 1 go straight between C and the tiles; the rest
+ * through acc, where beta 0 never reads C. */
+static void amx_block(const uint32_t *a, int64_t a_words, const uint32_t *b, int64_t steps, float *c,
+                      int64_t ldc, int rows, int cols, float alpha, float beta) {
+  const size_t a_bytes = (size_t)a_words * 4, b_bytes = NR * 4, c_bytes = (size_t)ldc * 4;
+  const uint32_t *a1 = a + TILE * a_words; /* rows 16-31 */
+  int two = rows > TILE;
+  int direct = cols == NR && (rows == AMX_ROWS || rows == TILE) && alpha == 1.0f &&
+               (beta == 0.0f || beta == 1.0f);
+  if (direct && beta == 1.0f) {
+    _tile_loadd(0, c, c_bytes);
+    _tile_loadd(1, c + 16, c_bytes);
+    if (two) {
+      _tile_loadd(2, c + TILE * ldc, c_bytes);
+      _tile_loadd(3, c + TILE * ldc + 16, c_bytes);
+    }
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  if (two)
+    for (int64_t s = 0; s < steps; s++) {
+      _tile_loadd(4, a + s * TILE, a_bytes);
+      _tile_loadd(6, b + s * TILE * NR, b_bytes);
+      _tile_loadd(7, b + s * TILE * NR + 16, b_bytes);
+      _tile_loadd(5, a1 + s * TILE, a_bytes);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  else
+    for (int64_t s = 0; s < steps; s++) {
+      _tile_loadd(4, a + s * TILE, a_bytes);
+      _tile_loadd(6, b + s * TILE * NR, b_bytes);
+      _tile_loadd(7, b + s * TILE * NR + 16, b_bytes);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+  if (direct) {
+    _tile_stored(0, c, c_bytes);
+    _tile_stored(1, c + 16, c_bytes);
+    if (two) {
+      _tile_stored(2, c + TILE * ldc, c_bytes);
+      _tile_stored(3, c + TILE * ldc + 16, c_bytes);
+    }
+    return;
+  }
+  _Alignas(64) float acc[AMX_ROWS][NR];
+  _tile_stored(0, acc[0], NR * 4);
+  _tile_stored(1, acc[0] + 16, NR * 4);
+  if (two) {
+    _tile_stored(2, acc[TILE], NR * 4);
+    _tile_stored(3, acc[TILE] + 16, NR * 4);
+  }
+  __mmask16 m0 = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);
+  __mmask16 m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (__mmask16)((1u << (cols - 16)) - 1);
+  __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int r = 0; r < rows; r++) {
+    float *cr = c + r * ldc;
+    __m512 x0 = _mm512_mul_ps(_mm512_load_ps(acc[r]), va), x1 = _mm512_mul_ps(_mm512_load_ps(acc[r] + 16), va);
+    if (beta != 0.0f) {
+      x0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, cr), vb, x0);
+      x1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, cr + 16), vb, x1);
+    }
+    _mm512_mask_storeu_ps(cr, m0, x0);
+    _mm512_mask_storeu_ps(cr + 16, m1, x1);
+  }
+}
+
 typedef struct product {
-  int64_t m, n, k, kp_n, mp, np; /* mp, np: A and B panels */
-  const uint32_t *ap, *bp;       /* packed, kp_n pairs per A panel */
+  int64_t m, n, k, kp_n, mp, np; /* mp, np: A panels (AMX: blocks of AMX_ROWS rows), B panels */
+  const uint32_t *ap, *bp;       /* packed, kp_n pairs per A panel (AMX: A rows) */
+  int64_t a_words;               /* AMX: words per A row */
   int64_t b_stride;              /* words from one B panel to the next (kp_n NR, or more) */
+  int amx;
   float *c;
   int64_t ldc;
   float alpha, beta;
@@ -172,26 +356,43 @@ static void multiply(const product *pr, int64_t p0, int64_t p1, int64_t q0, int6
   }
 }
 
+/* C blocks of A row blocks [p0, p1) x B panels [q0, q1) in AMX tiles, over the whole of k: a
+ * panel's pairs stay in L1 while every row block passes over them. */
+static void amx_multiply(const product *pr, int64_t p0, int64_t p1, int64_t q0, int64_t q1) {
+  amx_configure();
+  int64_t steps = (pr->kp_n + TILE - 1) / TILE;
+  for (int64_t q = q0; q < q1; q++) {
+    int64_t j = q * NR, cols = pr->n - j < NR ? pr->n - j : NR;
+    for (int64_t p = p0; p < p1; p++) {
+      int64_t i = p * AMX_ROWS, rows = pr->m - i < AMX_ROWS ? pr->m - i : AMX_ROWS;
+      amx_block(pr->ap + i * pr->a_words, pr->a_words, pr->bp + q * pr->b_stride, steps,
+                pr->c + i * pr->ldc + j, pr->ldc, (int)rows, (int)cols, pr->alpha, pr->beta);
+    }
+  }
+}
+
 /* Splits the panel grid among the team along its longer side; each thread owns its C tiles. */
 static void multiply_share(const product *pr, int thread, int threads) {
   int64_t p0 = 0, p1 = pr->mp, q0 = 0, q1 = pr->np;
   if (pr->np >= pr->mp) q0 = pr->np * thread / threads, q1 = pr->np * (thread + 1) / threads;
   else p0 = pr->mp * thread / threads, p1 = pr->mp * (thread + 1) / threads;
-  multiply(pr, p0, p1, q0, q1);
+  (pr->amx ? amx_multiply : multiply)(pr, p0, p1, q0, q1);
+}
+
+/* The product's A and B bookkeeping for the kernel in use: A packed by pack_rows, B panels of
+ * b_pairs pairs each. */
+static product make_product(int64_t m, int64_t n, int64_t k, int64_t b_pairs, float alpha, float beta,
+                            float *c, int64_t ldc) {
+  int a = use_amx();
+  return (product){.m = m, .n = n, .k = k, .kp_n = (k + 1) / 2,
+                   .mp = a ? (m + AMX_ROWS - 1) / AMX_ROWS : (m + MR - 1) / MR,
+                   .np = (n + NR - 1) / NR, .a_words = a ? amx_row_words(k) : 0,
+                   .b_stride = b_pairs * NR, .c = c, .ldc = ldc, .alpha = alpha, .beta = beta, .amx = a};
 }
 
 static void scale_c(float *c, int64_t ldc, int64_t m, int64_t n, float beta) {
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
-}
-
-/* One row of cols floats as bf16, rounded as the packing does. */
-static void round_row(const float *x, int64_t cols, uint16_t *out) {
-  for (int64_t c = 0; c < cols; c += 16) {
-    __mmask16 m = cols - c >= 16 ? 0xFFFF : (__mmask16)((1u << (cols - c)) - 1);
-    __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + c));
-    _mm256_mask_storeu_epi16(out + c, m, (__m256i)v);
-  }
 }
 
 /* x's rows x cols (leading dimension ld) as contiguous bf16. (The vector code stays in
@@ -250,8 +451,33 @@ static int dnnl_product(int trans_a, int trans_b, int64_t m, int64_t n, int64_t 
   const uint16_t *b16 = rounded(b, k * n / b_cols, b_cols, ldb, own + m * k);
   int done = a16 && b16 &&
              gm_dnnl_bf16_gemm(trans_a, trans_b, m, n, k, alpha, a16, a_cols, b16, b_cols, beta, c, ldc);
+  __atomic_add_fetch(&tile_generation, 1, __ATOMIC_RELEASE); /* its AMX kernels loaded their shapes */
   gm_free(own);
   return done;
+}
+
+/* op(A) packed for the kernel in use, in groups (MR rows each, AMX: TILE rows) the team can share:
+ * rows_words words in all, group g packed by pack_row_group. */
+static int64_t row_groups(int64_t m) { return use_amx() ? (m + TILE - 1) / TILE : (m + MR - 1) / MR; }
+
+int64_t gm_bf16_rows_words(int64_t m, int64_t k) {
+  return use_amx() ? round_up(m, TILE) * amx_row_words(k) : (m + MR - 1) / MR * ((k + 1) / 2) * MR;
+}
+
+static void pack_row_group(int trans_a, const float *a, int64_t lda, int64_t m, int64_t k, int64_t g,
+                           uint32_t *out) {
+  if (use_amx()) amx_pack_rows(trans_a, a, lda, m, k, g * TILE, (g + 1) * TILE, out);
+  else pack_a(trans_a, a, lda, m, k, g * MR, out + g * ((k + 1) / 2) * MR);
+}
+
+void gm_bf16_pack_rows(int trans_a, const float *a, int64_t lda, int64_t m, int64_t k, uint32_t *out) {
+  for (int64_t g = 0; g < row_groups(m); g++) pack_row_group(trans_a, a, lda, m, k, g, out);
+}
+
+int64_t gm_bf16_panel_words(int64_t n, int64_t k) { return (n + NR - 1) / NR * panel_pairs(k) * NR; }
+
+void gm_bf16_pack_panels(int trans_b, const float *b, int64_t ldb, int64_t n, int64_t k, uint32_t *out) {
+  for (int64_t q = 0; q * NR < n; q++) pack_b(trans_b, b, ldb, n, k, q * NR, out + q * panel_pairs(k) * NR);
 }
 
 int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -265,32 +491,31 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
   if ((double)m * (double)n * (double)k >= DNNL_MIN_MULADDS && !omp_in_parallel() &&
       dnnl_product(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
     return 1;
-  product pr = {.m = m, .n = n, .k = k, .kp_n = (k + 1) / 2, .mp = (m + MR - 1) / MR,
-                .np = (n + NR - 1) / NR, .b_stride = (k + 1) / 2 * NR, .c = c, .ldc = ldc,
-                .alpha = alpha, .beta = beta};
+  product pr = make_product(m, n, k, panel_pairs(k), alpha, beta, c, ldc);
   /* B's panels start on a 64-byte line: a_words rounded up to 16 */
-  size_t a_words = (size_t)(pr.mp * pr.kp_n * MR + 15) / 16 * 16, b_words = (size_t)(pr.np * pr.kp_n * NR);
+  size_t a_words = (size_t)round_up(gm_bf16_rows_words(m, k), 16), b_words = (size_t)(pr.np * pr.b_stride);
   size_t bytes = (a_words + b_words) * sizeof(uint32_t);
   _Alignas(64) uint32_t stack[STACK_PACK_BYTES / sizeof(uint32_t)];
   uint32_t *pack = bytes <= sizeof stack ? stack : gm_malloc(bytes);
   if (!pack) return 0;
-  pr.ap = pack;
-  pr.bp = pack + a_words;
   uint32_t *ap = pack, *bp = pack + a_words;
+  pr.ap = ap;
+  pr.bp = bp;
+  int64_t groups = row_groups(m);
   int parallel = !omp_in_parallel() && omp_get_max_threads() > 1 && 2.0 * m * n * k > PAR_MIN_FLOPS;
   if (parallel) {
 #pragma omp parallel
     {
 #pragma omp for schedule(static) nowait
-      for (int64_t p = 0; p < pr.mp; p++) pack_a(trans_a, a, lda, m, k, p * MR, ap + p * pr.kp_n * MR);
+      for (int64_t g = 0; g < groups; g++) pack_row_group(trans_a, a, lda, m, k, g, ap);
 #pragma omp for schedule(static)
-      for (int64_t q = 0; q < pr.np; q++) pack_b(trans_b, b, ldb, n, k, q * NR, bp + q * pr.kp_n * NR);
+      for (int64_t q = 0; q < pr.np; q++) pack_b(trans_b, b, ldb, n, k, q * NR, bp + q * pr.b_stride);
       multiply_share(&pr, omp_get_thread_num(), omp_get_num_threads());
     }
   } else {
-    for (int64_t p = 0; p < pr.mp; p++) pack_a(trans_a, a, lda, m, k, p * MR, ap + p * pr.kp_n * MR);
-    for (int64_t q = 0; q < pr.np; q++) pack_b(trans_b, b, ldb, n, k, q * NR, bp + q * pr.kp_n * NR);
-    multiply(&pr, 0, pr.mp, 0, pr.np);
+    gm_bf16_pack_rows(trans_a, a, lda, m, k, ap);
+    gm_bf16_pack_panels(trans_b, b, ldb, n, k, bp);
+    multiply_share(&pr, 0, 1);
   }
   if (pack != stack) gm_free(pack);
   return 1;
@@ -298,35 +523,21 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
 
 /* ---- operands packed once, read in blocks (the attention kernel's keys and values) ------- */
 
-int64_t gm_bf16_panel_words(int64_t n, int64_t k) { return (n + NR - 1) / NR * ((k + 1) / 2) * NR; }
-
-void gm_bf16_pack_panels(int trans_b, const float *b, int64_t ldb, int64_t n, int64_t k, uint32_t *out) {
-  int64_t kp_n = (k + 1) / 2;
-  for (int64_t q = 0; q * NR < n; q++) pack_b(trans_b, b, ldb, n, k, q * NR, out + q * kp_n * NR);
-}
-
-int64_t gm_bf16_rows_words(int64_t m, int64_t k) { return (m + MR - 1) / MR * ((k + 1) / 2) * MR; }
-
-void gm_bf16_pack_rows(int trans_a, const float *a, int64_t lda, int64_t m, int64_t k, uint32_t *out) {
-  int64_t kp_n = (k + 1) / 2;
-  for (int64_t p = 0; p * MR < m; p++) pack_a(trans_a, a, lda, m, k, p * MR, out + p * kp_n * MR);
-}
-
 void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uint32_t *rows,
                          const uint32_t *panels, int64_t panels_k, int64_t col0, int64_t k0, float beta,
                          float *c, int64_t ldc) {
   GM_ASSERT(col0 % NR == 0 && k0 % 2 == 0);
+  /* the tiles read whole tiles of k: a part of the panels must end on one, or at their end */
+  GM_ASSERT(!use_amx() || k % (2 * TILE) == 0 || k0 + k == panels_k);
   if (m == 0 || n == 0) return;
   if (k == 0) {
     scale_c(c, ldc, m, n, beta);
     return;
   }
-  int64_t kp_full = (panels_k + 1) / 2;
-  product pr = {.m = m, .n = n, .k = k, .kp_n = (k + 1) / 2, .mp = (m + MR - 1) / MR,
-                .np = (n + NR - 1) / NR, .b_stride = kp_full * NR, .c = c, .ldc = ldc,
-                .alpha = alpha, .beta = beta, .ap = rows};
-  pr.bp = panels + col0 / NR * kp_full * NR + k0 / 2 * NR;
-  multiply(&pr, 0, pr.mp, 0, pr.np);
+  product pr = make_product(m, n, k, panel_pairs(panels_k), alpha, beta, c, ldc);
+  pr.ap = rows;
+  pr.bp = panels + col0 / NR * pr.b_stride + k0 / 2 * NR;
+  multiply_share(&pr, 0, 1);
 }
 
 void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,

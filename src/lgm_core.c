@@ -77,7 +77,7 @@ static int l_get_float32_matmul_precision(lua_State *L) {
  * the CPU's vector features, the matrix-product precision and what it computes with here. */
 static int l_config(lua_State *L) {
   gm_blas_info blas = gm_blas_get_info();
-  lua_createtable(L, 0, 12);
+  lua_createtable(L, 0, 13);
   lua_pushstring(L, "OpenBLAS");
   lua_setfield(L, -2, "blas");
   lua_pushstring(L, blas.library);
@@ -113,6 +113,8 @@ static int l_config(lua_State *L) {
                     : p == GM_MATMUL_MEDIUM ? "float32 (no avx512_bf16 on this CPU)"
                                             : "float32");
   lua_setfield(L, -2, "matmul_compute");
+  lua_pushstring(L, gm_bf16_available() ? gm_bf16_kernel() : "none (no avx512_bf16 on this CPU)");
+  lua_setfield(L, -2, "bf16_kernel");
   lua_pushstring(L, gm_dnnl_status());
   lua_setfield(L, -2, "bf16_large_products");
   return 1;
