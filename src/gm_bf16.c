@@ -203,11 +203,17 @@ static int64_t amx_row_words(int64_t k) { return round_up((k + 1) / 2, TILE); }
 static void amx_pack_rows(int trans, const float *a, int64_t lda, int64_t m, int64_t k, int64_t i0,
                           int64_t i1, uint32_t *out) {
   int64_t kp_n = (k + 1) / 2, stride = amx_row_words(k);
-  if (!trans) { /* a row's pairs are its floats rounded in order */
+  if (!trans) { /* a row's pairs are its floats rounded in order, 32 to a 64-byte store */
     for (int64_t i = i0; i < i1; i++) {
       uint32_t *o = out + i * stride;
-      memset(o, 0, (size_t)stride * sizeof(uint32_t));
-      if (i < m) round_row(a + i * lda, k, (uint16_t *)o);
+      for (int64_t e = 0; e < 2 * stride; e += 32) {
+        int64_t left = i < m ? k - e : 0;
+        __mmask16 m0 = left >= 16 ? 0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        __mmask16 m1 = left >= 32 ? 0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
+        const float *row = a + i * lda + e;
+        _mm512_storeu_si512(o + e / 2, (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, row + 16),
+                                                                      _mm512_maskz_loadu_ps(m0, row)));
+      }
     }
     return;
   }
