@@ -59,11 +59,13 @@ local function time(fn)
 end
 
 local config = gm.config()
-local peak_f32, peak_bf16 = peak("f32"), peak("bf16")
+local peak_f32, peak_bf16, peak_amx = peak("f32"), peak("bf16"), peak("amx")
 print(string.format("%s, %d threads; vector features: %s", cpu_model(), threads, table.concat(config.cpu_features, " ")))
-print(string.format("OpenBLAS kernels %s (%s); medium computes with: %s", config.blas_core, config.blas_core_source,
-  with_precision("medium", function() return gm.config().matmul_compute end)))
-print(string.format("peak (register-only 512-bit loop): float32 FMA %.0f GFLOP/s, bf16 dot-product %.0f GFLOP/s", peak_f32, peak_bf16))
+print(string.format("OpenBLAS kernels %s (%s); medium computes with: %s (own kernel: %s; large products: %s)",
+  config.blas_core, config.blas_core_source, with_precision("medium", function() return gm.config().matmul_compute end),
+  config.bf16_kernel, config.bf16_large_products))
+print(string.format("peak (register-only loops): float32 FMA %.0f GFLOP/s, bf16 dot-product %.0f GFLOP/s, AMX bf16 %s",
+  peak_f32, peak_bf16, peak_amx > 0 and string.format("%.0f GFLOP/s", peak_amx) or "none"))
 
 -- the work ---------------------------------------------------------------------------------------
 local results = {} -- name → { flops, highest = s, medium = s }
