@@ -160,25 +160,19 @@ static const float *decay_plane(const problem *pb, int64_t h) {
   return pb->decay_per_head ? pb->decay + h * pb->L * pb->S : pb->decay;
 }
 
-/* Turns the raw tile qk [nq, nk] (row stride BK) into scores s: scaled, decayed in scores mode,
- * biased, −inf where attending is not allowed. */
-GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                        int64_t j0, int64_t nk, const float *qk, float *s) {
+/* Applies the tile's key and attention masks and biases to its scores s [nq, nk] (row stride
+ * BK): biased, −inf where attending is not allowed. */
+GM_HOT static void tile_masks(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                              int64_t j0, int64_t nk, float *s) {
   const float *am = plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h);
   const float *ab = plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h);
-  const float *dp = decay_plane(pb, h);
   const float *km = pb->key_mask ? pb->key_mask + b * pb->S + j0 : NULL;
   const float *kb = pb->key_bias ? pb->key_bias + b * pb->S + j0 : NULL;
-  float scale = pb->scale;
+  if (!am && !ab && !km && !kb) return;
   /* one simple loop per step, so that each vectorises */
   for (int64_t r = 0; r < nq; r++) {
     int64_t row = (i0 + r) * pb->S + j0;
-    const float *x = qk + r * BK;
     float *y = s + r * BK;
-    if (dp && !pb->decay_weights)
-      for (int64_t c = 0; c < nk; c++) y[c] = x[c] * scale * dp[row + c];
-    else
-      for (int64_t c = 0; c < nk; c++) y[c] = x[c] * scale;
     if (kb)
       for (int64_t c = 0; c < nk; c++) y[c] += kb[c];
     if (ab)
@@ -190,15 +184,57 @@ GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t 
   }
 }
 
+/* Turns the raw tile qk [nq, nk] (row stride BK) into scores s: scaled, decayed in scores mode,
+ * then masked (tile_masks). */
+GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                        int64_t j0, int64_t nk, const float *qk, float *s) {
+  const float *dp = decay_plane(pb, h);
+  float scale = pb->scale;
+  for (int64_t r = 0; r < nq; r++) {
+    int64_t row = (i0 + r) * pb->S + j0;
+    const float *x = qk + r * BK;
+    float *y = s + r * BK;
+    if (dp && !pb->decay_weights)
+      for (int64_t c = 0; c < nk; c++) y[c] = x[c] * scale * dp[row + c];
+    else
+      for (int64_t c = 0; c < nk; c++) y[c] = x[c] * scale;
+  }
+  tile_masks(pb, b, h, i0, nq, j0, nk, s);
+}
+
+/* The scores of the tile, rows [i0, i0 + nq) and keys [j0, j0 + nk) of (b, h), into s (row
+ * stride BK), and the raw Q Kᵀ into qk when qk is not NULL (the decay's gradient reads it). The
+ * float32 tile kernel scales and decays them as the product stores them, so the decay plane's
+ * rows are read while the next micro-tile's products run rather than in a pass of their own. */
+static void tile_scores_product(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                                int64_t j0, int64_t nk, const float *kt, const query_block *qb,
+                                float *qk, float *s) {
+  int64_t bh = b * pb->H + h, d = pb->d;
+  const float *q = pb->q + (bh * pb->L + i0) * d, *dp = decay_plane(pb, h);
+  if (!pb->kt_panels.words && kt) { /* j0 is a multiple of 64: see product_abt */
+    gm_tiles_scores(nq, nk, d, q, d, kt + j0 * d, 64, 64 * d, pb->scale,
+                    dp && !pb->decay_weights ? dp + i0 * pb->S + j0 : NULL, pb->S, qk, s, BK);
+    tile_masks(pb, b, h, i0, nq, j0, nk, s);
+  } else {
+    float *raw = qk ? qk : s;
+    product_abt(pb, &pb->kt_panels, kt, bh, nq, nk, d, q, qb->q_rows, d, pb->k, j0, raw);
+    tile_scores(pb, b, h, i0, nq, j0, nk, raw, s);
+  }
+}
+
 /* Asks for the tile's rows of the [L, S] planes it reads (decay, masks, biases, and the decay
  * gradient it adds to) while the tile product runs: each row is a separate run of BK floats,
  * S floats from the next, which the hardware prefetchers follow too late, and the decay plane of
- * each head comes from memory once per batch (it does not stay in cache). noipa: GCC's IPA counts
- * prefetches as no side effect and would drop the call as pure. */
+ * each head comes from memory once per batch (it does not stay in cache). Not the decay when the
+ * float32 tile kernel reads it as it stores the scores: it asks for its rows itself, a few at a
+ * time (gm_tiles_scores). noipa: GCC's IPA counts prefetches as no side effect and would drop
+ * the call as pure. */
 GM_NOIPA static void prefetch_planes(const problem *pb, int64_t b, int64_t h, int64_t i0,
                                                    int64_t nq, int64_t j0, int64_t nk,
                                                    const float *ddecay_plane) {
-  const float *all[4] = {decay_plane(pb, h), plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h),
+  int decay_in_product = pb->tiles && !pb->decay_weights;
+  const float *all[4] = {decay_in_product ? NULL : decay_plane(pb, h),
+                         plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h),
                          plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h), ddecay_plane};
   for (int i = 0; i < 4; i++) {
     if (!all[i]) continue;
@@ -271,8 +307,7 @@ static float *task_scratch(size_t floats) {
  * "medium", qb->q_rows holds the block's Q, packed by the caller (for this and weights_block). */
 GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_t i0, const float *kt,
                                  const query_block *qb, float *out, float *stats, float *scratch) {
-  int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d, dv = pb->dv;
-  const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
+  int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, dv = pb->dv;
   const float *v = pb->v + (b * pb->H + h) * pb->S * dv;
   float *o = out + ((b * pb->H + h) * pb->L + i0) * dv;
   float *tile = scratch;
@@ -284,8 +319,7 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
     prefetch_planes(pb, b, h, i0, nq, j0, nk, NULL);
-    product_abt(pb, &pb->kt_panels, kt, b * pb->H + h, nq, nk, d, q, qb->q_rows, d, pb->k, j0, tile);
-    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile);
+    tile_scores_product(pb, b, h, i0, nq, j0, nk, kt, qb, NULL, tile);
     for (int64_t r = 0; r < nq; r++) {
       float *t = tile + r * BK, mx = row_max(t, nk);
       float m_new = mx > m[r] || isnan(mx) ? mx : m[r];
@@ -333,15 +367,13 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
 GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_t i0, const float *kt,
                                  const query_block *qb, const float *stats, float *weights,
                                  float *scratch) {
-  int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ, d = pb->d;
-  const float *q = pb->q + ((b * pb->H + h) * pb->L + i0) * d;
+  int64_t nq = pb->L - i0 < BQ ? pb->L - i0 : BQ;
   float *tile = scratch;
   const float *dp = decay_plane(pb, h);
   int weights_mode = dp && pb->decay_weights;
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
-    product_abt(pb, &pb->kt_panels, kt, b * pb->H + h, nq, nk, d, q, qb->q_rows, d, pb->k, j0, tile);
-    tile_scores(pb, b, h, i0, nq, j0, nk, tile, tile);
+    tile_scores_product(pb, b, h, i0, nq, j0, nk, kt, qb, NULL, tile);
     for (int64_t r = 0; r < nq; r++) {
       const float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
       float *t = tile + r * BK, lse = st[0], inv_c = 1.0f / st[1];
@@ -535,8 +567,7 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
     for (int64_t j0 = 0; j0 < S; j0 += BK) {
       int64_t nk = S - j0 < BK ? S - j0 : BK;
       prefetch_planes(pb, b, h, i0, nq, j0, nk, ddecay_plane);
-      product_abt(pb, &pb->kt_panels, kt, bh, nq, nk, d, q + i0 * d, qb->q_rows, d, pb->k, j0, qk);
-      tile_scores(pb, b, h, i0, nq, j0, nk, qk, s);
+      tile_scores_product(pb, b, h, i0, nq, j0, nk, kt, qb, ddecay_plane && !weights_mode ? qk : NULL, s);
       /* P into s, the final weights Ã into a */
       for (int64_t r = 0; r < nq; r++) {
         float lse = st[(i0 + r) * 2], inv_c = 1.0f / st[(i0 + r) * 2 + 1];

@@ -129,6 +129,13 @@ int gm_tiles_available(void);
 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                    const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
                    int64_t ldc);
+/* The scores of attention in one product: C = (A B) · scale ⊙ E (E [m, n], rows lde apart;
+ * NULL: no factor), with A B itself also stored in raw (row stride ldc) when raw is not NULL;
+ * A and B as in gm_tiles_gemm (A not transposed). The same bits as the product followed by
+ * the scaling loop. */
+void gm_tiles_scores(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                     int64_t ldb, int64_t panel_stride, float scale, const float *e, int64_t lde,
+                     float *raw, float *c, int64_t ldc);
 int64_t gm_tiles_panel_floats(int64_t rows, int64_t cols);
 void gm_tiles_pack_panels(const float *x, int64_t rows, int64_t cols, float *out);
 

@@ -28,12 +28,25 @@
 
 int gm_tiles_available(void) { return (gm_cpu_features() & GM_CPU_AVX512F) != 0; }
 
-/* C[rows, 64 columns masked by m] (+)= op(A) B over k; ROWS, TRANS and MASKED are constants
- * after inlining, so the accumulators stay in registers. */
-AVX512 static inline __attribute__((always_inline)) void micro(int ROWS, int TRANS, int MASKED, int64_t k,
-                                                        const float *a, int64_t lda, const float *b,
-                                                        int64_t ldb, const __mmask16 *m,
-                                                        int accumulate, float *c, int64_t ldc) {
+/* What a scores product (gm_tiles_scores) does to C on its way out: C = (A B) · scale ⊙ E, E's
+ * element (r, c) at e[r · lde + c] (no E: C = (A B) · scale), and A B itself kept in raw (row
+ * stride ldc) when raw is not NULL. The rows of E (a decay plane) come from memory: read while
+ * the next micro-tile's products run, they cost no separate pass over the tile. */
+typedef struct scores_out {
+  float scale;
+  const float *e;
+  int64_t lde;
+  float *raw;
+} scores_out;
+
+/* C[rows, 64 columns masked by m] (+)= op(A) B over k, or, with OUT, the last pass of a scores
+ * product (see scores_out; c and out->e, out->raw at the micro-tile's first element); ROWS,
+ * TRANS, MASKED and OUT are constants after inlining, so the accumulators stay in registers. */
+AVX512 static inline __attribute__((always_inline)) void micro(int ROWS, int TRANS, int MASKED, int OUT,
+                                                        int64_t k, const float *a, int64_t lda,
+                                                        const float *b, int64_t ldb, const __mmask16 *m,
+                                                        int accumulate, float *c, int64_t ldc,
+                                                        const scores_out *out) {
   __m512 acc[MR][4];
   for (int r = 0; r < ROWS; r++)
     for (int v = 0; v < 4; v++)
@@ -51,33 +64,48 @@ AVX512 static inline __attribute__((always_inline)) void micro(int ROWS, int TRA
   }
   for (int r = 0; r < ROWS; r++)
     for (int v = 0; v < 4; v++) {
-      if (MASKED) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, m[v], acc[r][v]);
-      else _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+      __m512 y = acc[r][v];
+      if (OUT) { /* (x · scale) · e, in the order the scalar code takes */
+        if (out->raw) {
+          if (MASKED) _mm512_mask_storeu_ps(out->raw + r * ldc + 16 * v, m[v], y);
+          else _mm512_storeu_ps(out->raw + r * ldc + 16 * v, y);
+        }
+        y = _mm512_mul_ps(y, _mm512_set1_ps(out->scale));
+        if (out->e)
+          y = _mm512_mul_ps(y, MASKED ? _mm512_maskz_loadu_ps(m[v], out->e + r * out->lde + 16 * v)
+                                      : _mm512_loadu_ps(out->e + r * out->lde + 16 * v));
+      }
+      if (MASKED) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, m[v], y);
+      else _mm512_storeu_ps(c + r * ldc + 16 * v, y);
     }
 }
 
-#define MICRO_ROWS(TRANS, MASKED)                                                            \
-  switch (rows) {                                                                            \
-  case 6: micro(6, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
-  case 5: micro(5, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
-  case 4: micro(4, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
-  case 3: micro(3, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
-  case 2: micro(2, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;          \
-  default: micro(1, TRANS, MASKED, k, a, lda, b, ldb, m, accumulate, c, ldc); break;         \
+#define MICRO_ROWS(TRANS, MASKED, OUT)                                                          \
+  switch (rows) {                                                                               \
+  case 6: micro(6, TRANS, MASKED, OUT, k, a, lda, b, ldb, m, accumulate, c, ldc, out); break;  \
+  case 5: micro(5, TRANS, MASKED, OUT, k, a, lda, b, ldb, m, accumulate, c, ldc, out); break;  \
+  case 4: micro(4, TRANS, MASKED, OUT, k, a, lda, b, ldb, m, accumulate, c, ldc, out); break;  \
+  case 3: micro(3, TRANS, MASKED, OUT, k, a, lda, b, ldb, m, accumulate, c, ldc, out); break;  \
+  case 2: micro(2, TRANS, MASKED, OUT, k, a, lda, b, ldb, m, accumulate, c, ldc, out); break;  \
+  default: micro(1, TRANS, MASKED, OUT, k, a, lda, b, ldb, m, accumulate, c, ldc, out); break; \
   }
 
+/* out: a scores product's last pass (never transposed) */
 AVX512 static void micro_any(int rows, int trans, int masked, int64_t k, const float *a, int64_t lda,
                       const float *b, int64_t ldb, const __mmask16 *m, int accumulate, float *c,
-                      int64_t ldc) {
-  if (trans && masked) MICRO_ROWS(1, 1)
-  else if (trans) MICRO_ROWS(1, 0)
-  else if (masked) MICRO_ROWS(0, 1)
-  else MICRO_ROWS(0, 0)
+                      int64_t ldc, const scores_out *out) {
+  if (out && masked) MICRO_ROWS(0, 1, 1)
+  else if (out) MICRO_ROWS(0, 0, 1)
+  else if (trans && masked) MICRO_ROWS(1, 1, 0)
+  else if (trans) MICRO_ROWS(1, 0, 0)
+  else if (masked) MICRO_ROWS(0, 1, 0)
+  else MICRO_ROWS(0, 0, 0)
 }
 
-AVX512 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                   const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
-                   int64_t ldc) {
+/* The products, and a scores product's treatment of C on the last pass over k (out). */
+AVX512 static void tiles(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                         const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
+                         int64_t ldc, const scores_out *out) {
   for (int64_t j = 0; j < n; j += NC) {
     int64_t cols = n - j < NC ? n - j : NC;
     __mmask16 mask[4];
@@ -94,11 +122,38 @@ AVX512 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const fl
       const float *ap = trans_a ? a + p0 * lda : a + p0;
       for (int64_t i = 0; i < m; i += MR) {
         int rows = m - i < MR ? (int)(m - i) : MR;
+        int last = out && p0 + kc == k; /* a scores product's pass that stores the scores */
+        scores_out at;                  /* out, moved to this micro-tile */
+        if (last) {
+          at = (scores_out){.scale = out->scale, .e = out->e ? out->e + i * out->lde + j : NULL,
+                            .lde = out->lde, .raw = out->raw ? out->raw + i * ldc + j : NULL};
+          /* E's rows for the next micro-tile (here or atop the next column block), while this
+           * one's products run: asked for all at once when the tile starts, a plane's rows
+           * displaced each other before their turn (2-3% of the attention's time) */
+          int64_t ni = i + MR, nj = j;
+          if (ni >= m) ni = 0, nj += NC;
+          if (out->e && nj < n)
+            for (int64_t r = ni; r < ni + MR && r < m; r++)
+              for (int v = 0; v < 4; v++) __builtin_prefetch(out->e + r * out->lde + nj + 16 * v);
+        }
         micro_any(rows, trans_a, cols < NC, kc, trans_a ? ap + i : ap + i * lda, lda, bj + p0 * ldb, ldb,
-                  mask, accumulate || p0 > 0, c + i * ldc + j, ldc);
+                  mask, accumulate || p0 > 0, c + i * ldc + j, ldc, last ? &at : NULL);
       }
     }
   }
+}
+
+AVX512 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
+                   int64_t ldc) {
+  tiles(trans_a, m, n, k, a, lda, b, ldb, panel_stride, accumulate, c, ldc, NULL);
+}
+
+AVX512 void gm_tiles_scores(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                     int64_t ldb, int64_t panel_stride, float scale, const float *e, int64_t lde,
+                     float *raw, float *c, int64_t ldc) {
+  scores_out out = {.scale = scale, .e = e, .lde = lde, .raw = raw};
+  tiles(0, m, n, k, a, lda, b, ldb, panel_stride, 0, c, ldc, &out);
 }
 
 int64_t gm_tiles_panel_floats(int64_t rows, int64_t cols) { return (rows + NC - 1) / NC * NC * cols; }
