@@ -117,14 +117,15 @@ static const float *pack_own(const problem *pb, const float *x, int64_t bh, int6
 
 /* The tile products. C [m, n] (row stride BK) = A · (rows [j0, j0 + n) of x, (b, h)'s [S, k])ᵀ:
  * Q Kᵀ and dO Vᵀ, from xp's bf16 panels and A's packed rows a_rows or xt (the float32 ones of
- * this (b, h)) when there are some. */
+ * this (b, h)) when there are some; the float32 tile kernel asks for the rows of ahead (the
+ * tile's place in an [L, S] plane, or NULL) as it goes. */
 static void product_abt(const problem *pb, const panels *xp, const float *xt, int64_t bh, int64_t m,
                         int64_t n, int64_t k, const float *a, const uint32_t *a_rows, int64_t lda,
-                        const float *x, int64_t j0, float *c) {
+                        const float *x, int64_t j0, float *c, const float *ahead) {
   if (xp->words)
     gm_bf16_gemm_packed(m, n, k, 1.0f, a_rows, xp->words + bh * xp->per_bh, xp->k, j0, 0, 0.0f, c, BK);
   else if (xt) /* j0 is a multiple of 64, so its panel starts at j0 · k */
-    gm_tiles_gemm(0, m, n, k, a, lda, xt + j0 * k, 64, 64 * k, 0, c, BK);
+    gm_tiles_gemm(0, m, n, k, a, lda, xt + j0 * k, 64, 64 * k, 0, c, BK, ahead, pb->S);
   else
     gm_gemm(0, 1, m, n, k, 1.0f, a, lda, x + (bh * pb->S + j0) * k, k, 0.0f, c, BK);
 }
@@ -143,7 +144,7 @@ static void product_ab(const problem *pb, const panels *xp, const uint32_t *b_pa
   else if (b_panels)
     gm_bf16_gemm_panels(trans_a, m, n, k, 1.0f, a, lda, b_panels, k, 0, 0, beta, c, ldc);
   else if (pb->tiles)
-    gm_tiles_gemm(trans_a, m, n, k, a, lda, b, n, 64, accumulate, c, ldc);
+    gm_tiles_gemm(trans_a, m, n, k, a, lda, b, n, 64, accumulate, c, ldc, NULL, 0);
   else
     gm_gemm(trans_a, 0, m, n, k, 1.0f, a, lda, b, n, beta, c, ldc);
 }
@@ -217,25 +218,24 @@ static void tile_scores_product(const problem *pb, int64_t b, int64_t h, int64_t
     tile_masks(pb, b, h, i0, nq, j0, nk, s);
   } else {
     float *raw = qk ? qk : s;
-    product_abt(pb, &pb->kt_panels, kt, bh, nq, nk, d, q, qb->q_rows, d, pb->k, j0, raw);
+    product_abt(pb, &pb->kt_panels, kt, bh, nq, nk, d, q, qb->q_rows, d, pb->k, j0, raw, NULL);
     tile_scores(pb, b, h, i0, nq, j0, nk, raw, s);
   }
 }
 
 /* Asks for the tile's rows of the [L, S] planes it reads (decay, masks, biases, and the decay
  * gradient it adds to) while the tile product runs: each row is a separate run of BK floats,
- * S floats from the next, which the hardware prefetchers follow too late, and the decay plane of
- * each head comes from memory once per batch (it does not stay in cache). Not the decay when the
- * float32 tile kernel reads it as it stores the scores: it asks for its rows itself, a few at a
- * time (gm_tiles_scores). noipa: GCC's IPA counts prefetches as no side effect and would drop
- * the call as pure. */
+ * S floats from the next, which the hardware prefetchers follow too late. With the float32 tile
+ * kernel, not the decay (in scores mode) and its gradient: its products ask for their rows a
+ * few at a time (gm_tiles_scores, and dO Vᵀ in backward). noipa: GCC's IPA counts prefetches as
+ * no side effect and would drop the call as pure. */
 GM_NOIPA static void prefetch_planes(const problem *pb, int64_t b, int64_t h, int64_t i0,
                                                    int64_t nq, int64_t j0, int64_t nk,
                                                    const float *ddecay_plane) {
-  int decay_in_product = pb->tiles && !pb->decay_weights;
-  const float *all[4] = {decay_in_product ? NULL : decay_plane(pb, h),
+  const float *all[4] = {pb->tiles && !pb->decay_weights ? NULL : decay_plane(pb, h),
                          plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h),
-                         plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h), ddecay_plane};
+                         plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h),
+                         pb->tiles ? NULL : ddecay_plane};
   for (int i = 0; i < 4; i++) {
     if (!all[i]) continue;
     for (int64_t r = 0; r < nq; r++)
@@ -589,7 +589,8 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
       if (dvv)
         product_ab(pb, NULL, qb->do_panels, bh, 0, 1, nk, dv, nq, a, BK, go + i0 * dv, kv_sum, dvv + j0 * dv, dv);
       if (!dq && !dk && !ddecay_plane) continue;
-      product_abt(pb, &pb->vt_panels, vt, bh, nq, nk, dv, go + i0 * dv, qb->do_rows, dv, pb->v, j0, da);
+      product_abt(pb, &pb->vt_panels, vt, bh, nq, nk, dv, go + i0 * dv, qb->do_rows, dv, pb->v, j0, da,
+                  ddecay_plane ? ddecay_plane + i0 * S + j0 : NULL);
       reapply_dropout(pb, nq, nk, z, da); /* dA = dÃ ⊙ Z */
       float scale = pb->scale;
       for (int64_t r = 0; r < nq; r++) {

@@ -124,14 +124,16 @@ void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uin
  * B(p, c) at b[c / 64 · panel_stride + p · ldb + c % 64]: a row-major B is panel_stride 64, a
  * packed one ldb 64. gm_tiles_pack_panels stores Xᵀ of x [rows, cols] (row-major) as panels of
  * 64 rows of x, [cols][64] each, zero-padded: gm_tiles_panel_floats(rows, cols) floats, read
- * with ldb 64 and panel_stride 64 · cols. */
+ * with ldb 64 and panel_stride 64 · cols. ahead (or NULL): a plane [m, n], rows ld_ahead apart,
+ * that the caller reads next, whose rows the product asks for a few at a time, as it reaches
+ * the same rows of C. */
 int gm_tiles_available(void);
 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                    const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
-                   int64_t ldc);
+                   int64_t ldc, const float *ahead, int64_t ld_ahead);
 /* The scores of attention in one product: C = (A B) · scale ⊙ E (E [m, n], rows lde apart;
- * NULL: no factor), with A B itself also stored in raw (row stride ldc) when raw is not NULL;
- * A and B as in gm_tiles_gemm (A not transposed). The same bits as the product followed by
+ * NULL: no factor; its rows asked for ahead as gm_tiles_gemm's), with A B itself also stored in
+ * raw (row stride ldc) when raw is not NULL; A and B as in gm_tiles_gemm (A not transposed). The same bits as the product followed by
  * the scaling loop. */
 void gm_tiles_scores(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                      int64_t ldb, int64_t panel_stride, float scale, const float *e, int64_t lde,

@@ -102,10 +102,15 @@ AVX512 static void micro_any(int rows, int trans, int masked, int64_t k, const f
   else MICRO_ROWS(0, 0, 0)
 }
 
-/* The products, and a scores product's treatment of C on the last pass over k (out). */
+/* The products, a scores product's treatment of C on the last pass over k (out), and the rows
+ * of a plane [m, n] (ahead, rows ld_ahead apart) asked for one micro-tile before the last pass
+ * reaches them: for E, and for a plane the caller reads right after the product (the decay's
+ * gradient after dO Vᵀ). Asked for all at once when the attention tile starts, a plane's rows
+ * displaced each other before their turn (2-3% of the attention's time each for the decay and
+ * its gradient). */
 AVX512 static void tiles(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                          const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
-                         int64_t ldc, const scores_out *out) {
+                         int64_t ldc, const scores_out *out, const float *ahead, int64_t ld_ahead) {
   for (int64_t j = 0; j < n; j += NC) {
     int64_t cols = n - j < NC ? n - j : NC;
     __mmask16 mask[4];
@@ -122,22 +127,20 @@ AVX512 static void tiles(int trans_a, int64_t m, int64_t n, int64_t k, const flo
       const float *ap = trans_a ? a + p0 * lda : a + p0;
       for (int64_t i = 0; i < m; i += MR) {
         int rows = m - i < MR ? (int)(m - i) : MR;
-        int last = out && p0 + kc == k; /* a scores product's pass that stores the scores */
-        scores_out at;                  /* out, moved to this micro-tile */
-        if (last) {
+        int last = p0 + kc == k;             /* the pass that stores C for good */
+        if (ahead && last) {                 /* the next micro-tile's rows of the plane */
+          int64_t ni = i + MR, nj = j;
+          if (ni >= m) ni = 0, nj += NC;       /* atop the next column block */
+          if (nj < n)
+            for (int64_t r = ni; r < ni + MR && r < m; r++)
+              for (int v = 0; v < 4; v++) __builtin_prefetch(ahead + r * ld_ahead + nj + 16 * v);
+        }
+        scores_out at; /* out, moved to this micro-tile */
+        if (out && last)
           at = (scores_out){.scale = out->scale, .e = out->e ? out->e + i * out->lde + j : NULL,
                             .lde = out->lde, .raw = out->raw ? out->raw + i * ldc + j : NULL};
-          /* E's rows for the next micro-tile (here or atop the next column block), while this
-           * one's products run: asked for all at once when the tile starts, a plane's rows
-           * displaced each other before their turn (2-3% of the attention's time) */
-          int64_t ni = i + MR, nj = j;
-          if (ni >= m) ni = 0, nj += NC;
-          if (out->e && nj < n)
-            for (int64_t r = ni; r < ni + MR && r < m; r++)
-              for (int v = 0; v < 4; v++) __builtin_prefetch(out->e + r * out->lde + nj + 16 * v);
-        }
         micro_any(rows, trans_a, cols < NC, kc, trans_a ? ap + i : ap + i * lda, lda, bj + p0 * ldb, ldb,
-                  mask, accumulate || p0 > 0, c + i * ldc + j, ldc, last ? &at : NULL);
+                  mask, accumulate || p0 > 0, c + i * ldc + j, ldc, out && last ? &at : NULL);
       }
     }
   }
@@ -145,15 +148,15 @@ AVX512 static void tiles(int trans_a, int64_t m, int64_t n, int64_t k, const flo
 
 AVX512 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                    const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
-                   int64_t ldc) {
-  tiles(trans_a, m, n, k, a, lda, b, ldb, panel_stride, accumulate, c, ldc, NULL);
+                   int64_t ldc, const float *ahead, int64_t ld_ahead) {
+  tiles(trans_a, m, n, k, a, lda, b, ldb, panel_stride, accumulate, c, ldc, NULL, ahead, ld_ahead);
 }
 
 AVX512 void gm_tiles_scores(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                      int64_t ldb, int64_t panel_stride, float scale, const float *e, int64_t lde,
                      float *raw, float *c, int64_t ldc) {
   scores_out out = {.scale = scale, .e = e, .lde = lde, .raw = raw};
-  tiles(0, m, n, k, a, lda, b, ldb, panel_stride, 0, c, ldc, &out);
+  tiles(0, m, n, k, a, lda, b, ldb, panel_stride, 0, c, ldc, &out, e, lde);
 }
 
 int64_t gm_tiles_panel_floats(int64_t rows, int64_t cols) { return (rows + NC - 1) / NC * NC * cols; }
