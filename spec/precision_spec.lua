@@ -200,6 +200,41 @@ describe("float32 matmul precision", function()
     end)
   end)
 
+  it("'medium' keeps A's bf16 rounding for B's gradient in place of A: same bits, A's values freed", function()
+    -- an intermediate A of a oneDNN-sized product: backward multiplies the forward's rounding of
+    -- it instead of rounding A again, so B's gradient must equal the product from a leaf copy of
+    -- A bit for bit, and A's float32 values (only that product reads them) go at once
+    local m, k, n = 512, 256, 256
+    local onednn = bf16 and tostring(gm.config().bf16_large_products):match("oneDNN") ~= nil
+    with_precision("medium", function()
+      for _, case in ipairs { { {}, false }, { {}, true }, { { 2 }, false }, { { 2 }, true } } do
+        local batch, tb = case[1], case[2]
+        gm.manual_seed(13)
+        local rows = (batch[1] or 1) * m
+        local shape_x = { table.unpack(batch) }
+        shape_x[#shape_x + 1], shape_x[#shape_x + 2] = m, k
+        local x = gm.randn(table.unpack(shape_x)):requires_grad(true)
+        local w = (tb and gm.randn(n, k) or gm.randn(k, n)):requires_grad(true)
+        local shape_g = { table.unpack(batch) }
+        shape_g[#shape_g + 1], shape_g[#shape_g + 2] = m, n
+        local g = gm.randn(table.unpack(shape_g))
+        local live = gm.memory().live
+        local y = (x * 1):matmul(w, false, tb) -- A = x * 1 is only held by the product
+        collectgarbage(); collectgarbage() -- and A's Lua box, until it is collected
+        local grown = gm.memory().live - live
+        if onednn then -- y, A's rounding (2 bytes an element), a few headers; A's 4 bytes would pass the bound
+          assert.is_true(grown < rows * n * 4 + rows * k * 3, "A's values were kept: " .. grown .. " bytes")
+        end
+        y:backward(g)
+        local x2, g2 = x:reshape(rows, k), g:reshape(rows, n)
+        local dw = tb and g2:matmul(x2, true, false) or x2:matmul(g2, true, false)
+        local what = string.format("batch %s, transposed B %s", #batch > 0, tb)
+        assert.equals(0, relative_gap(w:grad(), dw), "dB, " .. what)
+        assert.equals(0, relative_gap(x:grad(), g:matmul(w, false, not tb)), "dA, " .. what)
+      end
+    end)
+  end)
+
   it("'medium' matmul (large, batched, threaded) agrees with float32 to bf16 tolerance", function()
     gm.manual_seed(3)
     local a, b = gm.randn(3, 300, 257), gm.randn(257, 190)

@@ -176,11 +176,27 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
      * receives the transpose, the same product with its factors swapped. */
     case GM_OP_MATMUL: {
       int ta = (int)node->iarg[0], tb = (int)node->iarg[1];
-      int share = need_a && need_b && gm_matmul_uses_bf16();
-      if (share) gm_bf16_share_begin(g->data); /* both products read G: round it once */
+      int bf16 = gm_matmul_uses_bf16(), kept = need_b && node->saved != NULL;
+      if (need_a && need_b && (bf16 || kept)) gm_bf16_share_begin(g->data); /* both products read G: round it once */
       if (need_a)
         st = accumulate(a, reduce_to(ta ? gm_matmul(b, g, tb, 1) : gm_matmul(g, b, 0, !tb), a));
-      if (need_b && st == GM_OK) {
+      if (kept && st == GM_OK) {
+        /* a "medium" forward kept A's bf16 rounding [rows, k] instead of A (gm_matmul): B [k, n]
+         * or, transposed, [n, k] gets Aᵀ G or Gᵀ A over the rows, G read as [rows, n] */
+        const int64_t *dims = node->iarg + 2;
+        int64_t rows = dims[0], k = dims[1], n = g->shape[g->ndim - 1];
+        const float *x = node->saved->data; /* names the rounding; never read as float32 */
+        gm_tensor *db = gm_tensor_empty(2, b->shape);
+        gm_bf16_offer(x, node->saved, dims);
+        if (db && !(tb ? gm_bf16_gemm_offered(1, 0, n, k, rows, g->data, n, x, k, db->data, k)
+                       : gm_bf16_gemm_offered(1, 0, k, n, rows, x, k, g->data, n, db->data, n))) {
+          gm_tensor_release(db);
+          db = NULL;
+          gm_fail(GM_ERR_NOMEM, 0, "matmul backward: no memory for the bf16 product of %lld rows",
+                  (long long)rows);
+        }
+        st = accumulate(b, db);
+      } else if (need_b && st == GM_OK) {
         if (b->ndim == 2 && a->ndim > 2 && !ta) {
           /* one weight matrix shared by a batch: fold the batch into the rows, one product */
           int64_t k = a->shape[a->ndim - 1], m = g->shape[g->ndim - 1];
@@ -195,7 +211,7 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
           st = accumulate(b, reduce_to(tb ? gm_matmul(g, a, 1, ta) : gm_matmul(a, g, !ta, 0), b));
         }
       }
-      if (share) gm_bf16_share_end();
+      if (bf16 || kept) gm_bf16_share_end();
       break;
     }
     /* a reshape moves no values: the gradient is g read in the source's shape */

@@ -408,13 +408,22 @@ static void round_matrix(const float *x, int64_t rows, int64_t cols, int64_t ld,
   for (int64_t r = 0; r < rows; r++) round_row(x + r * ld, cols, out + r * cols);
 }
 
-/* The matrix whose rounding the products between gm_bf16_share_begin and _end keep and reuse
- * (see gm_internal.h), and that rounding once made. */
-static _Thread_local struct shared_operand {
+/* Roundings that products reuse instead of making again (see gm_internal.h), each naming the
+ * matrix it rounds as stored (x, rows, cols, ld): shared, made by the first product between
+ * gm_bf16_share_begin and _end that reads it; kept, made by a forward product for its backward
+ * (gm_bf16_keep_begin/_end), in a tensor that the caller then owns; offered, one kept earlier and
+ * handed back to a backward's products (gm_bf16_offer, until gm_bf16_share_end). */
+typedef struct rounding {
   const float *x;
   int64_t rows, cols, ld;
   uint16_t *bf16;
-} shared;
+  gm_tensor *box; /* kept: the tensor bf16 lives in */
+} rounding;
+static _Thread_local rounding shared, kept, offered;
+
+static int rounds(const rounding *r, const float *x, int64_t rows, int64_t cols, int64_t ld) {
+  return r->bf16 && r->x == x && r->rows == rows && r->cols == cols && r->ld == ld;
+}
 
 void gm_bf16_share_begin(const float *x) {
   gm_bf16_share_end();
@@ -424,25 +433,53 @@ void gm_bf16_share_begin(const float *x) {
 void gm_bf16_share_end(void) {
   gm_free(shared.bf16);
   memset(&shared, 0, sizeof shared);
+  memset(&offered, 0, sizeof offered);
 }
 
-/* x's rows x cols (leading dimension ld) as contiguous bf16: the shared rounding when x is the
- * shared matrix read in the shape it was first rounded in (made then), else rounded into own.
- * NULL without memory. */
+void gm_bf16_keep_begin(const float *x) {
+  gm_tensor_release(kept.box);
+  memset(&kept, 0, sizeof kept);
+  kept.x = x;
+}
+
+gm_tensor *gm_bf16_keep_end(int64_t dims[3]) {
+  gm_tensor *box = kept.box;
+  dims[0] = kept.rows, dims[1] = kept.cols, dims[2] = kept.ld;
+  memset(&kept, 0, sizeof kept);
+  return box;
+}
+
+void gm_bf16_offer(const float *x, const gm_tensor *box, const int64_t dims[3]) {
+  offered = (rounding){.x = x, .rows = dims[0], .cols = dims[1], .ld = dims[2],
+                       .bf16 = (uint16_t *)box->data};
+}
+
+/* Makes r's rounding of x into new memory (a tensor when box), 0 without memory. */
+static int make_rounding(rounding *r, int box, const float *x, int64_t rows, int64_t cols, int64_t ld) {
+  if (box) {
+    int64_t floats = (rows * cols + 1) / 2;
+    r->box = gm_tensor_empty(1, &floats);
+    r->bf16 = r->box ? (uint16_t *)r->box->data : NULL;
+  } else {
+    r->bf16 = gm_malloc((size_t)(rows * cols) * sizeof(uint16_t));
+  }
+  if (!r->bf16) return 0;
+  r->rows = rows, r->cols = cols, r->ld = ld;
+  round_matrix(x, rows, cols, ld, r->bf16);
+  return 1;
+}
+
+/* x's rows x cols (leading dimension ld) as contiguous bf16: an offered, shared or kept
+ * rounding of it (the shared and kept ones made now when they are asked for x for the first
+ * time), else rounded into own. NULL without memory. */
 static const uint16_t *rounded(const float *x, int64_t rows, int64_t cols, int64_t ld, uint16_t *own) {
-  int mine = shared.x && x == shared.x &&
-             (!shared.bf16 || (shared.rows == rows && shared.cols == cols && shared.ld == ld));
-  if (!mine) {
-    round_matrix(x, rows, cols, ld, own);
-    return own;
-  }
-  if (!shared.bf16) {
-    shared.bf16 = gm_malloc((size_t)(rows * cols) * sizeof(uint16_t));
-    if (!shared.bf16) return NULL;
-    shared.rows = rows, shared.cols = cols, shared.ld = ld;
-    round_matrix(x, rows, cols, ld, shared.bf16);
-  }
-  return shared.bf16;
+  if (rounds(&offered, x, rows, cols, ld)) return offered.bf16;
+  if (shared.x == x && !shared.bf16) return make_rounding(&shared, 0, x, rows, cols, ld) ? shared.bf16 : NULL;
+  if (rounds(&shared, x, rows, cols, ld)) return shared.bf16;
+  if (kept.x == x && !kept.bf16 && make_rounding(&kept, 1, x, rows, cols, ld)) return kept.bf16;
+  if (rounds(&kept, x, rows, cols, ld)) return kept.bf16;
+  round_matrix(x, rows, cols, ld, own);
+  return own;
 }
 
 /* The product through oneDNN: 1 when done, 0 (C untouched) without oneDNN or memory. */
@@ -460,6 +497,14 @@ static int dnnl_product(int trans_a, int trans_b, int64_t m, int64_t n, int64_t 
   __atomic_add_fetch(&tile_generation, 1, __ATOMIC_RELEASE); /* its AMX kernels loaded their shapes */
   gm_free(own);
   return done;
+}
+
+int gm_bf16_gemm_offered(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a,
+                         int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+  /* the offered operand is never read as float32: it must be the one rounded() hands back */
+  GM_ASSERT(a == offered.x ? rounds(&offered, a, trans_a ? k : m, trans_a ? m : k, lda)
+                           : rounds(&offered, b, trans_b ? n : k, trans_b ? k : n, ldb));
+  return dnnl_product(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
 /* op(A) packed for the kernel in use, in groups (MR rows each, AMX: TILE rows) the team can share:

@@ -258,13 +258,33 @@ gm_tensor *gm_matmul(gm_tensor *a, gm_tensor *b, int trans_a, int trans_b) {
     }
   gm_tensor *c = gm_tensor_empty(ndim, shape);
   if (!c) return NULL;
+  /* "medium": B's gradient Aᵀ G reads A again, so the forward keeps its bf16 rounding of A for
+   * backward (one product over all of A's rows, i.e. B a matrix and A not transposed) in place
+   * of A's float32 values, which it stops pinning: no second rounding, and half the memory (B's
+   * gradient is then taken in bf16 even if the precision changes before backward). Only for a
+   * recorded intermediate A (a leaf may be written in place before backward). */
+  int keep = gm_matmul_uses_bf16() && gm_grad_enabled() && b->requires_grad && b->ndim == 2 &&
+             !trans_a && a->op != GM_OP_NONE && a->op != GM_OP_FREED;
+  if (keep) gm_bf16_keep_begin(a->data);
   gm_matmul_into(c, a, b, trans_a, trans_b, 0.0f);
+  int64_t dims[3];
+  gm_tensor *kept = keep ? gm_bf16_keep_end(dims) : NULL;
   gm_tensor *srcs[2] = {a, b};
-  /* iarg[0] = trans_a, iarg[1] = trans_b */
+  /* iarg[0] = trans_a, iarg[1] = trans_b; saved: A's kept rounding, as rounded in iarg[2..4] */
   c = gm_record(c, GM_OP_MATMUL, srcs, 2);
   if (c) {
     c->iarg[0] = trans_a;
     c->iarg[1] = trans_b;
+    if (kept && c->op == GM_OP_MATMUL) {
+      c->saved = kept;
+      memcpy(c->iarg + 2, dims, sizeof dims);
+      kept = NULL;
+      if (c->pinned_srcs & 1u) {
+        c->pinned_srcs &= (uint16_t)~1u;
+        gm_tensor_unpin(a);
+      }
+    }
   }
+  gm_tensor_release(kept);
   return c;
 }

@@ -97,9 +97,22 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
                  int64_t ldc);
 /* Between gm_bf16_share_begin(x) and gm_bf16_share_end(), the products that go to oneDNN round
  * the matrix at x to bf16 once and reuse it (the two gradients of a product both read G, which
- * does not change in between); call only when gm_matmul_uses_bf16(). _end frees the copy. */
+ * does not change in between); call only when gm_matmul_uses_bf16(). _end frees the copy and
+ * forgets an offered rounding.
+ * A forward product's A is read again by its backward (dB = Aᵀ G): between gm_bf16_keep_begin(a)
+ * and gm_bf16_keep_end, a product that goes to oneDNN rounds a into a tensor of its own, which
+ * _end hands over (NULL when no product rounded a) with the matrix as rounded (rows, cols, ld
+ * in dims); A's float32 values are then no longer needed. The backward names that rounding by
+ * a pointer of its own, x = the kept tensor's data, with gm_bf16_offer(x, kept, dims), and
+ * multiplies with gm_bf16_gemm_offered, passing x as the operand: only oneDNN, alpha 1, beta 0;
+ * 0 without oneDNN or memory (C untouched). The offer lasts until gm_bf16_share_end. */
 void gm_bf16_share_begin(const float *x);
 void gm_bf16_share_end(void);
+void gm_bf16_keep_begin(const float *a);
+gm_tensor *gm_bf16_keep_end(int64_t dims[3]);
+void gm_bf16_offer(const float *x, const gm_tensor *kept, const int64_t dims[3]);
+int gm_bf16_gemm_offered(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a,
+                         int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
 /* An operand read in blocks by many small products (the attention kernel's K and V per (batch,
  * head)), rounded and packed once: op(B) [k, n] as bf16 panels, gm_bf16_panel_words(n, k) words,
  * 64-byte aligned. gm_bf16_gemm_panels multiplies op(A) (a tile: m <= 64, k <= 256) by the block
