@@ -152,15 +152,18 @@ static void pack_b(int trans, const float *b, int64_t ldb, int64_t n, int64_t k,
     pack_pairs_transposed(b + j0 * ldb, ldb, cols, k, NR, out);
 }
 
-/* C[0:rows, 0:cols] = alpha (A panel · B panel over kp_n pairs) + beta C; beta 0 never reads C. */
-static void micro_kernel(int64_t kp_n, const uint32_t *ap, const uint32_t *bp, float *c,
-                         int64_t ldc, int rows, int cols, float alpha, float beta) {
+/* C[0:ROWS, 0:cols] = alpha (A panel · B panel over kp_n pairs) + beta C; beta 0 never reads C.
+ * ROWS is a constant after inlining: a block of 64 rows (the attention tiles) ends with 4, and
+ * multiplying those as 12 would cost a sixth more than the block needs. */
+static inline __attribute__((always_inline)) void micro_rows(int ROWS, int64_t kp_n, const uint32_t *ap,
+                                                             const uint32_t *bp, float *c, int64_t ldc,
+                                                             int cols, float alpha, float beta) {
   __m512 acc[MR][2];
-  for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int r = 0; r < ROWS; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t kp = 0; kp < kp_n; kp++) {
     __m512bh b0 = (__m512bh)_mm512_load_si512(bp), b1 = (__m512bh)_mm512_load_si512(bp + 16);
 #pragma GCC unroll 12
-    for (int r = 0; r < MR; r++) {
+    for (int r = 0; r < ROWS; r++) {
       __m512bh a = (__m512bh)_mm512_set1_epi32((int)ap[r]);
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
@@ -171,7 +174,7 @@ static void micro_kernel(int64_t kp_n, const uint32_t *ap, const uint32_t *bp, f
   __mmask16 m0 = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);
   __mmask16 m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (__mmask16)((1u << (cols - 16)) - 1);
   __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  for (int r = 0; r < rows; r++) {
+  for (int r = 0; r < ROWS; r++) {
     float *cr = c + r * ldc;
     __m512 x0 = _mm512_mul_ps(acc[r][0], va), x1 = _mm512_mul_ps(acc[r][1], va);
     if (beta != 0.0f) {
@@ -181,6 +184,19 @@ static void micro_kernel(int64_t kp_n, const uint32_t *ap, const uint32_t *bp, f
     _mm512_mask_storeu_ps(cr, m0, x0);
     _mm512_mask_storeu_ps(cr + 16, m1, x1);
   }
+}
+
+/* micro_rows for rows (1 to MR) rows of C. */
+static void micro_kernel(int64_t kp_n, const uint32_t *ap, const uint32_t *bp, float *c,
+                         int64_t ldc, int rows, int cols, float alpha, float beta) {
+#define MICRO_ROWS(R) \
+  case R: micro_rows(R, kp_n, ap, bp, c, ldc, cols, alpha, beta); break;
+  switch (rows) {
+    MICRO_ROWS(1) MICRO_ROWS(2) MICRO_ROWS(3) MICRO_ROWS(4) MICRO_ROWS(5) MICRO_ROWS(6)
+    MICRO_ROWS(7) MICRO_ROWS(8) MICRO_ROWS(9) MICRO_ROWS(10) MICRO_ROWS(11) MICRO_ROWS(12)
+  }
+#undef MICRO_ROWS
+  _Static_assert(MR == 12, "micro_kernel has a case for each row count up to MR");
 }
 
 /* ---- AMX ------------------------------------------------------------------------------------- */
