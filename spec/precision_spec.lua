@@ -156,7 +156,9 @@ describe("float32 matmul precision", function()
     -- pieces stay on graphmert's own kernel. Both multiply the same bf16-rounded inputs, so they
     -- differ only by float32 summation order (1e-5 of the result's scale).
     gm.manual_seed(7)
-    local m, k, n = 512, 256, 256
+    -- k ~= n, so that a swap of the two shows; every tensor under 1 MiB, so that live bytes are
+    -- the tensors' own (larger blocks count in size classes)
+    local m, k, n = 256, 256, 320
     local a, b = gm.randn(m, k), gm.randn(k, n)
     with_precision("medium", function()
       local pieces = {}
@@ -175,7 +177,9 @@ describe("float32 matmul precision", function()
     -- both gradients are oneDNN-sized here, and backward hands them one bf16 copy of G; a stale
     -- or misshapen copy would show as a difference from the same products computed on their own
     gm.manual_seed(11)
-    local m, k, n = 512, 256, 256
+    -- k ~= n, so that a swap of the two shows; every tensor under 1 MiB, so that live bytes are
+    -- the tensors' own (larger blocks count in size classes)
+    local m, k, n = 256, 256, 320
     with_precision("medium", function()
       for _, t in ipairs { { false, false }, { true, false }, { false, true }, { true, true } } do
         local ta, tb = t[1], t[2]
@@ -204,20 +208,21 @@ describe("float32 matmul precision", function()
     -- an intermediate A of a oneDNN-sized product: backward multiplies the forward's rounding of
     -- it instead of rounding A again, so B's gradient must equal the product from a leaf copy of
     -- A bit for bit, and A's float32 values (only that product reads them) go at once
-    local m, k, n = 512, 256, 256
+    -- 512 rows of A (one matrix, or a batch of two) against k = 256, n = 320: oneDNN-sized, k ~= n
+    -- so that a swap of the two shows, and every tensor under 1 MiB, so that live bytes are the
+    -- tensors' own (larger blocks count in size classes)
+    local rows, k, n = 512, 256, 320
     local onednn = bf16 and tostring(gm.config().bf16_large_products):match("oneDNN") ~= nil
     with_precision("medium", function()
-      for _, case in ipairs { { {}, false }, { {}, true }, { { 2 }, false }, { { 2 }, true } } do
-        local batch, tb = case[1], case[2]
+      for _, case in ipairs { { { rows }, false }, { { rows }, true }, { { 2, rows // 2 }, false }, { { 2, rows // 2 }, true } } do
+        local lead, tb = case[1], case[2]
         gm.manual_seed(13)
-        local rows = (batch[1] or 1) * m
-        local shape_x = { table.unpack(batch) }
-        shape_x[#shape_x + 1], shape_x[#shape_x + 2] = m, k
+        local shape_x, shape_g = { table.unpack(lead) }, { table.unpack(lead) }
+        shape_x[#shape_x + 1], shape_g[#shape_g + 1] = k, n
         local x = gm.randn(table.unpack(shape_x)):requires_grad(true)
         local w = (tb and gm.randn(n, k) or gm.randn(k, n)):requires_grad(true)
-        local shape_g = { table.unpack(batch) }
-        shape_g[#shape_g + 1], shape_g[#shape_g + 2] = m, n
         local g = gm.randn(table.unpack(shape_g))
+        collectgarbage(); collectgarbage() -- earlier garbage, so that live counts this case only
         local live = gm.memory().live
         local y = (x * 1):matmul(w, false, tb) -- A = x * 1 is only held by the product
         collectgarbage(); collectgarbage() -- and A's Lua box, until it is collected
@@ -226,9 +231,15 @@ describe("float32 matmul precision", function()
           assert.is_true(grown < rows * n * 4 + rows * k * 3, "A's values were kept: " .. grown .. " bytes")
         end
         y:backward(g)
+        y = nil
+        collectgarbage(); collectgarbage()
+        if onednn then -- backward freed the rounding with its node: only x's and w's gradients stay
+          local left = gm.memory().live - live
+          assert.is_true(left <= rows * k * 4 + k * n * 4 + 4096, "left after backward: " .. left .. " bytes")
+        end
         local x2, g2 = x:reshape(rows, k), g:reshape(rows, n)
         local dw = tb and g2:matmul(x2, true, false) or x2:matmul(g2, true, false)
-        local what = string.format("batch %s, transposed B %s", #batch > 0, tb)
+        local what = string.format("batch %s, transposed B %s", #lead > 1, tb)
         assert.equals(0, relative_gap(w:grad(), dw), "dB, " .. what)
         assert.equals(0, relative_gap(x:grad(), g:matmul(w, false, not tb)), "dA, " .. what)
       end

@@ -174,7 +174,7 @@ double gm_rng_normal(gm_rng *rng);   /* standard normal (Box–Muller, one value
   X(MAX, "max", 0x0, 0)                         /* the argmax is saved */                         \
   X(SOFTMAX, "softmax", 0x0, 1)                                                                   \
   X(LOG_SOFTMAX, "log_softmax", 0x0, 1)                                                           \
-  X(MATMUL, "matmul", 0x3, 0)                                                                     \
+  X(MATMUL, "matmul", 0x3, 0)                   /* "medium" may keep A's bf16 rounding instead */ \
   X(RESHAPE, "reshape", 0x0, 0)                                                                   \
   X(PERMUTE, "permute", 0x0, 0)                                                                   \
   X(CONCAT, "concat", 0x0, 0)                                                                     \

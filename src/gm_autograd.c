@@ -192,8 +192,8 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
                        : gm_bf16_gemm_offered(1, 0, k, n, rows, x, k, g->data, n, db->data, n))) {
           gm_tensor_release(db);
           db = NULL;
-          gm_fail(GM_ERR_NOMEM, 0, "matmul backward: no memory for the bf16 product of %lld rows",
-                  (long long)rows);
+          gm_fail(GM_ERR_NOMEM, 0, "matmul backward: the bf16 product for B's gradient over %lld rows "
+                  "failed (no memory, or oneDNN refused it)", (long long)rows);
         }
         st = accumulate(b, db);
       } else if (need_b && st == GM_OK) {

@@ -154,7 +154,7 @@ static void pack_b(int trans, const float *b, int64_t ldb, int64_t n, int64_t k,
 
 /* C[0:ROWS, 0:cols] = alpha (A panel · B panel over kp_n pairs) + beta C; beta 0 never reads C.
  * ROWS is a constant after inlining: a block of 64 rows (the attention tiles) ends with 4, and
- * multiplying those as 12 would cost a sixth more than the block needs. */
+ * multiplying those as 12 would make 72 rows of work for 64. */
 static inline __attribute__((always_inline)) void micro_rows(int ROWS, int64_t kp_n, const uint32_t *ap,
                                                              const uint32_t *bp, float *c, int64_t ldc,
                                                              int cols, float alpha, float beta) {
@@ -487,15 +487,16 @@ static int make_rounding(rounding *r, int box, const float *x, int64_t rows, int
 
 /* x's rows x cols (leading dimension ld) as contiguous bf16: an offered, shared or kept
  * rounding of it (the shared and kept ones made now when they are asked for x for the first
- * time), else rounded into own. NULL without memory. */
-static const uint16_t *rounded(const float *x, int64_t rows, int64_t cols, int64_t ld, uint16_t *own) {
+ * time), else rounded into *own, allocated here (the caller frees it). NULL without memory. */
+static const uint16_t *rounded(const float *x, int64_t rows, int64_t cols, int64_t ld, uint16_t **own) {
   if (rounds(&offered, x, rows, cols, ld)) return offered.bf16;
   if (shared.x == x && !shared.bf16) return make_rounding(&shared, 0, x, rows, cols, ld) ? shared.bf16 : NULL;
   if (rounds(&shared, x, rows, cols, ld)) return shared.bf16;
   if (kept.x == x && !kept.bf16 && make_rounding(&kept, 1, x, rows, cols, ld)) return kept.bf16;
   if (rounds(&kept, x, rows, cols, ld)) return kept.bf16;
-  round_matrix(x, rows, cols, ld, own);
-  return own;
+  *own = gm_malloc((size_t)(rows * cols) * sizeof(uint16_t));
+  if (*own) round_matrix(x, rows, cols, ld, *own);
+  return *own;
 }
 
 /* The product through oneDNN: 1 when done, 0 (C untouched) without oneDNN or memory. */
@@ -503,15 +504,15 @@ static int dnnl_product(int trans_a, int trans_b, int64_t m, int64_t n, int64_t 
                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                         int64_t ldc) {
   if (!gm_dnnl_available()) return 0;
-  uint16_t *own = gm_malloc((size_t)(m * k + k * n) * sizeof(uint16_t));
-  if (!own) return 0;
   int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n; /* as stored */
-  const uint16_t *a16 = rounded(a, m * k / a_cols, a_cols, lda, own);
-  const uint16_t *b16 = rounded(b, k * n / b_cols, b_cols, ldb, own + m * k);
+  uint16_t *own_a = NULL, *own_b = NULL;
+  const uint16_t *a16 = rounded(a, m * k / a_cols, a_cols, lda, &own_a);
+  const uint16_t *b16 = a16 ? rounded(b, k * n / b_cols, b_cols, ldb, &own_b) : NULL;
   int done = a16 && b16 &&
              gm_dnnl_bf16_gemm(trans_a, trans_b, m, n, k, alpha, a16, a_cols, b16, b_cols, beta, c, ldc);
   __atomic_add_fetch(&tile_generation, 1, __ATOMIC_RELEASE); /* its AMX kernels loaded their shapes */
-  gm_free(own);
+  gm_free(own_a);
+  gm_free(own_b);
   return done;
 }
 

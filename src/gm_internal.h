@@ -97,8 +97,8 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
                  int64_t ldc);
 /* Between gm_bf16_share_begin(x) and gm_bf16_share_end(), the products that go to oneDNN round
  * the matrix at x to bf16 once and reuse it (the two gradients of a product both read G, which
- * does not change in between); call only when gm_matmul_uses_bf16(). _end frees the copy and
- * forgets an offered rounding.
+ * does not change in between); for products in bf16 (gm_matmul_uses_bf16(), or a kept rounding
+ * below). _end frees the copy and forgets an offered rounding.
  * A forward product's A is read again by its backward (dB = Aᵀ G): between gm_bf16_keep_begin(a)
  * and gm_bf16_keep_end, a product that goes to oneDNN rounds a into a tensor of its own, which
  * _end hands over (NULL when no product rounded a) with the matrix as rounded (rows, cols, ld
