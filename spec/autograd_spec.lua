@@ -146,6 +146,47 @@ describe("the tape", function()
     assert.are.same(want, x:grad():totable())
   end)
 
+  it("adds index_select's rows into the gradient where they land, without an a-sized copy per use", function()
+    -- x is used whole, then through selections along either dimension: two without repeats
+    -- (added straight into x's pending gradient) and one with a repeat (a full-size contribution)
+    local x = gm.zeros(5, 4):requires_grad(true)
+    local c = gm.tensor { { 1, 2, 3, 4 }, { 5, 6, 7, 8 }, { 9, 10, 11, 12 }, { 13, 14, 15, 16 }, { 17, 18, 19, 20 } }
+    local loss = (x * c):sum() + x:index_select(1, { 4, 2 }):sum() * 100
+        + x:index_select(2, { 3, 1, 3 }):sum() * 1000 + x:index_select(2, { 4 }):sum() * 0.5
+    loss:backward()
+    local want = {}
+    for i = 1, 5 do
+      want[i] = {}
+      for j = 1, 4 do
+        want[i][j] = (i - 1) * 4 + j + ((i == 2 or i == 4) and 100 or 0) + (j == 3 and 2000 or j == 1 and 1000 or 0)
+            + (j == 4 and 0.5 or 0)
+      end
+    end
+    assert.are.same(want, x:grad():totable())
+    -- eight blocks of a large a, as a packed batch reads the decay mask: the blocks' gradients go
+    -- into one a-sized gradient (the first makes it), not one a-sized contribution each
+    local a = gm.randn(4, 256, 256):requires_grad(true)
+    collectgarbage(); collectgarbage()
+    local total
+    for s = 1, 8 do
+      local rows = {}
+      for r = s, 256, 8 do rows[#rows + 1] = r end
+      local block = a:index_select(2, rows):index_select(3, rows)
+      total = total and total + block:sum() * s or block:sum() * s
+    end
+    collectgarbage(); collectgarbage()
+    gm.reset_peak_memory()
+    local live, bytes = gm.memory().live, a:numel() * 4
+    total:backward()
+    local extra = gm.memory().peak - live
+    assert.is_true(extra < 1.5 * bytes, "backward's peak: " .. extra .. " bytes for a of " .. bytes)
+    local g = a:grad()
+    for s = 1, 8 do -- entry (h, i, j) of block s got s when both i and j are among its rows
+      assert.equals(s, g:get(1, s, s)) -- 1-based (h, i, j)
+      assert.equals(0, g:get(2, s, s % 8 + 1)) -- i in block s, j in the next one: in no block
+    end
+  end)
+
   it("sums a broadcast operand's gradient over the broadcast dimensions, in row order", function()
     -- [2, 3, 600] + [600]: every leading dimension summed (the columns in blocks of 256);
     -- + [3, 1]: a dimension kept between summed ones (the general path)

@@ -267,21 +267,19 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
       st = accumulate(a, dx);
       break;
     }
-    /* out[.., j, ..] = a[.., index_j, ..]: scatter-add g's rows back (repeated indices add) */
+    /* out[.., j, ..] = a[.., index_j, ..]: scatter-add g's rows back (repeated indices add).
+     * With no repeated index each entry of a gets at most one row, so the rows go straight
+     * into a's pending gradient when there is one (as narrow's), instead of into a zero-filled
+     * a-sized contribution added to it afterwards: a few rows of a large a (a sequence's block
+     * of the decay mask) no longer cost two passes over all of it. */
     case GM_OP_INDEX_SELECT: {
       int dim = (int)node->iarg[0], base = (int)node->iarg[1];
-      gm_tensor *dx = zeros_like(a);
-      if (dx) {
-        int64_t outer, size, inner, count = node->saved->numel;
-        gm_dim_split(a, dim, &outer, &size, &inner);
-        for (int64_t o = 0; o < outer; o++)
-          for (int64_t j = 0; j < count; j++) {
-            float *dst = dx->data + (o * size + (int64_t)node->saved->data[j] - base) * inner;
-            const float *src = g->data + (o * count + j) * inner;
-            for (int64_t k = 0; k < inner; k++) dst[k] += src[k];
-          }
-      }
-      st = accumulate(a, dx);
+      int64_t outer, size, inner;
+      gm_dim_split(a, dim, &outer, &size, &inner);
+      gm_tensor *into = node->iarg[2] ? pending_in_place(a) : NULL;
+      gm_tensor *dx = into ? NULL : zeros_like(a);
+      if (into || dx) gm_index_rows_add((into ? into : dx)->data, g->data, node->saved, base, outer, size, inner);
+      if (!into) st = accumulate(a, dx);
       break;
     }
     case GM_OP_GATHER: {

@@ -1,5 +1,6 @@
 /* gm_shape.c — reshape (a view), permute/transpose, concat, narrow, index_select and gather. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gm_internal.h"
@@ -178,6 +179,8 @@ static gm_status check_index(const gm_tensor *index, int64_t size, int base, int
   return GM_OK;
 }
 
+static int distinct(const gm_tensor *index, int64_t size, int base);
+
 gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_base) {
   char x[GM_SHAPE_BUF];
   if (gm_check_dim(a, dim, 2) != GM_OK) return NULL;
@@ -193,21 +196,60 @@ gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_ba
   gm_tensor *out = gm_tensor_empty(a->ndim, shape);
   if (!out) return NULL;
   int64_t count = index->numel;
-  GM_FOR(r, outer * count, out->numel, {
-    int64_t o = r / count, j = r % count;
-    int64_t row = (int64_t)index->data[j] - index_base;
-    memcpy(out->data + r * inner, a->data + (o * size + row) * inner, (size_t)inner * sizeof(float));
-  });
+  if (inner == 1) /* the last dimension: single floats, not a memcpy each */
+    GM_FOR(r, outer * count, out->numel, {
+      out->data[r] = a->data[r / count * size + (int64_t)index->data[r % count] - index_base];
+    });
+  else
+    GM_FOR(r, outer * count, out->numel, {
+      int64_t o = r / count, j = r % count;
+      int64_t row = (int64_t)index->data[j] - index_base;
+      memcpy(out->data + r * inner, a->data + (o * size + row) * inner, (size_t)inner * sizeof(float));
+    });
   gm_tensor *srcs[2] = {a, index};
-  /* iarg[0] = dim, iarg[1] = the index base; saved = the index */
+  /* iarg[0] = dim, iarg[1] = the index base, iarg[2] = 1 when no index repeats; saved = the index */
   out = gm_record(out, GM_OP_INDEX_SELECT, srcs, 1);
   if (out && out->op == GM_OP_INDEX_SELECT) {
     out->iarg[0] = dim;
     out->iarg[1] = index_base;
+    out->iarg[2] = distinct(index, size, index_base);
     out->saved = index;
     gm_tensor_retain(index);
   }
   return out;
+}
+
+/* 1 when no entry of index (checked, within [base, base + size)) repeats; 0 also without memory
+ * for the check. */
+static int distinct(const gm_tensor *index, int64_t size, int base) {
+  unsigned char *seen = calloc((size_t)size, 1);
+  int unique = seen != NULL;
+  for (int64_t i = 0; unique && i < index->numel; i++) {
+    int64_t at = (int64_t)index->data[i] - base;
+    unique = !seen[at];
+    seen[at] = 1;
+  }
+  free(seen);
+  return unique;
+}
+
+/* Columns of a row that one task of gm_index_rows_add takes: 1 KiB. */
+#define ROWS_ADD_COLUMNS 256
+
+GM_HOT void gm_index_rows_add(float *dst, const float *src, const gm_tensor *index, int base,
+                              int64_t outer, int64_t size, int64_t inner) {
+  int64_t count = index->numel, parts = (inner + ROWS_ADD_COLUMNS - 1) / ROWS_ADD_COLUMNS;
+  /* a task per (outer block, run of columns): each element of dst is one task's, which adds
+   * its rows in the order of j, so the sums do not depend on the threads */
+  GM_FOR(t, outer * parts, outer * count * inner, {
+    int64_t o = t / parts, c0 = t % parts * ROWS_ADD_COLUMNS;
+    int64_t c1 = c0 + ROWS_ADD_COLUMNS < inner ? c0 + ROWS_ADD_COLUMNS : inner;
+    for (int64_t j = 0; j < count; j++) {
+      float *d = dst + (o * size + (int64_t)index->data[j] - base) * inner;
+      const float *s = src + (o * count + j) * inner;
+      for (int64_t c = c0; c < c1; c++) d[c] += s[c];
+    }
+  });
 }
 
 void gm_gather_kernel(const gm_tensor *a, const gm_tensor *index, int dim, int index_base,
