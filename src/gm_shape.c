@@ -197,8 +197,10 @@ gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_ba
   if (!out) return NULL;
   int64_t count = index->numel;
   if (inner == 1) /* the last dimension: single floats, not a memcpy each */
-    GM_FOR(r, outer * count, out->numel, {
-      out->data[r] = a->data[r / count * size + (int64_t)index->data[r % count] - index_base];
+    GM_FOR(o, outer, out->numel, {
+      const float *from = a->data + o * size - index_base;
+      float *to = out->data + o * count;
+      for (int64_t j = 0; j < count; j++) to[j] = from[(int64_t)index->data[j]];
     });
   else
     GM_FOR(r, outer * count, out->numel, {
