@@ -198,9 +198,9 @@ gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_ba
   int64_t count = index->numel;
   if (inner == 1) /* the last dimension: single floats, not a memcpy each */
     GM_FOR(o, outer, out->numel, {
-      const float *from = a->data + o * size - index_base;
+      const float *from = a->data + o * size;
       float *to = out->data + o * count;
-      for (int64_t j = 0; j < count; j++) to[j] = from[(int64_t)index->data[j]];
+      for (int64_t j = 0; j < count; j++) to[j] = from[(int64_t)index->data[j] - index_base];
     });
   else
     GM_FOR(r, outer * count, out->numel, {
