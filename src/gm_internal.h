@@ -161,7 +161,7 @@ int gm_dnnl_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                       const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb, float beta,
                       float *c, int64_t ldc);
 
-/* index_select's backward: dst [outer, size, inner] gets, in each outer block, row j of src
+/* index_select's backward and index_add: dst [outer, size, inner] gets, in each outer block, row j of src
  * [outer, len(index), inner] added to its row index[j] − base, repeated rows in the order of j. */
 void gm_index_rows_add(float *dst, const float *src, const gm_tensor *index, int base,
                        int64_t outer, int64_t size, int64_t inner);

@@ -179,7 +179,19 @@ static gm_status check_index(const gm_tensor *index, int64_t size, int base, int
   return GM_OK;
 }
 
-static int distinct(const gm_tensor *index, int64_t size, int base);
+/* 1 when no entry of index (checked, within [base, base + size)) repeats; 0 also without memory
+ * for the check. */
+static int distinct(const gm_tensor *index, int64_t size, int base) {
+  unsigned char *seen = calloc((size_t)size, 1);
+  int unique = seen != NULL;
+  for (int64_t i = 0; unique && i < index->numel; i++) {
+    int64_t at = (int64_t)index->data[i] - base;
+    unique = !seen[at];
+    seen[at] = 1;
+  }
+  free(seen);
+  return unique;
+}
 
 gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_base) {
   char x[GM_SHAPE_BUF];
@@ -219,20 +231,6 @@ gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_ba
     gm_tensor_retain(index);
   }
   return out;
-}
-
-/* 1 when no entry of index (checked, within [base, base + size)) repeats; 0 also without memory
- * for the check. */
-static int distinct(const gm_tensor *index, int64_t size, int base) {
-  unsigned char *seen = calloc((size_t)size, 1);
-  int unique = seen != NULL;
-  for (int64_t i = 0; unique && i < index->numel; i++) {
-    int64_t at = (int64_t)index->data[i] - base;
-    unique = !seen[at];
-    seen[at] = 1;
-  }
-  free(seen);
-  return unique;
 }
 
 /* Columns of a row that one task of gm_index_rows_add takes: 1 KiB. */
@@ -316,11 +314,7 @@ gm_tensor *gm_index_add(gm_tensor *base, gm_tensor *index, gm_tensor *src, int i
   gm_tensor *out = gm_tensor_clone(base);
   if (!out) return NULL;
   int64_t row = base->shape[0] ? base->numel / base->shape[0] : 0;
-  for (int64_t k = 0; k < index->numel; k++) {
-    float *dst = out->data + ((int64_t)index->data[k] - index_base) * row;
-    const float *s = src->data + k * row;
-    for (int64_t c = 0; c < row; c++) dst[c] += s[c];
-  }
+  gm_index_rows_add(out->data, src->data, index, index_base, 1, base->shape[0], row);
   gm_tensor *srcs[3] = {base, NULL, src};
   /* iarg[0] = the index base; saved = the index (src[1] stays NULL: no gradient) */
   out = gm_record(out, GM_OP_INDEX_ADD, srcs, 3);
