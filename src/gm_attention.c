@@ -295,10 +295,25 @@ GM_HOT static __attribute__((noinline)) float row_exp_sum(float *t, int64_t n, f
   return sum;
 }
 
-/* A task's scratch: 64-byte aligned (the bf16 panels of its query_block are read with aligned
- * loads); free() releases it. */
-static float *task_scratch(size_t floats) {
-  return aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+/* Every thread's scratch of `floats` for one call, from gm_malloc: a block the allocator's
+ * cache hands back on the next call. (Allocated per task it came from a fresh mapping, whose
+ * first touch faulted in and cleared its pages — 2 MiB ones with transparent huge pages: 3-4%
+ * of the float32 attention's time.) Each thread's part starts on a 64-byte line (the bf16
+ * panels of its query_block are read with aligned loads); gm_free releases the whole. */
+typedef struct thread_scratch {
+  float *all;
+  size_t stride; /* floats per thread */
+} thread_scratch;
+
+static gm_status thread_scratch_alloc(size_t floats, thread_scratch *ts) {
+  ts->stride = (floats + 15) / 16 * 16;
+  ts->all = gm_malloc((size_t)omp_get_max_threads() * ts->stride * sizeof(float));
+  return ts->all ? GM_OK : gm_last_status();
+}
+
+/* The calling thread's part (inside a GM_FOR body, or the serial loop: thread 0). */
+static float *my_scratch(const thread_scratch *ts) {
+  return ts->all + (size_t)omp_get_thread_num() * ts->stride;
 }
 
 /* ---- forward ----------------------------------------------------------------------------- */
@@ -467,13 +482,6 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
   gm_tensor *out = gm_tensor_empty(4, out_shape);
   gm_tensor *stats = gm_tensor_empty(4, stats_shape);
   gm_tensor *w = weights ? gm_tensor_empty(4, w_shape) : NULL;
-  if (!out || !stats || (weights && !w) ||
-      (gm_matmul_uses_bf16() && (pack_panels(&pb, pb.k, pb.d, 1, &pb.kt_panels) != GM_OK ||
-                                 pack_panels(&pb, pb.v, pb.dv, 0, &pb.v_panels) != GM_OK))) {
-    free_panels(&pb);
-    gm_tensor_release(out), gm_tensor_release(stats), gm_tensor_release(w);
-    return NULL;
-  }
   /* A task per (b, h), heads outermost (the batch's tasks of one head read the same decay
    * plane), or per run of its query blocks when that leaves fewer than twice the threads. */
   int64_t qblocks = (pb.L + BQ - 1) / BQ, groups = pb.B * pb.H, work = groups * pb.L * pb.S * pb.d;
@@ -481,33 +489,33 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
                        ? 1 : (2 * gm_get_num_threads() + groups - 1) / groups;
   if (chunks > qblocks) chunks = qblocks;
   int64_t qb_at = BQ * BK + own_floats(&pb, pb.d);
-  size_t scratch_floats = (size_t)(qb_at + query_block_words(&pb, 0, NULL, NULL));
-  gm_status st = GM_OK;
-  GM_FOR(t, groups * chunks, work, {
-    int64_t g = t / chunks, c = t % chunks, h = g / pb.B, b = g % pb.B, bh = b * pb.H + h;
-    float *scratch = task_scratch(scratch_floats);
-    if (scratch) {
-      const float *kt = pack_own(&pb, pb.k, bh, pb.d, scratch + BQ * BK);
-      query_block qbt;
-      query_block_words(&pb, 0, &qbt, (uint32_t *)(scratch + qb_at));
-      for (int64_t i = qblocks * c / chunks; i < qblocks * (c + 1) / chunks; i++) {
-        if (qbt.q_rows) /* once for both calls */
-          gm_bf16_pack_rows(0, pb.q + (bh * pb.L + i * BQ) * pb.d, pb.d,
-                            pb.L - i * BQ < BQ ? pb.L - i * BQ : BQ, pb.d, qbt.q_rows);
-        forward_block(&pb, b, h, i * BQ, kt, &qbt, out->data, stats->data, scratch);
-        if (w) weights_block(&pb, b, h, i * BQ, kt, &qbt, stats->data, w->data, scratch);
-      }
-    } else {
-      st = GM_ERR_NOMEM;
-    }
-    free(scratch);
-  });
-  free_panels(&pb);
-  if (st != GM_OK) {
-    gm_fail(st, 0, "not enough memory for the attention scratch");
+  thread_scratch ts = {0};
+  if (!out || !stats || (weights && !w) ||
+      (gm_matmul_uses_bf16() && (pack_panels(&pb, pb.k, pb.d, 1, &pb.kt_panels) != GM_OK ||
+                                 pack_panels(&pb, pb.v, pb.dv, 0, &pb.v_panels) != GM_OK)) ||
+      /* after the panels: the query block's bf16 words are counted only in "medium" */
+      thread_scratch_alloc((size_t)(qb_at + query_block_words(&pb, 0, NULL, NULL)), &ts) != GM_OK) {
+    free_panels(&pb);
+    gm_free(ts.all);
     gm_tensor_release(out), gm_tensor_release(stats), gm_tensor_release(w);
     return NULL;
   }
+  GM_FOR(t, groups * chunks, work, {
+    int64_t g = t / chunks, c = t % chunks, h = g / pb.B, b = g % pb.B, bh = b * pb.H + h;
+    float *scratch = my_scratch(&ts);
+    const float *kt = pack_own(&pb, pb.k, bh, pb.d, scratch + BQ * BK);
+    query_block qbt;
+    query_block_words(&pb, 0, &qbt, (uint32_t *)(scratch + qb_at));
+    for (int64_t i = qblocks * c / chunks; i < qblocks * (c + 1) / chunks; i++) {
+      if (qbt.q_rows) /* once for both calls */
+        gm_bf16_pack_rows(0, pb.q + (bh * pb.L + i * BQ) * pb.d, pb.d,
+                          pb.L - i * BQ < BQ ? pb.L - i * BQ : BQ, pb.d, qbt.q_rows);
+      forward_block(&pb, b, h, i * BQ, kt, &qbt, out->data, stats->data, scratch);
+      if (w) weights_block(&pb, b, h, i * BQ, kt, &qbt, stats->data, w->data, scratch);
+    }
+  });
+  free_panels(&pb);
+  gm_free(ts.all);
   if (weights) *weights = w;
   gm_tensor *srcs[8] = {q, k, v, opts->decay, opts->key_mask, opts->key_bias, opts->attn_mask,
                         opts->attn_bias};
@@ -638,6 +646,7 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
                          .scale = node->farg[0], .dropout = node->farg[1],
                          .dropout_seed = (uint64_t)node->iarg[2]};
   problem pb;
+  thread_scratch ts = {0};
   GM_ASSERT(make_problem(&pb, q, k, v, &o) == GM_OK);
   /* Every row of dQ, dK and dV (and of a per-head ddecay) is written by exactly one task, whose
    * first touch overwrites it (see backward_head; dK and dV split into chunks are zeroed before
@@ -668,7 +677,8 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
   int64_t ls = pb.L * pb.S, work = pb.B * pb.H * ls * (pb.d + pb.dv), S = pb.S, d = pb.d, dvs = pb.dv;
   int64_t qblocks = (pb.L + BQ - 1) / BQ;
   int64_t qb_at = 5 * BQ * BK + own_floats(&pb, pb.d) + own_floats(&pb, pb.dv);
-  size_t scratch_floats = (size_t)(qb_at + query_block_words(&pb, 1, NULL, NULL));
+  if (thread_scratch_alloc((size_t)(qb_at + query_block_words(&pb, 1, NULL, NULL)), &ts) != GM_OK)
+    goto fail;
   int threads = gm_get_num_threads();
   gm_status st = GM_OK;
   if (dd_all && !pb.decay_per_head) {
@@ -678,17 +688,13 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
     int64_t tasks = planes ? pb.B * pb.H : 0;
     if (!planes) st = GM_ERR_NOMEM;
     GM_FOR(t, tasks, work, {
-      float *scratch = task_scratch(scratch_floats);
+      float *scratch = my_scratch(&ts);
       float *mine = planes + (size_t)omp_get_thread_num() * (size_t)ls;
       query_block qbt;
-      if (scratch) {
-        query_block_words(&pb, 1, &qbt, (uint32_t *)(scratch + qb_at));
-        backward_head(&pb, t / pb.H, t % pb.H, 0, pb.L, out, stats, dout, dq_all,
-                      dk_all ? dk_all + t * S * d : NULL, dv_all ? dv_all + t * S * dvs : NULL, 1,
-                      mine, 0, &qbt, scratch);
-      } else
-        st = GM_ERR_NOMEM;
-      free(scratch);
+      query_block_words(&pb, 1, &qbt, (uint32_t *)(scratch + qb_at));
+      backward_head(&pb, t / pb.H, t % pb.H, 0, pb.L, out, stats, dout, dq_all,
+                    dk_all ? dk_all + t * S * d : NULL, dv_all ? dv_all + t * S * dvs : NULL, 1,
+                    mine, 0, &qbt, scratch);
     });
     if (planes) {
       for (int t = 0; t < threads; t++)
@@ -716,11 +722,10 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
       int64_t grp = t / chunks, c = t % chunks;
       int64_t i_begin = qblocks * c / chunks * BQ, i_end = qblocks * (c + 1) / chunks * BQ;
       if (i_end > pb.L) i_end = pb.L;
-      float *scratch = task_scratch(scratch_floats);
+      float *scratch = my_scratch(&ts);
       query_block qbt;
-      if (!scratch) st = GM_ERR_NOMEM;
-      else query_block_words(&pb, 1, &qbt, (uint32_t *)(scratch + qb_at));
-      for (int64_t j = 0; scratch && j < per_group; j++) {
+      query_block_words(&pb, 1, &qbt, (uint32_t *)(scratch + qb_at));
+      for (int64_t j = 0; j < per_group; j++) {
         int64_t b = per_head ? j : grp / pb.H, h = per_head ? grp : grp % pb.H, bh = b * pb.H + h;
         float *part = parts ? parts + (size_t)(bh * chunks + c) * part_floats : NULL;
         float *dkd = !dk_all ? NULL : part ? part : dk_all + bh * S * d;
@@ -728,7 +733,6 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
         backward_head(&pb, b, h, i_begin, i_end, out, stats, dout, dq_all, dkd, dvd, !part,
                       dd_all ? dd_all + h * ls : NULL, j == 0 && !into, &qbt, scratch);
       }
-      free(scratch);
     });
     if (parts && st == GM_OK)
       GM_FOR(bh, pb.B * pb.H, work, {
@@ -745,10 +749,12 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
     free(parts);
   }
   free_panels(&pb);
+  gm_free(ts.all);
   if (st == GM_OK) return GM_OK;
   gm_fail(st, 0, "not enough memory for the attention backward scratch");
 fail:
   free_panels(&pb);
+  gm_free(ts.all);
   gm_tensor_release(*dq), gm_tensor_release(*dk), gm_tensor_release(*dv), gm_tensor_release(*ddecay);
   *dq = *dk = *dv = *ddecay = NULL;
   return gm_last_status();
