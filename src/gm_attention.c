@@ -115,15 +115,23 @@ static const float *pack_own(const problem *pb, const float *x, int64_t bh, int6
   return out;
 }
 
+/* Whether the tile products ask for the rows of a plane the tile reads next as they go (the
+ * float32 tile kernel and the bf16 panels do; gm_gemm does not). A few rows at a time, next to
+ * the products' own loads, they arrive in time; asked for all at once before the product (64
+ * KiB a tile), they queued ahead of its loads and displaced each other ("medium" attention: 7%
+ * slower forward and backward). */
+static int products_ask_ahead(const problem *pb) { return pb->tiles || pb->kt_panels.words; }
+
 /* The tile products. C [m, n] (row stride BK) = A · (rows [j0, j0 + n) of x, (b, h)'s [S, k])ᵀ:
  * Q Kᵀ and dO Vᵀ, from xp's bf16 panels and A's packed rows a_rows or xt (the float32 ones of
- * this (b, h)) when there are some; the float32 tile kernel asks for the rows of ahead (the
- * tile's place in an [L, S] plane, or NULL) as it goes. */
+ * this (b, h)) when there are some; either asks for the rows of ahead (the tile's place in an
+ * [L, S] plane, or NULL) as it goes. */
 static void product_abt(const problem *pb, const panels *xp, const float *xt, int64_t bh, int64_t m,
                         int64_t n, int64_t k, const float *a, const uint32_t *a_rows, int64_t lda,
                         const float *x, int64_t j0, float *c, const float *ahead) {
   if (xp->words)
-    gm_bf16_gemm_packed(m, n, k, 1.0f, a_rows, xp->words + bh * xp->per_bh, xp->k, j0, 0, 0.0f, c, BK);
+    gm_bf16_gemm_packed(m, n, k, 1.0f, a_rows, xp->words + bh * xp->per_bh, xp->k, j0, 0, 0.0f, c, BK,
+                        ahead, pb->S);
   else if (xt) /* j0 is a multiple of 64, so its panel starts at j0 · k */
     gm_tiles_gemm(0, m, n, k, a, lda, xt + j0 * k, 64, 64 * k, 0, c, BK, ahead, pb->S);
   else
@@ -218,24 +226,25 @@ static void tile_scores_product(const problem *pb, int64_t b, int64_t h, int64_t
     tile_masks(pb, b, h, i0, nq, j0, nk, s);
   } else {
     float *raw = qk ? qk : s;
-    product_abt(pb, &pb->kt_panels, kt, bh, nq, nk, d, q, qb->q_rows, d, pb->k, j0, raw, NULL);
+    product_abt(pb, &pb->kt_panels, kt, bh, nq, nk, d, q, qb->q_rows, d, pb->k, j0, raw,
+                dp && !pb->decay_weights ? dp + i0 * pb->S + j0 : NULL);
     tile_scores(pb, b, h, i0, nq, j0, nk, raw, s);
   }
 }
 
 /* Asks for the tile's rows of the [L, S] planes it reads (decay, masks, biases, and the decay
  * gradient it adds to) while the tile product runs: each row is a separate run of BK floats,
- * S floats from the next, which the hardware prefetchers follow too late. With the float32 tile
- * kernel, not the decay (in scores mode) and its gradient: its products ask for their rows a
- * few at a time (gm_tiles_scores, and dO Vᵀ in backward). noipa: GCC's IPA counts prefetches as
- * no side effect and would drop the call as pure. */
+ * S floats from the next, which the hardware prefetchers follow too late. Not the decay (in
+ * scores mode) and its gradient when the products ask for them (products_ask_ahead: Q Kᵀ, and
+ * dO Vᵀ in backward). noipa: GCC's IPA counts prefetches as no side effect and would drop the
+ * call as pure. */
 GM_NOIPA static void prefetch_planes(const problem *pb, int64_t b, int64_t h, int64_t i0,
                                                    int64_t nq, int64_t j0, int64_t nk,
                                                    const float *ddecay_plane) {
-  const float *all[4] = {pb->tiles && !pb->decay_weights ? NULL : decay_plane(pb, h),
+  int asked = products_ask_ahead(pb);
+  const float *all[4] = {asked && !pb->decay_weights ? NULL : decay_plane(pb, h),
                          plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h),
-                         plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h),
-                         pb->tiles ? NULL : ddecay_plane};
+                         plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h), asked ? NULL : ddecay_plane};
   for (int i = 0; i < 4; i++) {
     if (!all[i]) continue;
     for (int64_t r = 0; r < nq; r++)

@@ -356,6 +356,8 @@ typedef struct product {
   float *c;
   int64_t ldc;
   float alpha, beta;
+  const float *ahead; /* a plane [m, n] (rows ld_ahead apart) asked for as C's tiles are reached */
+  int64_t ld_ahead;
 } product;
 
 /* C tiles of A panels [p0, p1) x B panels [q0, q1), chunk by chunk of k. */
@@ -370,6 +372,11 @@ static void multiply(const product *pr, int64_t p0, int64_t p1, int64_t q0, int6
         int64_t j = q * NR, cols = pr->n - j < NR ? pr->n - j : NR;
         for (int64_t p = pb; p < pe; p++) {
           int64_t i = p * MR, rows = pr->m - i < MR ? pr->m - i : MR;
+          if (pr->ahead && k0 + kc == pr->kp_n) /* the plane's rows of this micro-tile, for the caller */
+            for (int64_t r = i; r < i + rows; r++) {
+              __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j);
+              if (cols > 16) __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j + 16);
+            }
           micro_kernel(kc, pr->ap + (p * pr->kp_n + k0) * MR, bq, pr->c + i * pr->ldc + j,
                        pr->ldc, (int)rows, (int)cols, pr->alpha, beta);
         }
@@ -593,7 +600,7 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
 
 void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uint32_t *rows,
                          const uint32_t *panels, int64_t panels_k, int64_t col0, int64_t k0, float beta,
-                         float *c, int64_t ldc) {
+                         float *c, int64_t ldc, const float *ahead, int64_t ld_ahead) {
   GM_ASSERT(col0 % NR == 0 && k0 % 2 == 0);
   /* the tiles read whole tiles of k: a part of the panels must end on one, or at their end */
   GM_ASSERT(!use_amx() || k % (2 * TILE) == 0 || k0 + k == panels_k);
@@ -605,6 +612,7 @@ void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uin
   product pr = make_product(m, n, k, panel_pairs(panels_k), alpha, beta, c, ldc);
   pr.ap = rows;
   pr.bp = panels + col0 / NR * pr.b_stride + k0 / 2 * NR;
+  pr.ahead = ahead, pr.ld_ahead = ld_ahead;
   multiply_share(&pr, 0, 1);
 }
 
@@ -614,7 +622,7 @@ void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alp
   _Alignas(64) uint32_t rows[STACK_PACK_BYTES / sizeof(uint32_t)];
   GM_ASSERT(gm_bf16_rows_words(m, k) <= (int64_t)(sizeof rows / sizeof rows[0])); /* a tile's A */
   if (m > 0 && n > 0 && k > 0) gm_bf16_pack_rows(trans_a, a, lda, m, k, rows);
-  gm_bf16_gemm_packed(m, n, k, alpha, rows, panels, panels_k, col0, k0, beta, c, ldc);
+  gm_bf16_gemm_packed(m, n, k, alpha, rows, panels, panels_k, col0, k0, beta, c, ldc, NULL, 0);
 }
 
 #ifdef __clang__

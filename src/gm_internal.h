@@ -125,12 +125,14 @@ void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alp
                          int64_t k0, float beta, float *c, int64_t ldc);
 /* gm_bf16_gemm_panels in two steps, for an op(A) that several products read (a block of queries
  * against each block of keys): op(A) [m, k] rounded and packed by gm_bf16_pack_rows into
- * gm_bf16_rows_words(m, k) words, then multiplied, as often as needed, by gm_bf16_gemm_packed. */
+ * gm_bf16_rows_words(m, k) words, then multiplied, as often as needed, by gm_bf16_gemm_packed.
+ * ahead (or NULL): a plane [m, n], rows ld_ahead apart, that the caller reads next; the product
+ * asks for its rows as it reaches the same rows of C. */
 int64_t gm_bf16_rows_words(int64_t m, int64_t k);
 void gm_bf16_pack_rows(int trans_a, const float *a, int64_t lda, int64_t m, int64_t k, uint32_t *out);
 void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uint32_t *rows,
                          const uint32_t *panels, int64_t panels_k, int64_t col0, int64_t k0, float beta,
-                         float *c, int64_t ldc);
+                         float *c, int64_t ldc, const float *ahead, int64_t ld_ahead);
 
 /* The attention kernel's float32 tile products on AVX-512 (gm_tiles.c; call only when
  * gm_tiles_available()): C [m, n] = op(A) [m, k] · B [k, n], plus C when accumulate, with
