@@ -153,11 +153,11 @@ static void pack_b(int trans, const float *b, int64_t ldb, int64_t n, int64_t k,
 }
 
 /* C[0:ROWS, 0:cols] = alpha (A panel · B panel over kp_n pairs) + beta C; beta 0 never reads C.
- * ROWS is a constant after inlining: a block of 64 rows (the attention tiles) ends with 4, and
+ * Pair kp of the panel's row r is ap[kp · pair + r]. ROWS is a constant after inlining: a block of 64 rows (the attention tiles) ends with 4, and
  * multiplying those as 12 would make 72 rows of work for 64. */
 static inline __attribute__((always_inline)) void micro_rows(int ROWS, int64_t kp_n, const uint32_t *ap,
-                                                             const uint32_t *bp, float *c, int64_t ldc,
-                                                             int cols, float alpha, float beta) {
+                                                             int64_t pair, const uint32_t *bp, float *c,
+                                                             int64_t ldc, int cols, float alpha, float beta) {
   __m512 acc[MR][2];
   for (int r = 0; r < ROWS; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t kp = 0; kp < kp_n; kp++) {
@@ -168,7 +168,7 @@ static inline __attribute__((always_inline)) void micro_rows(int ROWS, int64_t k
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
     }
-    ap += MR;
+    ap += pair;
     bp += NR;
   }
   __mmask16 m0 = cols >= 16 ? 0xFFFF : (__mmask16)((1u << cols) - 1);
@@ -187,10 +187,10 @@ static inline __attribute__((always_inline)) void micro_rows(int ROWS, int64_t k
 }
 
 /* micro_rows for rows (1 to MR) rows of C. */
-static void micro_kernel(int64_t kp_n, const uint32_t *ap, const uint32_t *bp, float *c,
+static void micro_kernel(int64_t kp_n, const uint32_t *ap, int64_t pair, const uint32_t *bp, float *c,
                          int64_t ldc, int rows, int cols, float alpha, float beta) {
 #define MICRO_ROWS(R) \
-  case R: micro_rows(R, kp_n, ap, bp, c, ldc, cols, alpha, beta); break;
+  case R: micro_rows(R, kp_n, ap, pair, bp, c, ldc, cols, alpha, beta); break;
   switch (rows) {
     MICRO_ROWS(1) MICRO_ROWS(2) MICRO_ROWS(3) MICRO_ROWS(4) MICRO_ROWS(5) MICRO_ROWS(6)
     MICRO_ROWS(7) MICRO_ROWS(8) MICRO_ROWS(9) MICRO_ROWS(10) MICRO_ROWS(11) MICRO_ROWS(12)
@@ -350,6 +350,9 @@ static void amx_block(const uint32_t *a, int64_t a_words, const uint32_t *b, int
 typedef struct product {
   int64_t m, n, k, kp_n, mp, np; /* mp, np: A panels (AMX: blocks of AMX_ROWS rows), B panels */
   const uint32_t *ap, *bp;       /* packed, kp_n pairs per A panel (AMX: A rows) */
+  int64_t a_panel, a_pair;       /* words from one A panel to the next, and between its pairs
+                                  * (kp_n MR and MR as packed; MR and a row's words as rounded by
+                                  * round_transposed) */
   int64_t a_words;               /* AMX: words per A row */
   int64_t b_stride;              /* words from one B panel to the next (kp_n NR, or more) */
   int amx;
@@ -377,8 +380,8 @@ static void multiply(const product *pr, int64_t p0, int64_t p1, int64_t q0, int6
               __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j);
               if (cols > 16) __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j + 16);
             }
-          micro_kernel(kc, pr->ap + (p * pr->kp_n + k0) * MR, bq, pr->c + i * pr->ldc + j,
-                       pr->ldc, (int)rows, (int)cols, pr->alpha, beta);
+          micro_kernel(kc, pr->ap + p * pr->a_panel + k0 * pr->a_pair, pr->a_pair, bq,
+                       pr->c + i * pr->ldc + j, pr->ldc, (int)rows, (int)cols, pr->alpha, beta);
         }
       }
     }
@@ -415,7 +418,8 @@ static product make_product(int64_t m, int64_t n, int64_t k, int64_t b_pairs, fl
   int a = use_amx();
   return (product){.m = m, .n = n, .k = k, .kp_n = (k + 1) / 2,
                    .mp = a ? (m + AMX_ROWS - 1) / AMX_ROWS : (m + MR - 1) / MR,
-                   .np = (n + NR - 1) / NR, .a_words = a ? amx_row_words(k) : 0,
+                   .np = (n + NR - 1) / NR, .a_panel = (k + 1) / 2 * MR, .a_pair = MR,
+                   .a_words = a ? amx_row_words(k) : 0,
                    .b_stride = b_pairs * NR, .c = c, .ldc = ldc, .alpha = alpha, .beta = beta, .amx = a};
 }
 
@@ -616,11 +620,31 @@ void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uin
   multiply_share(&pr, 0, 1);
 }
 
+/* Aᵀ's pairs for the vector kernel without transposing: pair kp of its row r (column r of A)
+ * is (A[2kp][r], A[2kp+1][r]), so two rows of A round, interleaved, to one row of words
+ * (pack_row_pairs), kp's row at out + kp · width; micro-tiles read it with pair stride width. */
+static void round_transposed(const float *a, int64_t lda, int64_t m, int64_t k, int64_t width, uint32_t *out) {
+  for (int64_t kp = 0; kp < (k + 1) / 2; kp++)
+    pack_row_pairs(a + 2 * kp * lda, 2 * kp + 1 < k ? a + (2 * kp + 1) * lda : NULL, m, out + kp * width);
+}
+
 void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                          int64_t lda, const uint32_t *panels, int64_t panels_k, int64_t col0,
                          int64_t k0, float beta, float *c, int64_t ldc) {
   _Alignas(64) uint32_t rows[STACK_PACK_BYTES / sizeof(uint32_t)];
-  GM_ASSERT(gm_bf16_rows_words(m, k) <= (int64_t)(sizeof rows / sizeof rows[0])); /* a tile's A */
+  int64_t capacity = (int64_t)(sizeof rows / sizeof rows[0]), width = round_up(m, 16);
+  /* Aᵀ (dV += Ãᵀ dO, dK += dSᵀ Q): rounded as pairs of A's rows, which costs half the packing's
+   * time (no 16 x 16 transposes, no 12-wide masked stores per panel) */
+  if (trans_a && !use_amx() && m > 0 && n > 0 && k > 0 && (k + 1) / 2 * width <= capacity) {
+    GM_ASSERT(col0 % NR == 0 && k0 % 2 == 0);
+    round_transposed(a, lda, m, k, width, rows);
+    product pr = make_product(m, n, k, panel_pairs(panels_k), alpha, beta, c, ldc);
+    pr.ap = rows, pr.a_panel = MR, pr.a_pair = width;
+    pr.bp = panels + col0 / NR * pr.b_stride + k0 / 2 * NR;
+    multiply_share(&pr, 0, 1);
+    return;
+  }
+  GM_ASSERT(gm_bf16_rows_words(m, k) <= capacity); /* a tile's A */
   if (m > 0 && n > 0 && k > 0) gm_bf16_pack_rows(trans_a, a, lda, m, k, rows);
   gm_bf16_gemm_packed(m, n, k, alpha, rows, panels, panels_k, col0, k0, beta, c, ldc, NULL, 0);
 }
