@@ -613,11 +613,18 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
       for (int64_t r = 0; r < nq; r++) {
         float inv_c = 1.0f / st[(i0 + r) * 2 + 1], Dr = D[r];
         float *ddrow = ddecay_plane ? ddecay_plane + (i0 + r) * S + j0 : NULL;
-        if (ddrow && fresh_dd) memset(ddrow, 0, (size_t)nk * sizeof(float));
         float *dar = da + r * BK;
         const float *pr = s + r * BK, *fr = dp ? dp + (i0 + r) * S + j0 : NULL, *qkr = qk + r * BK;
+        int fresh = ddrow && fresh_dd; /* the row's first term: the plane holds no sum yet */
         if (!weights_mode) {
-          if (ddrow) /* dp too: ddecay exists only with a decay */
+          if (fresh) /* dp too: ddecay exists only with a decay; 0 + term, the bits of adding the
+                      * first term to a zeroed row, without zeroing it first */
+            for (int64_t c = 0; c < nk; c++) {
+              float g = pr[c] * (dar[c] - Dr);
+              ddrow[c] = 0.0f + g * scale * qkr[c];
+              dar[c] = g * fr[c] * scale;
+            }
+          else if (ddrow)
             for (int64_t c = 0; c < nk; c++) {
               float g = pr[c] * (dar[c] - Dr);
               ddrow[c] += g * scale * qkr[c];
@@ -627,7 +634,10 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
             for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * (dar[c] - Dr) * fr[c] * scale;
           else
             for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * (dar[c] - Dr) * scale;
-        } else if (!renorm) {
+          continue;
+        }
+        if (fresh) memset(ddrow, 0, (size_t)nk * sizeof(float));
+        if (!renorm) {
           if (ddrow)
             for (int64_t c = 0; c < nk; c++) ddrow[c] += pr[c] * dar[c];
           for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * (fr[c] * dar[c] - Dr) * scale;
