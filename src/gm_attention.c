@@ -304,11 +304,11 @@ GM_HOT static __attribute__((noinline)) float row_exp_sum(float *t, int64_t n, f
   return sum;
 }
 
-/* Every thread's scratch of `floats` for one call, from gm_malloc: a block the allocator's
- * cache hands back on the next call. (Allocated per task it came from a fresh mapping, whose
- * first touch faulted in and cleared its pages — 2 MiB ones with transparent huge pages: 3-4%
- * of the float32 attention's time.) Each thread's part starts on a 64-byte line (the bf16
- * panels of its query_block are read with aligned loads); gm_free releases the whole. */
+/* Every thread's scratch of `floats` for one call, from gm_malloc: one block, which the memory
+ * limit counts and the allocator's cache hands back on the next call (allocated per task, it
+ * came from a fresh mapping each time), and out of memory is known before any task starts.
+ * Each thread's part starts on a 64-byte line (the bf16 panels of its query_block are read with
+ * aligned loads); gm_free releases the whole. */
 typedef struct thread_scratch {
   float *all;
   size_t stride; /* floats per thread */

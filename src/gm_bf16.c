@@ -153,8 +153,9 @@ static void pack_b(int trans, const float *b, int64_t ldb, int64_t n, int64_t k,
 }
 
 /* C[0:ROWS, 0:cols] = alpha (A panel · B panel over kp_n pairs) + beta C; beta 0 never reads C.
- * Pair kp of the panel's row r is ap[kp · pair + r]. ROWS is a constant after inlining: a block of 64 rows (the attention tiles) ends with 4, and
- * multiplying those as 12 would make 72 rows of work for 64. */
+ * Pair kp of the panel's row r is ap[kp · pair + r]. ROWS is a constant after inlining: a block
+ * of 64 rows (the attention tiles) ends with 4, and multiplying those as 12 would make 72 rows of
+ * work for 64. */
 static inline __attribute__((always_inline)) void micro_rows(int ROWS, int64_t kp_n, const uint32_t *ap,
                                                              int64_t pair, const uint32_t *bp, float *c,
                                                              int64_t ldc, int cols, float alpha, float beta) {
