@@ -603,9 +603,12 @@ int gm_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, floa
 
 /* ---- operands packed once, read in blocks (the attention kernel's keys and values) ------- */
 
-void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uint32_t *rows,
-                         const uint32_t *panels, int64_t panels_k, int64_t col0, int64_t k0, float beta,
-                         float *c, int64_t ldc, const float *ahead, int64_t ld_ahead) {
+/* C = alpha op(A) · (the block of the panels at col0, k0) + beta C, op(A) already rounded at
+ * rows: pair kp of row r at rows[r / MR · a_panel + kp · a_pair + r % MR] (AMX: its own rows). */
+static void multiply_panels(int64_t m, int64_t n, int64_t k, float alpha, const uint32_t *rows,
+                            int64_t a_panel, int64_t a_pair, const uint32_t *panels, int64_t panels_k,
+                            int64_t col0, int64_t k0, float beta, float *c, int64_t ldc,
+                            const float *ahead, int64_t ld_ahead) {
   GM_ASSERT(col0 % NR == 0 && k0 % 2 == 0);
   /* the tiles read whole tiles of k: a part of the panels must end on one, or at their end */
   GM_ASSERT(!use_amx() || k % (2 * TILE) == 0 || k0 + k == panels_k);
@@ -615,10 +618,17 @@ void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uin
     return;
   }
   product pr = make_product(m, n, k, panel_pairs(panels_k), alpha, beta, c, ldc);
-  pr.ap = rows;
+  pr.ap = rows, pr.a_panel = a_panel, pr.a_pair = a_pair;
   pr.bp = panels + col0 / NR * pr.b_stride + k0 / 2 * NR;
   pr.ahead = ahead, pr.ld_ahead = ld_ahead;
   multiply_share(&pr, 0, 1);
+}
+
+void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uint32_t *rows,
+                         const uint32_t *panels, int64_t panels_k, int64_t col0, int64_t k0, float beta,
+                         float *c, int64_t ldc, const float *ahead, int64_t ld_ahead) {
+  multiply_panels(m, n, k, alpha, rows, (k + 1) / 2 * MR, MR, panels, panels_k, col0, k0, beta, c, ldc,
+                  ahead, ld_ahead);
 }
 
 /* Aᵀ's pairs for the vector kernel without transposing: pair kp of its row r (column r of A)
@@ -636,13 +646,9 @@ void gm_bf16_gemm_panels(int trans_a, int64_t m, int64_t n, int64_t k, float alp
   int64_t capacity = (int64_t)(sizeof rows / sizeof rows[0]), width = round_up(m, 16);
   /* Aᵀ (dV += Ãᵀ dO, dK += dSᵀ Q): rounded as pairs of A's rows, which costs half the packing's
    * time (no 16 x 16 transposes, no 12-wide masked stores per panel) */
-  if (trans_a && !use_amx() && m > 0 && n > 0 && k > 0 && (k + 1) / 2 * width <= capacity) {
-    GM_ASSERT(col0 % NR == 0 && k0 % 2 == 0);
+  if (trans_a && !use_amx() && (k + 1) / 2 * width <= capacity) {
     round_transposed(a, lda, m, k, width, rows);
-    product pr = make_product(m, n, k, panel_pairs(panels_k), alpha, beta, c, ldc);
-    pr.ap = rows, pr.a_panel = MR, pr.a_pair = width;
-    pr.bp = panels + col0 / NR * pr.b_stride + k0 / 2 * NR;
-    multiply_share(&pr, 0, 1);
+    multiply_panels(m, n, k, alpha, rows, MR, width, panels, panels_k, col0, k0, beta, c, ldc, NULL, 0);
     return;
   }
   GM_ASSERT(gm_bf16_rows_words(m, k) <= capacity); /* a tile's A */
