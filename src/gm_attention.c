@@ -703,23 +703,20 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
   if (dd_all && !pb.decay_per_head) {
     /* a decay shared by the heads: each thread sums into its own [L, S] plane, added at the end;
      * a static schedule gives each plane the same tasks in the same order on every run */
-    float *planes = calloc((size_t)threads * (size_t)ls, sizeof(float));
-    int64_t tasks = planes ? pb.B * pb.H : 0;
-    if (!planes) st = GM_ERR_NOMEM;
-    GM_FOR(t, tasks, work, {
-      float *scratch = my_scratch(&ts);
-      float *mine = planes + (size_t)omp_get_thread_num() * (size_t)ls;
+    thread_scratch planes = {0};
+    if (thread_scratch_alloc((size_t)ls, &planes) != GM_OK) goto fail;
+    memset(planes.all, 0, (size_t)threads * planes.stride * sizeof(float));
+    GM_FOR(t, pb.B * pb.H, work, {
+      float *scratch = my_scratch(&ts), *mine = my_scratch(&planes);
       query_block qbt;
       query_block_words(&pb, 1, &qbt, (uint32_t *)(scratch + qb_at));
       backward_head(&pb, t / pb.H, t % pb.H, 0, pb.L, out, stats, dout, dq_all,
                     dk_all ? dk_all + t * S * d : NULL, dv_all ? dv_all + t * S * dvs : NULL, 1,
                     mine, 0, &qbt, scratch);
     });
-    if (planes) {
-      for (int t = 0; t < threads; t++)
-        for (int64_t i = 0; i < ls; i++) dd_all[i] += planes[(size_t)t * (size_t)ls + i];
-      free(planes);
-    }
+    for (int t = 0; t < threads; t++)
+      for (int64_t i = 0; i < ls; i++) dd_all[i] += planes.all[(size_t)t * planes.stride + i];
+    gm_free(planes.all);
   } else {
     /* Groups of (b, h) that share nothing: one per head when the decay's gradient is per head
      * (the group owns that head's plane and walks the batch), else one per (b, h). With fewer
