@@ -284,3 +284,44 @@ describe("fused attention", function()
     assert.error_matches(function() gm.attention(q, q, q, { scale = -1 }) end, "scale must be > 0")
   end)
 end)
+
+-- Forward keeps the raw scores Q Kᵀ for backward when they fit (float32 tile kernel, AVX-512);
+-- without room for them (here: a memory limit during forward), backward computes them again.
+-- Either way the gradients are the same bits.
+describe("attention's kept scores", function()
+  local function run(opts, limited)
+    gm.manual_seed(31)
+    local B, H, N, d = 2, 2, 300, 16
+    local q, k, v = gm.randn(B, H, N, d):requires_grad(true), gm.randn(B, H, N, d):requires_grad(true),
+        gm.randn(B, H, N, d):requires_grad(true)
+    local decay = gm.rand(H, N, N):requires_grad(true)
+    local mask = {}
+    for i = 1, B * N do mask[i] = (i > N + 250) and 0 or 1 end -- the second sequence's last 50 keys
+    local key_mask = gm.tensor(mask):reshape(B, N)
+    local o = { decay = decay, decay_mode = opts.mode, key_mask = key_mask, dropout = opts.dropout,
+      training = true }
+    collectgarbage()
+    local base = gm.memory().live
+    if limited then gm.set_memory_limit(base + 1024 * 1024) end -- the scores would take 1.4 MiB
+    local ok, out = pcall(gm.attention, q, k, v, o)
+    gm.set_memory_limit(0)
+    assert(ok, out)
+    local held = gm.memory().live - base
+    out:backward(gm.randn(B, H, N, d))
+    return { q:grad():totable(), k:grad():totable(), v:grad():totable(), decay:grad():totable() }, held
+  end
+
+  local avx512 = false
+  for _, f in ipairs(gm.config().cpu_features) do avx512 = avx512 or f == "avx512f" end
+
+  for _, opts in ipairs { { mode = "scores", dropout = 0 }, { mode = "weights", dropout = 0.1 } } do
+    it("give backward the same bits as computing them again, " .. opts.mode .. " mode", function()
+      local kept, held = run(opts, false)
+      local again, held_limited = run(opts, true)
+      for i = 1, #kept do assert.same(kept[i], again[i]) end
+      if avx512 and gm.get_float32_matmul_precision() == "highest" then
+        assert.is_true(held - held_limited >= 2 * 2 * 300 * 304 * 4, "kept " .. held - held_limited .. " bytes")
+      end
+    end)
+  end
+end)

@@ -3,9 +3,11 @@
  * Forward, per (batch, head, block of BQ query rows): for each block of BK keys, one small
  * product gives the raw scores Q Kᵀ; they are scaled, decayed and masked in place, folded into a
  * running (max, sum) per row — the online softmax — and multiplied into V by a second product.
- * Only each row's logsumexp (and, for renormalised weight decay, its renormaliser) is kept.
+ * Each row's logsumexp (and, for renormalised weight decay, its renormaliser) is kept, and, when
+ * they fit (keep_scores), the raw scores themselves.
  *
- * Backward, per (batch, head): the same tiles are recomputed, and with D_i = dO_i · O_i:
+ * Backward, per (batch, head): the same tiles are made again (from the kept raw scores, or by
+ * the product again), and with D_i = dO_i · O_i:
  *   dV += Ãᵀ dO,  dÃ = dO Vᵀ,  dA = dÃ ⊙ Z (dropout),
  *   scores mode (s = f · scale · qk):  dS = P ⊙ (dA − D),  df = dS · scale · qk,  dqk = dS f scale
  *   weights mode, A = P f:             dS = P ⊙ (f dA − D),  df = P dA,            dqk = dS scale
@@ -56,6 +58,10 @@ typedef struct problem {
   uint32_t keep_threshold; /* dropout · 2^24 */
   uint64_t seed;
   int tiles; /* float32 products by gm_tiles_gemm, not gm_gemm */
+  /* The raw Q Kᵀ of every tile, [B, H, L, ld_kept], written by forward for backward to read
+   * instead of computing it again (see keep_scores); NULL when not kept. */
+  float *kept;
+  int64_t ld_kept;
   panels kt_panels, v_panels, vt_panels, k_panels; /* Kᵀ and V in forward; Kᵀ, Vᵀ, K in backward */
 } problem;
 
@@ -133,7 +139,7 @@ static void product_abt(const problem *pb, const panels *xp, const float *xt, in
     gm_bf16_gemm_packed(m, n, k, 1.0f, a_rows, xp->words + bh * xp->per_bh, xp->k, j0, 0, 0.0f, c, BK,
                         ahead, pb->S);
   else if (xt) /* j0 is a multiple of 64, so its panel starts at j0 · k */
-    gm_tiles_gemm(0, m, n, k, a, lda, xt + j0 * k, 64, 64 * k, 0, c, BK, ahead, pb->S);
+    gm_tiles_gemm(0, m, n, k, a, lda, xt + j0 * k, 64, 64 * k, 0, c, BK, ahead, pb->S, NULL, 0);
   else
     gm_gemm(0, 1, m, n, k, 1.0f, a, lda, x + (bh * pb->S + j0) * k, k, 0.0f, c, BK);
 }
@@ -144,7 +150,8 @@ static void product_abt(const problem *pb, const panels *xp, const float *xt, in
  * some). */
 static void product_ab(const problem *pb, const panels *xp, const uint32_t *b_panels, int64_t bh,
                        int64_t k0, int trans_a, int64_t m, int64_t n, int64_t k, const float *a,
-                       int64_t lda, const float *b, int accumulate, float *c, int64_t ldc) {
+                       int64_t lda, const float *b, int accumulate, float *c, int64_t ldc,
+                       const gm_region *later, int n_later) {
   float beta = accumulate ? 1.0f : 0.0f;
   if (xp && xp->words)
     gm_bf16_gemm_panels(trans_a, m, n, k, 1.0f, a, lda, xp->words + bh * xp->per_bh, xp->k, 0, k0,
@@ -152,7 +159,7 @@ static void product_ab(const problem *pb, const panels *xp, const uint32_t *b_pa
   else if (b_panels)
     gm_bf16_gemm_panels(trans_a, m, n, k, 1.0f, a, lda, b_panels, k, 0, 0, beta, c, ldc);
   else if (pb->tiles)
-    gm_tiles_gemm(trans_a, m, n, k, a, lda, b, n, 64, accumulate, c, ldc, NULL, 0);
+    gm_tiles_gemm(trans_a, m, n, k, a, lda, b, n, 64, accumulate, c, ldc, NULL, 0, later, n_later);
   else
     gm_gemm(trans_a, 0, m, n, k, 1.0f, a, lda, b, n, beta, c, ldc);
 }
@@ -169,67 +176,72 @@ static const float *decay_plane(const problem *pb, int64_t h) {
   return pb->decay_per_head ? pb->decay + h * pb->L * pb->S : pb->decay;
 }
 
-/* Applies the tile's key and attention masks and biases to its scores s [nq, nk] (row stride
- * BK): biased, −inf where attending is not allowed. */
-GM_HOT static void tile_masks(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                              int64_t j0, int64_t nk, float *s) {
+/* Finishes row i of a tile's scores, keys [j0, j0 + nk) of (b, h), in s: from the raw Q Kᵀ
+ * row qk (scaled, and decayed in scores mode) unless the product already did that (qk NULL),
+ * then biased and −inf where attending is not allowed. Called by the loops that read the row
+ * next (max and exp), so that the row is still in L1 when they do instead of each pass taking
+ * the whole 64 KiB tile from L2. */
+GM_HOT static void row_scores(const problem *pb, int64_t b, int64_t h, int64_t i, int64_t j0, int64_t nk,
+                              const float *qk, float *y) {
+  int64_t row = i * pb->S + j0;
+  if (qk) {
+    const float *dp = decay_plane(pb, h);
+    float scale = pb->scale;
+    if (dp && !pb->decay_weights)
+      for (int64_t c = 0; c < nk; c++) y[c] = qk[c] * scale * dp[row + c];
+    else
+      for (int64_t c = 0; c < nk; c++) y[c] = qk[c] * scale;
+  }
   const float *am = plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h);
   const float *ab = plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h);
   const float *km = pb->key_mask ? pb->key_mask + b * pb->S + j0 : NULL;
   const float *kb = pb->key_bias ? pb->key_bias + b * pb->S + j0 : NULL;
-  if (!am && !ab && !km && !kb) return;
   /* one simple loop per step, so that each vectorises */
-  for (int64_t r = 0; r < nq; r++) {
-    int64_t row = (i0 + r) * pb->S + j0;
-    float *y = s + r * BK;
-    if (kb)
-      for (int64_t c = 0; c < nk; c++) y[c] += kb[c];
-    if (ab)
-      for (int64_t c = 0; c < nk; c++) y[c] += ab[row + c];
-    if (km)
-      for (int64_t c = 0; c < nk; c++) y[c] = km[c] != 0.0f ? y[c] : -INFINITY;
-    if (am)
-      for (int64_t c = 0; c < nk; c++) y[c] = am[row + c] != 0.0f ? y[c] : -INFINITY;
-  }
+  if (kb)
+    for (int64_t c = 0; c < nk; c++) y[c] += kb[c];
+  if (ab)
+    for (int64_t c = 0; c < nk; c++) y[c] += ab[row + c];
+  if (km)
+    for (int64_t c = 0; c < nk; c++) y[c] = km[c] != 0.0f ? y[c] : -INFINITY;
+  if (am)
+    for (int64_t c = 0; c < nk; c++) y[c] = am[row + c] != 0.0f ? y[c] : -INFINITY;
 }
 
-/* Turns the raw tile qk [nq, nk] (row stride BK) into scores s: scaled, decayed in scores mode,
- * then masked (tile_masks). */
-GM_HOT static void tile_scores(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                        int64_t j0, int64_t nk, const float *qk, float *s) {
-  const float *dp = decay_plane(pb, h);
-  float scale = pb->scale;
-  for (int64_t r = 0; r < nq; r++) {
-    int64_t row = (i0 + r) * pb->S + j0;
-    const float *x = qk + r * BK;
-    float *y = s + r * BK;
-    if (dp && !pb->decay_weights)
-      for (int64_t c = 0; c < nk; c++) y[c] = x[c] * scale * dp[row + c];
-    else
-      for (int64_t c = 0; c < nk; c++) y[c] = x[c] * scale;
-  }
-  tile_masks(pb, b, h, i0, nq, j0, nk, s);
-}
+/* Where a tile's raw Q Kᵀ is (rows ld apart; qk NULL: nowhere), and whether its scores are
+ * already scaled and decayed in s (the float32 tile kernel does that as it stores them). Either
+ * way the rows of s still need row_scores. */
+typedef struct tile_raw {
+  const float *qk;
+  int64_t ld;
+  int scaled;
+} tile_raw;
 
-/* The scores of the tile, rows [i0, i0 + nq) and keys [j0, j0 + nk) of (b, h), into s (row
- * stride BK), and the raw Q Kᵀ into qk when qk is not NULL (the decay's gradient reads it). The
- * float32 tile kernel scales and decays them as the product stores them, so the decay plane's
+/* The product behind the tile's scores, rows [i0, i0 + nq) and keys [j0, j0 + nk) of (b, h),
+ * leaving the raw Q Kᵀ in qk (row stride BK) when qk is not NULL (the decay's gradient reads
+ * it), else in s, and, when pb->kept (the float32 tile kernel only), in the kept scores
+ * instead — or, with reuse (backward, and the weights after forward), no product at all: the
+ * raw one is the one forward kept. The
+ * float32 tile kernel scales and decays the scores as it stores them, so the decay plane's
  * rows are read while the next micro-tile's products run rather than in a pass of their own. */
-static void tile_scores_product(const problem *pb, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                                int64_t j0, int64_t nk, const float *kt, const query_block *qb,
-                                float *qk, float *s) {
+static tile_raw tile_scores_product(const problem *pb, int reuse, int64_t b, int64_t h, int64_t i0,
+                                    int64_t nq, int64_t j0, int64_t nk, const float *kt,
+                                    const query_block *qb, float *qk, float *s) {
   int64_t bh = b * pb->H + h, d = pb->d;
+  float *kept = pb->kept ? pb->kept + (bh * pb->L + i0) * pb->ld_kept + j0 : NULL;
+  if (kept && reuse) return (tile_raw){.qk = kept, .ld = pb->ld_kept, .scaled = 0};
   const float *q = pb->q + (bh * pb->L + i0) * d, *dp = decay_plane(pb, h);
   if (!pb->kt_panels.words && kt) { /* j0 is a multiple of 64: see product_abt */
     gm_tiles_scores(nq, nk, d, q, d, kt + j0 * d, 64, 64 * d, pb->scale,
-                    dp && !pb->decay_weights ? dp + i0 * pb->S + j0 : NULL, pb->S, qk, s, BK);
-    tile_masks(pb, b, h, i0, nq, j0, nk, s);
-  } else {
-    float *raw = qk ? qk : s;
-    product_abt(pb, &pb->kt_panels, kt, bh, nq, nk, d, q, qb->q_rows, d, pb->k, j0, raw,
-                dp && !pb->decay_weights ? dp + i0 * pb->S + j0 : NULL);
-    tile_scores(pb, b, h, i0, nq, j0, nk, raw, s);
+                    dp && !pb->decay_weights ? dp + i0 * pb->S + j0 : NULL, pb->S, kept ? kept : qk,
+                    kept ? pb->ld_kept : BK, kept != NULL, s, BK);
+    return kept ? (tile_raw){.qk = kept, .ld = pb->ld_kept, .scaled = 1}
+                : (tile_raw){.qk = qk, .ld = BK, .scaled = 1};
   }
+  GM_ASSERT(!kept); /* kept only with the tile kernel (keep_scores) */
+  float *raw = qk ? qk : s;
+  product_abt(pb, &pb->kt_panels, kt, bh, nq, nk, d, q, qb->q_rows, d, pb->k, j0, raw,
+              dp && !pb->decay_weights ? dp + i0 * pb->S + j0 : NULL);
+  return (tile_raw){.qk = raw, .ld = BK, .scaled = 0};
 }
 
 /* Asks for the tile's rows of the [L, S] planes it reads (decay, masks, biases, and the decay
@@ -240,9 +252,9 @@ static void tile_scores_product(const problem *pb, int64_t b, int64_t h, int64_t
  * call as pure. */
 GM_NOIPA static void prefetch_planes(const problem *pb, int64_t b, int64_t h, int64_t i0,
                                                    int64_t nq, int64_t j0, int64_t nk,
-                                                   const float *ddecay_plane) {
-  int asked = products_ask_ahead(pb);
-  const float *all[4] = {asked && !pb->decay_weights ? NULL : decay_plane(pb, h),
+                                                   const float *ddecay_plane, int reuse) {
+  int asked = products_ask_ahead(pb), scored = asked && !(reuse && pb->kept);
+  const float *all[4] = {scored && !pb->decay_weights ? NULL : decay_plane(pb, h),
                          plane(pb, pb->attn_mask, pb->attn_mask_dims, b, h),
                          plane(pb, pb->attn_bias, pb->attn_bias_dims, b, h), asked ? NULL : ddecay_plane};
   for (int i = 0; i < 4; i++) {
@@ -342,10 +354,12 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
   memset(o, 0, (size_t)(nq * dv) * sizeof(float));
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
-    prefetch_planes(pb, b, h, i0, nq, j0, nk, NULL);
-    tile_scores_product(pb, b, h, i0, nq, j0, nk, kt, qb, NULL, tile);
+    prefetch_planes(pb, b, h, i0, nq, j0, nk, NULL, 0);
+    tile_raw raw = tile_scores_product(pb, 0, b, h, i0, nq, j0, nk, kt, qb, NULL, tile);
     for (int64_t r = 0; r < nq; r++) {
-      float *t = tile + r * BK, mx = row_max(t, nk);
+      float *t = tile + r * BK;
+      row_scores(pb, b, h, i0 + r, j0, nk, raw.scaled ? NULL : raw.qk + r * raw.ld, t);
+      float mx = row_max(t, nk);
       float m_new = mx > m[r] || isnan(mx) ? mx : m[r];
       if (m_new == -INFINITY) { /* nothing allowed so far in this row */
         memset(t, 0, (size_t)nk * sizeof(float));
@@ -368,7 +382,7 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
         for (int64_t c = 0; c < dv; c++) o[r * dv + c] *= alpha;
     }
     apply_dropout(pb, b, h, i0, nq, j0, nk, tile, tile, NULL);
-    product_ab(pb, &pb->v_panels, NULL, b * pb->H + h, j0, 0, nq, dv, nk, tile, BK, v + j0 * dv, 1, o, dv);
+    product_ab(pb, &pb->v_panels, NULL, b * pb->H + h, j0, 0, nq, dv, nk, tile, BK, v + j0 * dv, 1, o, dv, NULL, 0);
   }
   for (int64_t r = 0; r < nq; r++) {
     float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
@@ -397,10 +411,11 @@ GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_
   int weights_mode = dp && pb->decay_weights;
   for (int64_t j0 = 0; j0 < pb->S; j0 += BK) {
     int64_t nk = pb->S - j0 < BK ? pb->S - j0 : BK;
-    tile_scores_product(pb, b, h, i0, nq, j0, nk, kt, qb, NULL, tile);
+    tile_raw raw = tile_scores_product(pb, 1, b, h, i0, nq, j0, nk, kt, qb, NULL, tile);
     for (int64_t r = 0; r < nq; r++) {
       const float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
       float *t = tile + r * BK, lse = st[0], inv_c = 1.0f / st[1];
+      row_scores(pb, b, h, i0 + r, j0, nk, raw.scaled ? NULL : raw.qk + r * raw.ld, t);
       if (isinf(lse)) {
         memset(t, 0, (size_t)nk * sizeof(float));
         continue;
@@ -482,14 +497,44 @@ static gm_status make_problem(problem *pb, gm_tensor *q, gm_tensor *k, gm_tensor
   return GM_OK;
 }
 
+/* Floats of the row statistics (logsumexp, renormaliser) at the start of the saved buffer,
+ * rounded so that the kept scores after them start on a 64-byte line. */
+static int64_t stats_floats(const problem *pb) { return (pb->B * pb->H * pb->L * 2 + 15) / 16 * 16; }
+
+/* Backward needs each tile's raw Q Kᵀ again; forward keeps them for it, in float32, when the
+ * tile kernel computes them and they take at most KEEP_MAX_BYTES: written to memory as they are
+ * made (non-temporal stores, while the products run) and read back once, asked for while the
+ * previous tile's last products run (gm_region), which costs less than the product they replace
+ * (B8 H8 N1024 d64: 256 MiB, about 7 ms each way at 37 GB/s, against 18 ms for the product;
+ * backward 17% faster, forward 2% slower, measured). Not in "medium": its bf16 product costs
+ * half as much, and keeping made forward slower by what backward saved. Larger problems compute
+ * them again, as FlashAttention does. Either way backward reads the same bits. Returns the
+ * kept rows' stride (0: not kept). */
+#define KEEP_MAX_BYTES ((int64_t)1 << 30)
+static int64_t keep_scores(const problem *pb, int recording) {
+  int64_t ld = (pb->S + 15) / 16 * 16;
+  if (!recording || !pb->tiles || pb->L == 0 || pb->S == 0) return 0;
+  return pb->B * pb->H * pb->L * ld <= KEEP_MAX_BYTES / (int64_t)sizeof(float) ? ld : 0;
+}
+
 gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_attention_opts *opts,
                         gm_tensor **weights) {
   problem pb;
   if (make_problem(&pb, q, k, v, opts) != GM_OK) return NULL;
-  int64_t out_shape[4] = {pb.B, pb.H, pb.L, pb.dv}, stats_shape[4] = {pb.B, pb.H, pb.L, 2};
-  int64_t w_shape[4] = {pb.B, pb.H, pb.L, pb.S};
+  gm_tensor *srcs[8] = {q, k, v, opts->decay, opts->key_mask, opts->key_bias, opts->attn_mask,
+                        opts->attn_bias};
+  int64_t out_shape[4] = {pb.B, pb.H, pb.L, pb.dv}, w_shape[4] = {pb.B, pb.H, pb.L, pb.S};
+  pb.ld_kept = keep_scores(&pb, gm_needs_grad(srcs, 8));
+  /* saved: the row statistics, then the kept scores */
+  int64_t saved_floats = stats_floats(&pb) + pb.B * pb.H * pb.L * pb.ld_kept;
   gm_tensor *out = gm_tensor_empty(4, out_shape);
-  gm_tensor *stats = gm_tensor_empty(4, stats_shape);
+  gm_tensor *stats = gm_tensor_empty(1, &saved_floats);
+  if (!stats && pb.ld_kept) { /* no room to keep the scores: backward computes them again */
+    pb.ld_kept = 0;
+    saved_floats = stats_floats(&pb);
+    stats = gm_tensor_empty(1, &saved_floats);
+  }
+  pb.kept = stats && pb.ld_kept ? stats->data + stats_floats(&pb) : NULL;
   gm_tensor *w = weights ? gm_tensor_empty(4, w_shape) : NULL;
   /* A task per (b, h), heads outermost (the batch's tasks of one head read the same decay
    * plane), or per run of its query blocks when that leaves fewer than twice the threads. */
@@ -522,14 +567,14 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
       forward_block(&pb, b, h, i * BQ, kt, &qbt, out->data, stats->data, scratch);
       if (w) weights_block(&pb, b, h, i * BQ, kt, &qbt, stats->data, w->data, scratch);
     }
+    if (pb.kept) gm_tiles_stream_fence(); /* before another thread reads the kept scores */
   });
   free_panels(&pb);
   gm_free(ts.all);
   if (weights) *weights = w;
-  gm_tensor *srcs[8] = {q, k, v, opts->decay, opts->key_mask, opts->key_bias, opts->attn_mask,
-                        opts->attn_bias};
   /* iarg[0] = decay mode (1: weights), iarg[1] = renormalize, iarg[2] = dropout seed;
-   * farg[0] = scale, farg[1] = dropout probability; saved = the row statistics */
+   * farg[0] = scale, farg[1] = dropout probability; saved = the row statistics [B, H, L, 2]
+   * and, when kept, the raw scores [B, H, L, ld] after them (at stats_floats) */
   out = gm_record(out, GM_OP_ATTENTION, srcs, 8);
   if (out && out->op == GM_OP_ATTENTION) {
     out->saved = stats;
@@ -583,12 +628,14 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
     }
     for (int64_t j0 = 0; j0 < S; j0 += BK) {
       int64_t nk = S - j0 < BK ? S - j0 : BK;
-      prefetch_planes(pb, b, h, i0, nq, j0, nk, ddecay_plane);
-      tile_scores_product(pb, b, h, i0, nq, j0, nk, kt, qb, ddecay_plane && !weights_mode ? qk : NULL, s);
+      prefetch_planes(pb, b, h, i0, nq, j0, nk, ddecay_plane, 1);
+      tile_raw raw = tile_scores_product(pb, 1, b, h, i0, nq, j0, nk, kt, qb,
+                                         ddecay_plane && !weights_mode ? qk : NULL, s);
       /* P into s, the final weights Ã into a */
       for (int64_t r = 0; r < nq; r++) {
         float lse = st[(i0 + r) * 2], inv_c = 1.0f / st[(i0 + r) * 2 + 1];
         float *pr = s + r * BK, *ar = a + r * BK;
+        row_scores(pb, b, h, i0 + r, j0, nk, raw.scaled ? NULL : raw.qk + r * raw.ld, pr);
         if (isinf(lse)) {
           memset(pr, 0, (size_t)nk * sizeof(float));
           memset(ar, 0, (size_t)nk * sizeof(float));
@@ -604,7 +651,8 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
       apply_dropout(pb, b, h, i0, nq, j0, nk, weights_mode ? a : s, a, z);
       int kv_sum = !fresh_kv || i0 > i_begin;
       if (dvv)
-        product_ab(pb, NULL, qb->do_panels, bh, 0, 1, nk, dv, nq, a, BK, go + i0 * dv, kv_sum, dvv + j0 * dv, dv);
+        product_ab(pb, NULL, qb->do_panels, bh, 0, 1, nk, dv, nq, a, BK, go + i0 * dv, kv_sum, dvv + j0 * dv, dv,
+                   NULL, 0);
       if (!dq && !dk && !ddecay_plane) continue;
       product_abt(pb, &pb->vt_panels, vt, bh, nq, nk, dv, go + i0 * dv, qb->do_rows, dv, pb->v, j0, da,
                   ddecay_plane ? ddecay_plane + i0 * S + j0 : NULL);
@@ -614,7 +662,8 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
         float inv_c = 1.0f / st[(i0 + r) * 2 + 1], Dr = D[r];
         float *ddrow = ddecay_plane ? ddecay_plane + (i0 + r) * S + j0 : NULL;
         float *dar = da + r * BK;
-        const float *pr = s + r * BK, *fr = dp ? dp + (i0 + r) * S + j0 : NULL, *qkr = qk + r * BK;
+        const float *pr = s + r * BK, *fr = dp ? dp + (i0 + r) * S + j0 : NULL;
+        const float *qkr = raw.qk ? raw.qk + r * raw.ld : NULL;
         int fresh = ddrow && fresh_dd; /* the row's first term: the plane holds no sum yet */
         if (!weights_mode) {
           if (fresh) /* dp too: ddecay exists only with a decay; 0 + term, the bits of adding the
@@ -647,9 +696,24 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
           for (int64_t c = 0; c < nk; c++) dar[c] = pr[c] * fr[c] * inv_c * (dar[c] - Dr) * scale;
         }
       }
+      /* The next tile's kept scores and decay rows, asked for while the last products run (dQ
+       * takes the scores and dK the decay rows, or one of them both); asked for all at once
+       * instead, when the tile starts, they displaced each other before their turn. */
+      int64_t ni = j0 + BK < S ? i0 : i0 + BQ, nj = j0 + BK < S ? j0 + BK : 0;
+      gm_region next[2];
+      int n_next = 0;
+      if (pb->kept && ni < i_end) {
+        int64_t rows = L - ni < BQ ? L - ni : BQ, cols = S - nj < BK ? S - nj : BK;
+        next[n_next++] = (gm_region){pb->kept + (bh * L + ni) * pb->ld_kept + nj, rows, cols, pb->ld_kept};
+        if (dp) next[n_next++] = (gm_region){dp + ni * S + nj, rows, cols, S};
+      }
+      int to_dq = !dq ? 0 : dk ? n_next > 0 : n_next; /* regions for dQ's product, the rest dK's */
       if (dq)
-        product_ab(pb, &pb->k_panels, NULL, bh, j0, 0, nq, d, nk, da, BK, k + j0 * d, j0 > 0, dq + i0 * d, d);
-      if (dk) product_ab(pb, NULL, qb->q_panels, bh, 0, 1, nk, d, nq, da, BK, q + i0 * d, kv_sum, dk + j0 * d, d);
+        product_ab(pb, &pb->k_panels, NULL, bh, j0, 0, nq, d, nk, da, BK, k + j0 * d, j0 > 0, dq + i0 * d, d,
+                   next, to_dq);
+      if (dk)
+        product_ab(pb, NULL, qb->q_panels, bh, 0, 1, nk, d, nq, da, BK, q + i0 * d, kv_sum, dk + j0 * d, d,
+                   next + to_dq, n_next - to_dq);
     }
   }
 }
@@ -667,6 +731,11 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
   problem pb;
   thread_scratch ts = {0};
   GM_ASSERT(make_problem(&pb, q, k, v, &o) == GM_OK);
+  int64_t rows = pb.B * pb.H * pb.L;
+  if (rows > 0 && node->saved->numel > stats_floats(&pb)) { /* forward kept the scores */
+    pb.kept = node->saved->data + stats_floats(&pb);
+    pb.ld_kept = (node->saved->numel - stats_floats(&pb)) / rows;
+  }
   /* Every row of dQ, dK and dV (and of a per-head ddecay) is written by exactly one task, whose
    * first touch overwrites it (see backward_head; dK and dV split into chunks are zeroed before
    * the chunks are summed into them), unless there is no batch, row or key to visit; a ddecay

@@ -141,18 +141,29 @@ void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uin
  * 64 rows of x, [cols][64] each, zero-padded: gm_tiles_panel_floats(rows, cols) floats, read
  * with ldb 64 and panel_stride 64 · cols. ahead (or NULL): a plane [m, n], rows ld_ahead apart,
  * that the caller reads next, whose rows the product asks for a few at a time, as it reaches
- * the same rows of C. */
+ * the same rows of C. later: n_later regions of rows x cols floats (rows ld apart) that the
+ * caller reads after that, their 64-byte lines asked for evenly over the product's micro-tiles,
+ * so that they arrive while it computes (the attention backward's next tile). */
+typedef struct gm_region {
+  const float *data;
+  int64_t rows, cols, ld;
+} gm_region;
 int gm_tiles_available(void);
 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                    const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
-                   int64_t ldc, const float *ahead, int64_t ld_ahead);
+                   int64_t ldc, const float *ahead, int64_t ld_ahead, const gm_region *later,
+                   int n_later);
 /* The scores of attention in one product: C = (A B) · scale ⊙ E (E [m, n], rows lde apart;
  * NULL: no factor; its rows asked for ahead as gm_tiles_gemm's), with A B itself also stored in
- * raw (row stride ldc) when raw is not NULL; A and B as in gm_tiles_gemm (A not transposed). The same bits as the product followed by
- * the scaling loop. */
+ * raw (rows ldr apart) when raw is not NULL — with non-temporal stores when stream (raw on 64
+ * bytes, ldr a multiple of 16: for memory that is read back much later); A and B as in
+ * gm_tiles_gemm (A not transposed). The same bits as the product followed by the scaling loop.
+ * gm_tiles_stream_fence orders the calling thread's non-temporal stores before what it does
+ * next: call it before another thread may read them. */
 void gm_tiles_scores(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                      int64_t ldb, int64_t panel_stride, float scale, const float *e, int64_t lde,
-                     float *raw, float *c, int64_t ldc);
+                     float *raw, int64_t ldr, int stream, float *c, int64_t ldc);
+void gm_tiles_stream_fence(void);
 int64_t gm_tiles_panel_floats(int64_t rows, int64_t cols);
 void gm_tiles_pack_panels(const float *x, int64_t rows, int64_t cols, float *out);
 

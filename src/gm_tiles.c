@@ -30,13 +30,17 @@ int gm_tiles_available(void) { return (gm_cpu_features() & GM_CPU_AVX512F) != 0;
 
 /* What a scores product (gm_tiles_scores) does to C on its way out: C = (A B) · scale ⊙ E, E's
  * element (r, c) at e[r · lde + c] (no E: C = (A B) · scale), and A B itself kept in raw (row
- * stride ldc) when raw is not NULL. The rows of E (a decay plane) come from memory: read while
- * the next micro-tile's products run, they cost no separate pass over the tile. */
+ * stride ldr) when raw is not NULL. The rows of E (a decay plane) come from memory: read while
+ * the next micro-tile's products run, they cost no separate pass over the tile. With stream,
+ * whole 64-byte lines of raw go straight to memory (non-temporal stores: raw is read back
+ * much later, by the attention's backward; see gm_tiles_scores). */
 typedef struct scores_out {
   float scale;
   const float *e;
   int64_t lde;
   float *raw;
+  int64_t ldr;
+  int stream;
 } scores_out;
 
 /* C[rows, 64 columns masked by m] (+)= op(A) B over k, or, with OUT, the last pass of a scores
@@ -67,8 +71,10 @@ AVX512 static inline __attribute__((always_inline)) void micro(int ROWS, int TRA
       __m512 y = acc[r][v];
       if (OUT) { /* (x · scale) · e, in the order the scalar code takes */
         if (out->raw) {
-          if (MASKED) _mm512_mask_storeu_ps(out->raw + r * ldc + 16 * v, m[v], y);
-          else _mm512_storeu_ps(out->raw + r * ldc + 16 * v, y);
+          float *at = out->raw + r * out->ldr + 16 * v;
+          if (MASKED) _mm512_mask_storeu_ps(at, m[v], y);
+          else if (out->stream) _mm512_stream_ps(at, y);
+          else _mm512_storeu_ps(at, y);
         }
         y = _mm512_mul_ps(y, _mm512_set1_ps(out->scale));
         if (out->e)
@@ -108,9 +114,38 @@ AVX512 static void micro_any(int rows, int trans, int masked, int64_t k, const f
  * gradient after dO Vᵀ). Asked for all at once when the attention tile starts, a plane's rows
  * displaced each other before their turn (2-3% of the attention's time each for the decay and
  * its gradient). */
+/* Walks the lines of the later regions (see gm_tiles_gemm), one region after the other, a share
+ * of them at each step: asked for all at once, before the product, they displaced each other
+ * before their turn. */
+typedef struct prefetcher {
+  const gm_region *regions;
+  int region;
+  int64_t row, col, lines, calls, call;
+} prefetcher;
+
+static prefetcher prefetcher_make(const gm_region *regions, int n, int64_t calls) {
+  prefetcher p = {.regions = regions, .calls = calls > 0 ? calls : 1};
+  for (int i = 0; i < n; i++) p.lines += regions[i].rows * ((regions[i].cols + 15) / 16);
+  return p;
+}
+
+static void prefetcher_step(prefetcher *p) {
+  for (int64_t l = (p->call + 1) * p->lines / p->calls - p->call * p->lines / p->calls; l > 0; l--) {
+    const gm_region *r = &p->regions[p->region];
+    __builtin_prefetch(r->data + p->row * r->ld + p->col);
+    if ((p->col += 16) >= r->cols) {
+      p->col = 0;
+      if (++p->row == r->rows) p->row = 0, p->region++;
+    }
+  }
+  p->call++;
+}
+
 AVX512 static void tiles(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                          const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
-                         int64_t ldc, const scores_out *out, const float *ahead, int64_t ld_ahead) {
+                         int64_t ldc, const scores_out *out, const float *ahead, int64_t ld_ahead,
+                         const gm_region *later, int n_later) {
+  prefetcher pf = prefetcher_make(later, n_later, (n + NC - 1) / NC * ((k + KC - 1) / KC) * ((m + MR - 1) / MR));
   for (int64_t j = 0; j < n; j += NC) {
     int64_t cols = n - j < NC ? n - j : NC;
     __mmask16 mask[4];
@@ -135,10 +170,12 @@ AVX512 static void tiles(int trans_a, int64_t m, int64_t n, int64_t k, const flo
             for (int64_t r = ni; r < ni + MR && r < m; r++)
               for (int v = 0; v < 4; v++) __builtin_prefetch(ahead + r * ld_ahead + nj + 16 * v);
         }
+        prefetcher_step(&pf);
         scores_out at; /* out, moved to this micro-tile */
         if (out && last)
           at = (scores_out){.scale = out->scale, .e = out->e ? out->e + i * out->lde + j : NULL,
-                            .lde = out->lde, .raw = out->raw ? out->raw + i * ldc + j : NULL};
+                            .lde = out->lde, .raw = out->raw ? out->raw + i * out->ldr + j : NULL,
+                            .ldr = out->ldr, .stream = out->stream};
         micro_any(rows, trans_a, cols < NC, kc, trans_a ? ap + i : ap + i * lda, lda, bj + p0 * ldb, ldb,
                   mask, accumulate || p0 > 0, c + i * ldc + j, ldc, out && last ? &at : NULL);
       }
@@ -148,16 +185,22 @@ AVX512 static void tiles(int trans_a, int64_t m, int64_t n, int64_t k, const flo
 
 AVX512 void gm_tiles_gemm(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                    const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
-                   int64_t ldc, const float *ahead, int64_t ld_ahead) {
-  tiles(trans_a, m, n, k, a, lda, b, ldb, panel_stride, accumulate, c, ldc, NULL, ahead, ld_ahead);
+                   int64_t ldc, const float *ahead, int64_t ld_ahead, const gm_region *later,
+                   int n_later) {
+  tiles(trans_a, m, n, k, a, lda, b, ldb, panel_stride, accumulate, c, ldc, NULL, ahead, ld_ahead, later,
+        n_later);
 }
 
 AVX512 void gm_tiles_scores(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                      int64_t ldb, int64_t panel_stride, float scale, const float *e, int64_t lde,
-                     float *raw, float *c, int64_t ldc) {
-  scores_out out = {.scale = scale, .e = e, .lde = lde, .raw = raw};
-  tiles(0, m, n, k, a, lda, b, ldb, panel_stride, 0, c, ldc, &out, e, lde);
+                     float *raw, int64_t ldr, int stream, float *c, int64_t ldc) {
+  /* streamed lines must start on 64 bytes: raw's rows, and their 16-float steps */
+  GM_ASSERT(!stream || ((uintptr_t)raw % 64 == 0 && ldr % 16 == 0));
+  scores_out out = {.scale = scale, .e = e, .lde = lde, .raw = raw, .ldr = ldr, .stream = stream};
+  tiles(0, m, n, k, a, lda, b, ldb, panel_stride, 0, c, ldc, &out, e, lde, NULL, 0);
 }
+
+void gm_tiles_stream_fence(void) { _mm_sfence(); }
 
 int64_t gm_tiles_panel_floats(int64_t rows, int64_t cols) { return (rows + NC - 1) / NC * NC * cols; }
 
