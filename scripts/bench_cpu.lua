@@ -1,6 +1,7 @@
 -- bench_cpu.lua — how much of the CPU graphmert uses, in one run: the 512-bit FMA peak of the
 -- machine (a register-only loop, build/bin/bench_fma_peak), then t:matmul 2048³, gm.attention
--- forward+backward (B8 H8 N1024 d64, decay [H,N,N] in scores) and the 2-layer GraphMERT
+-- forward+backward (B8 H8 N1024 d64, decay [H,N,N] in scores; also, in float32, with
+-- gm.set_attention_keep_scores(true)) and the 2-layer GraphMERT
 -- training step of scripts/bench_model.lua (every leaf filled, and 15% filled), each in the
 -- "highest" and "medium" matrix-product precisions, as seconds and as a fraction of the measured
 -- float32 peak, next to PyTorch 1.13 doing the same work on the same threads
@@ -88,17 +89,21 @@ do
       gm.randn(B, H, N, d):requires_grad(true)
   local decay = gm.rand(H, N, N):requires_grad(true)
   local ones = gm.ones(B, H, N, d)
+  local function fwd_bwd()
+    local out = gm.attention(q, k, v, { decay = decay, decay_mode = "scores" })
+    out:backward(ones)
+    out:release()
+    for _, t in ipairs { q, k, v, decay } do t:zero_grad() end
+  end
   results.attention = { flops = 12 * B * H * N * N * d } -- Q Kᵀ, P V; dV, dP, dQ, dK
   for _, p in ipairs { "highest", "medium" } do
-    results.attention[p] = with_precision(p, function()
-      return time(function()
-        local out = gm.attention(q, k, v, { decay = decay, decay_mode = "scores" })
-        out:backward(ones)
-        out:release()
-        for _, t in ipairs { q, k, v, decay } do t:zero_grad() end
-      end)
-    end)
+    results.attention[p] = with_precision(p, function() return time(fwd_bwd) end)
   end
+  -- the same with the raw scores kept from forward for backward (float32 only: 256 MiB here)
+  results.attention_kept = { flops = results.attention.flops }
+  gm.set_attention_keep_scores(true)
+  results.attention_kept.highest = with_precision("highest", function() return time(fwd_bwd) end)
+  gm.set_attention_keep_scores(false)
 end
 
 -- the training step of bench_model.lua, in a child process per configuration
@@ -144,6 +149,7 @@ end
 local rows = {
   { "matmul", "t:matmul 2048³" },
   { "attention", "attention fwd+bwd B8 H8 N1024 d64" },
+  { "attention_kept", "  the same, scores kept (256 MiB)", { "highest" } },
   { "step1", "training step, every leaf filled" },
   { "step0.15", "training step, 15% of leaves filled" },
 }
@@ -156,7 +162,7 @@ local function cells(s, flops)
 end
 for _, row in ipairs(rows) do
   local r = results[row[1]]
-  for _, p in ipairs { "highest", "medium" } do
+  for _, p in ipairs(row[3] or { "highest", "medium" }) do
     local s, g, f = cells(r[p], r.flops)
     local ts, tg, tf = cells(r["torch_" .. p], r.flops)
     print(string.format("%-36s %-8s %9s %8s %9s   %9s %8s %9s", p == "highest" and row[2] or "", p, s, g, f, ts, tg, tf))

@@ -285,11 +285,14 @@ describe("fused attention", function()
   end)
 end)
 
--- Forward keeps the raw scores Q Kᵀ for backward when they fit (float32 tile kernel, AVX-512);
--- without room for them (here: a memory limit during forward), backward computes them again.
--- Either way the gradients are the same bits.
+-- With gm.set_attention_keep_scores(true), forward keeps the raw scores Q Kᵀ for backward when
+-- they fit (float32 tile kernel, AVX-512); without room for them (here: a memory limit during
+-- forward), or by default, backward computes them again. Either way the gradients are the same
+-- bits.
 describe("attention's kept scores", function()
-  local function run(opts, limited)
+  local function run(opts, limited, keep)
+    local previous = gm.get_attention_keep_scores()
+    gm.set_attention_keep_scores(keep)
     gm.manual_seed(31)
     local B, H, N, d = 2, 2, 300, 16
     local q, k, v = gm.randn(B, H, N, d):requires_grad(true), gm.randn(B, H, N, d):requires_grad(true),
@@ -305,6 +308,7 @@ describe("attention's kept scores", function()
     if limited then gm.set_memory_limit(base + 1024 * 1024) end -- the scores would take 1.4 MiB
     local ok, out = pcall(gm.attention, q, k, v, o)
     gm.set_memory_limit(0)
+    gm.set_attention_keep_scores(previous)
     assert(ok, out)
     local held = gm.memory().live - base
     out:backward(gm.randn(B, H, N, d))
@@ -316,12 +320,30 @@ describe("attention's kept scores", function()
 
   for _, opts in ipairs { { mode = "scores", dropout = 0 }, { mode = "weights", dropout = 0.1 } } do
     it("give backward the same bits as computing them again, " .. opts.mode .. " mode", function()
-      local kept, held = run(opts, false)
-      local again, held_limited = run(opts, true)
-      for i = 1, #kept do assert.same(kept[i], again[i]) end
-      if avx512 and gm.get_float32_matmul_precision() == "highest" then
-        assert.is_true(held - held_limited >= 2 * 2 * 300 * 304 * 4, "kept " .. held - held_limited .. " bytes")
+      local kept, held = run(opts, false, true)
+      local again, held_limited = run(opts, true, true)
+      local default, held_default = run(opts, false, false)
+      for i = 1, #kept do
+        assert.same(kept[i], again[i])
+        assert.same(kept[i], default[i])
       end
+      local scores = 2 * 2 * 300 * 304 * 4
+      if avx512 and gm.get_float32_matmul_precision() == "highest" then
+        assert.is_true(held - held_limited >= scores, "kept " .. held - held_limited .. " bytes")
+      end
+      assert.is_true(held_default < held_limited + scores / 2, "not kept by default")
     end)
   end
+end)
+
+describe("gm.set_attention_keep_scores", function()
+  it("is off by default, reported by gm.config(), and takes only a boolean", function()
+    assert.is_false(gm.get_attention_keep_scores())
+    assert.is_false(gm.config().attention_keep_scores)
+    gm.set_attention_keep_scores(true)
+    local on = gm.config().attention_keep_scores
+    gm.set_attention_keep_scores(false)
+    assert.is_true(on)
+    assert.error_matches(function() gm.set_attention_keep_scores(1) end, "set_attention_keep_scores.*boolean expected")
+  end)
 end)

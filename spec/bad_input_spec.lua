@@ -36,6 +36,8 @@ local rows = {
   { "set_num_threads", function() gm.set_num_threads(0) end, "thread count must be in" },
   { "set_float32_matmul_precision", function() gm.set_float32_matmul_precision("fast") end,
     "bad argument #1 to 'set_float32_matmul_precision' %(invalid option 'fast'%)" },
+  { "set_attention_keep_scores", function() gm.set_attention_keep_scores("yes") end,
+    "bad argument #1 to 'set_attention_keep_scores' %(boolean expected, got string%)" },
   { "set_grad_enabled", function() gm.set_grad_enabled() end, "bad argument #1 to 'set_grad_enabled'" },
   { "no_grad", function() gm.no_grad(42) end, "bad argument #1 to 'no_grad' %(function expected" },
   { "add", function() return a23 + a45 end, "size mismatch: 2x3 and 4x5 do not broadcast" },
@@ -192,7 +194,7 @@ describe("bad input", function()
     for _, row in ipairs(rows) do covered[row[1]] = true end
     -- functions that take no arguments, or accept any value
     local no_input = { clock = true, memory = true, reset_peak_memory = true, get_num_threads = true,
-      config = true, get_float32_matmul_precision = true,
+      config = true, get_float32_matmul_precision = true, get_attention_keep_scores = true,
       is_grad_enabled = true, get_rng_state = true, is_tensor = true, version = true, type = true,
       graph_cache_clear = true, graph_cache_stats = true, release_memory_cache = true, autograd_ops = true,
       nn = true, optim = true, class = true }

@@ -172,4 +172,17 @@ describe("experiment.config precision", function()
     assert.equal("medium", c.precision)
     assert.equal("highest", config.check({ vocab_size = 10, model = {}, steps = 1, batch = 1, lr = 1 }, "t").precision)
   end)
+
+  it("takes attention_keep_scores, default false, and applies it", function()
+    local base = { vocab_size = 10, model = {}, steps = 1, batch = 1, lr = 1 }
+    assert.is_false(config.check(base, "t").attention_keep_scores)
+    base.attention_keep_scores = true
+    local c = config.check(base, "t")
+    require("graphmert.experiment").apply_settings(c)
+    local on = gm.get_attention_keep_scores()
+    gm.set_attention_keep_scores(false)
+    assert.is_true(on)
+    base.attention_keep_scores = "yes"
+    assert.has_error(function() config.check(base, "t") end)
+  end)
 end)

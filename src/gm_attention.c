@@ -501,8 +501,15 @@ static gm_status make_problem(problem *pb, gm_tensor *q, gm_tensor *k, gm_tensor
  * rounded so that the kept scores after them start on a 64-byte line. */
 static int64_t stats_floats(const problem *pb) { return (pb->B * pb->H * pb->L * 2 + 15) / 16 * 16; }
 
-/* Backward needs each tile's raw Q Kᵀ again; forward keeps them for it, in float32, when the
- * tile kernel computes them and they take at most KEEP_MAX_BYTES: written to memory as they are
+static int keep_setting; /* gm_set_attention_keep_scores; off: the memory-lean default */
+
+void gm_set_attention_keep_scores(int on) { __atomic_store_n(&keep_setting, on != 0, __ATOMIC_RELAXED); }
+
+int gm_get_attention_keep_scores(void) { return __atomic_load_n(&keep_setting, __ATOMIC_RELAXED); }
+
+/* Backward needs each tile's raw Q Kᵀ again; forward keeps them for it when asked to
+ * (gm_set_attention_keep_scores), in float32, when the tile kernel computes them and they take
+ * at most KEEP_MAX_BYTES: written to memory as they are
  * made (non-temporal stores, while the products run) and read back once, asked for while the
  * previous tile's last products run (gm_region), which costs less than the product they replace
  * (B8 H8 N1024 d64: 256 MiB, about 7 ms each way at 37 GB/s, against 18 ms for the product;
@@ -513,7 +520,7 @@ static int64_t stats_floats(const problem *pb) { return (pb->B * pb->H * pb->L *
 #define KEEP_MAX_BYTES ((int64_t)1 << 30)
 static int64_t keep_scores(const problem *pb, int recording) {
   int64_t ld = (pb->S + 15) / 16 * 16;
-  if (!recording || !pb->tiles || pb->L == 0 || pb->S == 0) return 0;
+  if (!recording || !gm_get_attention_keep_scores() || !pb->tiles || pb->L == 0 || pb->S == 0) return 0;
   return pb->B * pb->H * pb->L * ld <= KEEP_MAX_BYTES / (int64_t)sizeof(float) ? ld : 0;
 }
 

@@ -72,6 +72,17 @@ static int l_get_float32_matmul_precision(lua_State *L) {
   return 1;
 }
 
+static int l_set_attention_keep_scores(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TBOOLEAN);
+  gm_set_attention_keep_scores(lua_toboolean(L, 1));
+  return 0;
+}
+
+static int l_get_attention_keep_scores(lua_State *L) {
+  lua_pushboolean(L, gm_get_attention_keep_scores());
+  return 1;
+}
+
 /* gm.config(): what the process runs on — BLAS library and kernels (and why those), threads
  * and how they wait,
  * the CPU's vector features, the matrix-product precision and what it computes with here. */
@@ -117,6 +128,8 @@ static int l_config(lua_State *L) {
   lua_setfield(L, -2, "bf16_kernel");
   lua_pushstring(L, gm_dnnl_status());
   lua_setfield(L, -2, "bf16_large_products");
+  lua_pushboolean(L, gm_get_attention_keep_scores());
+  lua_setfield(L, -2, "attention_keep_scores");
   return 1;
 }
 
@@ -193,6 +206,8 @@ static const luaL_Reg core_functions[] = {
     {"get_num_threads", l_get_num_threads},
     {"set_float32_matmul_precision", l_set_float32_matmul_precision},
     {"get_float32_matmul_precision", l_get_float32_matmul_precision},
+    {"set_attention_keep_scores", l_set_attention_keep_scores},
+    {"get_attention_keep_scores", l_get_attention_keep_scores},
     {"config", l_config},
     {"manual_seed", l_manual_seed},
     {"get_rng_state", l_get_rng_state},

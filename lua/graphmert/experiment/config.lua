@@ -43,6 +43,7 @@ M.schema = {
   baseline = { true, "boolean", "also train the model without decay and without H-GAT on the same budget" },
   on_nonfinite = { "stop", "string", "\"stop\" (training stops naming the step) or \"skip\" (the step is skipped)" },
   precision = { "highest", "string", "float32 matmul precision: \"highest\" (float32) or \"medium\" (bf16 products, float32 sums)" },
+  attention_keep_scores = { false, "boolean", "attention forward keeps its raw scores for backward (float32, B·H·L·S floats per layer, up to 1 GiB a call): backward ~17% faster, same results, more memory" },
   memory_limit = { false, "number", "cap on tensor memory in bytes (false: none)" },
   grid = { {}, "table", "experiments/ablation.lua's grid: lambdas (false = no decay), hgat (true/false), seeds, reference = {lambda, hgat} (the cell the others are compared with), passages (held-out passages to extract from), probe_sequences (held-out sequences for attention by distance)" },
 }

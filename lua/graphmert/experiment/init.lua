@@ -157,10 +157,12 @@ function M.variant(cfg, overrides)
   return c
 end
 
--- The process-wide settings a config holds: the tensor memory cap and the matmul precision.
+-- The process-wide settings a config holds: the tensor memory cap, the matmul precision and
+-- whether attention keeps its scores for backward.
 function M.apply_settings(cfg)
   if cfg.memory_limit then gm.set_memory_limit(cfg.memory_limit) end
   gm.set_float32_matmul_precision(cfg.precision)
+  gm.set_attention_keep_scores(cfg.attention_keep_scores)
 end
 
 -- run.json in a training output folder: what a later tool needs to rebuild the run's model and
