@@ -248,8 +248,10 @@ static tile_raw tile_scores_product(const problem *pb, int reuse, int64_t b, int
  * gradient it adds to) while the tile product runs: each row is a separate run of BK floats,
  * S floats from the next, which the hardware prefetchers follow too late. Not the decay (in
  * scores mode) and its gradient when the products ask for them (products_ask_ahead: Q Kᵀ, and
- * dO Vᵀ in backward). noipa: GCC's IPA counts prefetches as no side effect and would drop the
- * call as pure. */
+ * dO Vᵀ in backward) — but the decay when reuse takes kept scores instead of Q Kᵀ (then the
+ * previous tile's last products asked for it already, all but the first tile's; asking again
+ * costs nothing measurable). noipa: GCC's IPA counts prefetches as no side effect and would drop
+ * the call as pure. */
 GM_NOIPA static void prefetch_planes(const problem *pb, int64_t b, int64_t h, int64_t i0,
                                                    int64_t nq, int64_t j0, int64_t nk,
                                                    const float *ddecay_plane, int reuse) {

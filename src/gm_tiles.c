@@ -108,15 +108,8 @@ AVX512 static void micro_any(int rows, int trans, int masked, int64_t k, const f
   else MICRO_ROWS(0, 0, 0)
 }
 
-/* The products, a scores product's treatment of C on the last pass over k (out), and the rows
- * of a plane [m, n] (ahead, rows ld_ahead apart) asked for one micro-tile before the last pass
- * reaches them: for E, and for a plane the caller reads right after the product (the decay's
- * gradient after dO Vᵀ). Asked for all at once when the attention tile starts, a plane's rows
- * displaced each other before their turn (2-3% of the attention's time each for the decay and
- * its gradient). */
-/* Walks the lines of the later regions (see gm_tiles_gemm), one region after the other, a share
- * of them at each step: asked for all at once, before the product, they displaced each other
- * before their turn. */
+/* Walks the lines of the later regions (see gm_tiles_gemm), one region after the other, asking
+ * for a share of them at each micro-tile. */
 typedef struct prefetcher {
   const gm_region *regions;
   int region;
@@ -141,6 +134,12 @@ static void prefetcher_step(prefetcher *p) {
   p->call++;
 }
 
+/* The products, a scores product's treatment of C on the last pass over k (out), and the rows
+ * of a plane [m, n] (ahead, rows ld_ahead apart) asked for one micro-tile before the last pass
+ * reaches them: for E, and for a plane the caller reads right after the product (the decay's
+ * gradient after dO Vᵀ). Asked for all at once when the attention tile starts, a plane's rows
+ * displaced each other before their turn (2-3% of the attention's time each for the decay and
+ * its gradient). The later regions go the same way, over every micro-tile (prefetcher). */
 AVX512 static void tiles(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                          const float *b, int64_t ldb, int64_t panel_stride, int accumulate, float *c,
                          int64_t ldc, const scores_out *out, const float *ahead, int64_t ld_ahead,
