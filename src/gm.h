@@ -489,11 +489,12 @@ typedef struct gm_attention_opts {
   uint64_t dropout_seed;
 } gm_attention_opts;
 
-/* Whether forward keeps the raw scores Q Kᵀ (float32, B·H·L·S floats) for backward instead of
- * backward computing them again (FlashAttention's way, the default): backward about 17% faster
- * (B8 H8 N1024 d64) for that memory, held from forward to backward. Kept only with the float32
- * tile kernel (AVX-512, "highest"), for calls whose scores take at most 1 GiB and when the memory
- * is there; the gradients are the same bits either way. One setting per process. */
+/* Whether forward keeps the raw scores Q Kᵀ (float32, B·H·L rows of S floats rounded up to 16)
+ * for backward instead of backward computing them again (FlashAttention's way, the default):
+ * backward about 17% faster (B8 H8 N1024 d64) for that memory, held from forward to backward.
+ * Kept only with the float32 tile kernel (AVX-512, "highest"; a backward in another precision
+ * computes them again), for calls whose scores take at most 1 GiB and fit under the memory
+ * limit; the gradients are the same bits either way. One setting per process. */
 void gm_set_attention_keep_scores(int on);
 int gm_get_attention_keep_scores(void);
 

@@ -220,9 +220,9 @@ typedef struct tile_raw {
  * leaving the raw Q Kᵀ in qk (row stride BK) when qk is not NULL (the decay's gradient reads
  * it), else in s, and, when pb->kept (the float32 tile kernel only), in the kept scores
  * instead — or, with reuse (backward, and the weights after forward), no product at all: the
- * raw one is the one forward kept. The
- * float32 tile kernel scales and decays the scores as it stores them, so the decay plane's
- * rows are read while the next micro-tile's products run rather than in a pass of their own. */
+ * raw one is the one forward kept. The float32 tile kernel scales and decays the scores as it
+ * stores them, so the decay plane's rows are read while the next micro-tile's products run
+ * rather than in a pass of their own. */
 static tile_raw tile_scores_product(const problem *pb, int reuse, int64_t b, int64_t h, int64_t i0,
                                     int64_t nq, int64_t j0, int64_t nk, const float *kt,
                                     const query_block *qb, float *qk, float *s) {
@@ -510,20 +510,26 @@ void gm_set_attention_keep_scores(int on) { __atomic_store_n(&keep_setting, on !
 int gm_get_attention_keep_scores(void) { return __atomic_load_n(&keep_setting, __ATOMIC_RELAXED); }
 
 /* Backward needs each tile's raw Q Kᵀ again; forward keeps them for it when asked to
- * (gm_set_attention_keep_scores), in float32, when the tile kernel computes them and they take
- * at most KEEP_MAX_BYTES: written to memory as they are
- * made (non-temporal stores, while the products run) and read back once, asked for while the
- * previous tile's last products run (gm_region), which costs less than the product they replace
- * (B8 H8 N1024 d64: 256 MiB, about 7 ms each way at 37 GB/s, against 18 ms for the product;
- * backward 17% faster, forward 2% slower, measured). Not in "medium": its bf16 product costs
- * half as much, and keeping made forward slower by what backward saved. Larger problems compute
- * them again, as FlashAttention does. Either way backward reads the same bits. Returns the
- * kept rows' stride (0: not kept). */
+ * (gm_set_attention_keep_scores), in float32, when the tile kernel computes them, they take at
+ * most KEEP_MAX_BYTES and they fit under the memory limit (checked here: a failed allocation
+ * would run the OOM hook, a full Lua collection, on every such call). Written to memory as they
+ * are made (non-temporal stores, while the products run) and read back once, asked for while
+ * the previous tile's last products run (gm_region), which costs less than the product they
+ * replace (B8 H8 N1024 d64: 256 MiB, about 7 ms each way at 37 GB/s, against 18 ms for the
+ * product; backward 17% faster, forward 2% slower, measured). Not in "medium": its bf16 product
+ * costs half as much, and keeping made forward slower by what backward saved. Larger problems
+ * compute them again, as FlashAttention does. Backward uses them only with the tile kernel
+ * (gm_attention_backward), so it reads the same bits either way. Returns the kept rows' stride
+ * (0: not kept). */
 #define KEEP_MAX_BYTES ((int64_t)1 << 30)
 static int64_t keep_scores(const problem *pb, int recording) {
-  int64_t ld = (pb->S + 15) / 16 * 16;
-  if (!recording || !gm_get_attention_keep_scores() || !pb->tiles || pb->L == 0 || pb->S == 0) return 0;
-  return pb->B * pb->H * pb->L * ld <= KEEP_MAX_BYTES / (int64_t)sizeof(float) ? ld : 0;
+  int64_t ld = (pb->S + 15) / 16 * 16, rows = pb->B * pb->H;
+  if (!recording || !gm_get_attention_keep_scores() || !pb->tiles || rows == 0 || pb->L == 0 || pb->S == 0)
+    return 0;
+  int64_t max_floats = KEEP_MAX_BYTES / (int64_t)sizeof(float);
+  if (pb->L > max_floats / rows / ld) return 0; /* B·H·L·ld > max, without overflowing */
+  size_t bytes = (size_t)(rows * pb->L * ld) * sizeof(float), limit = gm_memory_limit();
+  return limit && gm_memory_live() + bytes > limit ? 0 : ld;
 }
 
 gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_attention_opts *opts,
@@ -741,7 +747,9 @@ gm_status gm_attention_backward(const gm_tensor *node, const gm_tensor *g, gm_te
   thread_scratch ts = {0};
   GM_ASSERT(make_problem(&pb, q, k, v, &o) == GM_OK);
   int64_t rows = pb.B * pb.H * pb.L;
-  if (rows > 0 && node->saved->numel > stats_floats(&pb)) { /* forward kept the scores */
+  /* forward kept the scores; used only by the tile kernel, whose product they are (after a
+   * switch to "medium", backward computes them in bf16, as it would have without them) */
+  if (pb.tiles && rows > 0 && node->saved->numel > stats_floats(&pb)) {
     pb.kept = node->saved->data + stats_floats(&pb);
     pb.ld_kept = (node->saved->numel - stats_floats(&pb)) / rows;
   }

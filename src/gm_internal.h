@@ -141,7 +141,7 @@ void gm_bf16_gemm_packed(int64_t m, int64_t n, int64_t k, float alpha, const uin
  * 64 rows of x, [cols][64] each, zero-padded: gm_tiles_panel_floats(rows, cols) floats, read
  * with ldb 64 and panel_stride 64 · cols. ahead (or NULL): a plane [m, n], rows ld_ahead apart,
  * that the caller reads next, whose rows the product asks for a few at a time, as it reaches
- * the same rows of C. later: n_later regions of rows x cols floats (rows ld apart) that the
+ * the same rows of C. later: n_later regions of rows x cols floats (rows ld apart, both > 0) that the
  * caller reads after that, their 64-byte lines asked for evenly over the product's micro-tiles,
  * so that they arrive while it computes (the attention backward's next tile). */
 typedef struct gm_region {

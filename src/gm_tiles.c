@@ -118,11 +118,15 @@ typedef struct prefetcher {
 
 static prefetcher prefetcher_make(const gm_region *regions, int n, int64_t calls) {
   prefetcher p = {.regions = regions, .calls = calls > 0 ? calls : 1};
-  for (int i = 0; i < n; i++) p.lines += regions[i].rows * ((regions[i].cols + 15) / 16);
+  for (int i = 0; i < n; i++) {
+    GM_ASSERT(regions[i].rows > 0 && regions[i].cols > 0); /* the walk steps over every line */
+    p.lines += regions[i].rows * ((regions[i].cols + 15) / 16);
+  }
   return p;
 }
 
 static void prefetcher_step(prefetcher *p) {
+  if (!p->lines) return; /* most products: no divisions for nothing */
   for (int64_t l = (p->call + 1) * p->lines / p->calls - p->call * p->lines / p->calls; l > 0; l--) {
     const gm_region *r = &p->regions[p->region];
     __builtin_prefetch(r->data + p->row * r->ld + p->col);

@@ -84,8 +84,8 @@ static int l_get_attention_keep_scores(lua_State *L) {
 }
 
 /* gm.config(): what the process runs on — BLAS library and kernels (and why those), threads
- * and how they wait,
- * the CPU's vector features, the matrix-product precision and what it computes with here. */
+ * and how they wait, the CPU's vector features, the matrix-product precision and what it
+ * computes with here, and whether attention keeps its scores for backward. */
 static int l_config(lua_State *L) {
   gm_blas_info blas = gm_blas_get_info();
   lua_createtable(L, 0, 13);

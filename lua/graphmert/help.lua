@@ -17,10 +17,10 @@ return {
   ["gm.cat"] = "gm.cat({t1, t2, ...}[, dim = 1]) — the tensors joined along dim (differentiable)",
   ["gm.concat"] = "gm.concat({t1, t2, ...}[, dim = 1]) — the same as gm.cat",
   ["gm.torch_load"] = "gm.torch_load(path[, {skip_non_float = false}]) — a PyTorch checkpoint (torch.save's zip format, pytorch_model.bin) read without running its pickle: name → float32 tensor, and the skipped names → dtypes",
-  ["gm.config"] = "gm.config() — what runs the numbers: BLAS library, core and why it was chosen, threads, CPU vector features, matmul precision and whether bf16 is available",
+  ["gm.config"] = "gm.config() — what runs the numbers: BLAS library, core and why it was chosen, threads, CPU vector features, matmul precision and whether bf16 is available, whether attention keeps its scores (attention_keep_scores)",
   ["gm.set_float32_matmul_precision"] = "gm.set_float32_matmul_precision(\"highest\" | \"high\" | \"medium\") — PyTorch's setting: medium multiplies bf16 inputs with float32 sums on CPUs with avx512_bf16 (high = highest on a CPU)",
   ["gm.get_float32_matmul_precision"] = "gm.get_float32_matmul_precision() — the current matmul precision setting",
-  ["gm.set_attention_keep_scores"] = "gm.set_attention_keep_scores(true | false) — attention forward keeps its raw scores for backward (float32, B·H·L·S floats per call, up to 1 GiB; AVX-512, \"highest\"): backward ~17% faster, same bits; default false",
+  ["gm.set_attention_keep_scores"] = "gm.set_attention_keep_scores(true | false) — attention forward keeps its raw scores for backward (float32, B·H·L·S floats per call, up to 1 GiB and under the memory limit; AVX-512, \"highest\"): backward ~17% faster, same bits; default false",
   ["gm.get_attention_keep_scores"] = "gm.get_attention_keep_scores() — whether attention forward keeps its scores for backward",
   ["gm.embedding"] = "gm.embedding(weight [V, D], ids [...]) — rows of weight for 1-based ids, shape [..., D]",
   -- ops without a method form
