@@ -231,11 +231,12 @@ static tile_raw tile_scores_product(const problem *pb, int reuse, int64_t b, int
   if (kept && reuse) return (tile_raw){.qk = kept, .ld = pb->ld_kept, .scaled = 0};
   const float *q = pb->q + (bh * pb->L + i0) * d, *dp = decay_plane(pb, h);
   if (!pb->kt_panels.words && kt) { /* j0 is a multiple of 64: see product_abt */
+    float *raw = kept ? kept : qk; /* NULL: the raw product is not needed */
+    int64_t ld = kept ? pb->ld_kept : BK;
     gm_tiles_scores(nq, nk, d, q, d, kt + j0 * d, 64, 64 * d, pb->scale,
-                    dp && !pb->decay_weights ? dp + i0 * pb->S + j0 : NULL, pb->S, kept ? kept : qk,
-                    kept ? pb->ld_kept : BK, kept != NULL, s, BK);
-    return kept ? (tile_raw){.qk = kept, .ld = pb->ld_kept, .scaled = 1}
-                : (tile_raw){.qk = qk, .ld = BK, .scaled = 1};
+                    dp && !pb->decay_weights ? dp + i0 * pb->S + j0 : NULL, pb->S, raw, ld, kept != NULL,
+                    s, BK);
+    return (tile_raw){.qk = raw, .ld = ld, .scaled = 1};
   }
   GM_ASSERT(!kept); /* kept only with the tile kernel (keep_scores) */
   float *raw = qk ? qk : s;

@@ -88,7 +88,7 @@ static int l_get_attention_keep_scores(lua_State *L) {
  * computes with here, and whether attention keeps its scores for backward. */
 static int l_config(lua_State *L) {
   gm_blas_info blas = gm_blas_get_info();
-  lua_createtable(L, 0, 13);
+  lua_createtable(L, 0, 14);
   lua_pushstring(L, "OpenBLAS");
   lua_setfield(L, -2, "blas");
   lua_pushstring(L, blas.library);
