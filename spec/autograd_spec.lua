@@ -250,6 +250,22 @@ describe("the tape", function()
     assert.error_matches(function() (x * 1):backward(gm.ones(3)) end, "gradient of size 3 for a tensor of size 2x2")
   end)
 
+  it("reads an explicit gradient without changing it or keeping it as a gradient", function()
+    local x = gm.tensor({ 1, 2 }):requires_grad(true)
+    local g = gm.tensor({ 3, 4 })
+    local y = x + x -- both uses get the root's gradient: the sum must not land in g
+    y:backward(g)
+    assert.same({ 3, 4 }, g:totable())
+    assert.tensor_near({ 6, 8 }, x:grad())
+    local leaf = gm.tensor({ 5, 6 }):requires_grad(true)
+    leaf:backward(g) -- a leaf root keeps a gradient of its own, not g
+    g:fill_(0)
+    assert.same({ 3, 4 }, leaf:grad():totable())
+    leaf:backward(leaf) -- and not itself
+    assert.same({ 8, 10 }, leaf:grad():totable())
+    assert.same({ 5, 6 }, leaf:detach():totable())
+  end)
+
   it("refuses backward on a tensor that does not require grad", function()
     assert.error_matches(function() gm.ones(1):backward() end, "does not require grad")
   end)

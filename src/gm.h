@@ -264,7 +264,8 @@ int gm_set_grad_enabled(int on);  /* returns the previous setting (thread-local)
 gm_status gm_tensor_set_requires_grad(gm_tensor *t, int on);  /* leaves only */
 void gm_tensor_zero_grad(gm_tensor *t);
 /* Accumulates d(root)/d(leaf) into every leaf's ->grad. root must be a scalar unless
- * grad_root (same shape as root) is given. retain_graph keeps the graph for another pass. */
+ * grad_root (same shape as root) is given: borrowed, only read, left as it was. retain_graph
+ * keeps the graph for another pass. */
 gm_status gm_backward(gm_tensor *root, gm_tensor *grad_root, int retain_graph);
 
 /* ---- ops: each returns a new reference, or NULL with the message set ----------------------- */
