@@ -106,6 +106,33 @@ describe("memory", function()
     assert.equal(0, gm.memory().cached)
     gm.set_memory_cache_limit(1024 * 1024 * 1024)
   end)
+
+  it("hands a cached block up to half again as large to a request with none of its own size", function()
+    gm.release_memory_cache()
+    local base, MiB = settle(), 1024 * 1024
+    gm.zeros(1024, 1024):release() -- 4 MiB cached
+    local half = gm.zeros(1024, 512) -- 2 MiB: the 4 MiB block is too large for it
+    assert.equal(4 * MiB, gm.memory().cached)
+    half:release()
+    gm.release_memory_cache()
+    gm.zeros(1024, 1024):release()
+    gm.set_memory_limit(base + 3.5 * MiB) -- 3 MiB fit under it, the 4 MiB block does not
+    local limited = gm.zeros(1024, 768)
+    gm.set_memory_limit(0)
+    assert.equal(4 * MiB, gm.memory().cached)
+    limited:release()
+    gm.release_memory_cache()
+    gm.zeros(1024, 1024):release()
+    local three = gm.zeros(1024, 768) -- 3 MiB: takes the 4 MiB block, counted whole while live
+    assert.equal(0, gm.memory().cached)
+    local held = gm.memory().live - base -- the block and the tensor's own few hundred bytes
+    assert.is_true(held >= 4 * MiB and held < 4 * MiB + 4096)
+    assert.same({ 0, 0 }, three:narrow(1, 1024, 1):narrow(2, 767, 2):reshape(2):totable())
+    three:release()
+    assert.equal(base, settle())
+    assert.equal(4 * MiB, gm.memory().cached) -- back under its own class
+    gm.release_memory_cache()
+  end)
 end)
 
 describe("GRAPHMERT_MEMORY_LIMIT", function()
