@@ -9,6 +9,8 @@
 local gm = require "graphmert"
 
 local steps = math.tointeger(tonumber(arg[1]) or 10000)
+-- quarters of the readings from step 1,000 on, every 100 steps: two readings each at least
+if not steps or steps < 1700 then error("long_run.lua: STEPS must be a whole number of at least 1,700 (got " .. tostring(arg[1]) .. ")") end
 gm.manual_seed(1)
 local R, L, V = 8, 2, 50
 local model = gm.nn.GraphMERT { vocab = V, relations = 2, roots = R, leaves = L, hidden = 16, layers = 1, heads = 2, ffn = 32 }
@@ -65,8 +67,8 @@ for step = 1, steps do
   end
 end
 os.remove(ckpt)
+collectgarbage()
 local live = gm.memory().live
-if #readings < 8 then error("long_run.lua: needs at least 1,700 steps to compare quarters (got " .. steps .. ")") end
 local quarter = #readings // 4
 local early, late = median(table.move(readings, 1, quarter, 1, {})), median(table.move(readings, #readings - quarter + 1, #readings, 1, {}))
 local growth = (late - early) / early

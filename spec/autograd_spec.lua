@@ -266,6 +266,21 @@ describe("the tape", function()
     assert.same({ 5, 6 }, leaf:detach():totable())
   end)
 
+  it("gives every leaf the same gradient when the root's is another leaf's gradient", function()
+    for _, x_first in ipairs { true, false } do
+      local x, z = gm.tensor({ 1, 2 }):requires_grad(true), gm.tensor({ 3, 4 }):requires_grad(true)
+      local first = x * 1
+      first:backward(gm.tensor({ 1, 1 }))
+      local y = x_first and (x + z * 2) or (z * 2 + x)
+      y:backward(x:grad()) -- x's gradient is added into while z's is still to come
+      assert.same({ 2, 2 }, x:grad():totable())
+      assert.same({ 2, 2 }, z:grad():totable())
+      local w = x * 3
+      w:backward(x:grad():reshape(2, 1):reshape(2)) -- a view of it
+      assert.same({ 8, 8 }, x:grad():totable())
+    end
+  end)
+
   it("refuses backward on a tensor that does not require grad", function()
     assert.error_matches(function() gm.ones(1):backward() end, "does not require grad")
   end)

@@ -432,6 +432,20 @@ static gm_status topo_sort(gm_tensor *root, node_list *order) {
   return st;
 }
 
+/* The given root gradient itself, not a copy (a copy of the attention bench's 16 MiB dO was a
+ * measurable part of its backward): the caller holds it too, so it is never exclusive and
+ * nothing adds into it or adopts it — unless it is (a view of) the gradient of a leaf of this
+ * graph, which backward adds into: then a copy. NULL without memory. */
+static gm_tensor *shared_root_gradient(gm_tensor *grad_root, const node_list *order) {
+  for (int64_t i = 0; i < order->count; i++) {
+    const gm_tensor *t = order->items[i];
+    if (t->op == GM_OP_NONE && t->grad && t->grad->storage == grad_root->storage)
+      return gm_tensor_clone(grad_root);
+  }
+  gm_tensor_retain(grad_root);
+  return grad_root;
+}
+
 gm_status gm_backward(gm_tensor *root, gm_tensor *grad_root, int retain_graph) {
   char x[GM_SHAPE_BUF], y[GM_SHAPE_BUF];
   if (!root->requires_grad)
@@ -447,11 +461,8 @@ gm_status gm_backward(gm_tensor *root, gm_tensor *grad_root, int retain_graph) {
   gm_status st = topo_sort(root, &order);
   int was_enabled = gm_set_grad_enabled(0);
   if (st == GM_OK) {
-    /* the given gradient is shared, not copied (a copy of the attention bench's 16 MiB dO cost
-     * 2 ms of a 110 ms backward): the caller holds it too, so it is never exclusive, and nothing
-     * adds into it or adopts it as a leaf's gradient */
-    if (grad_root) gm_tensor_retain(grad_root);
-    root->grad_pending = grad_root ? grad_root : gm_tensor_full(root->ndim, root->shape, 1.0f);
+    root->grad_pending = grad_root ? shared_root_gradient(grad_root, &order)
+                                   : gm_tensor_full(root->ndim, root->shape, 1.0f);
     if (!root->grad_pending) st = gm_last_status();
   }
   for (int64_t i = order.count - 1; i >= 0 && st == GM_OK; i--) {

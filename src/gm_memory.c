@@ -57,6 +57,7 @@ static size_t size_class(size_t bytes) {
 static void *cache_take(size_t *cls, size_t most) {
   size_t want = *cls, fit = want + want / 2;
   if (most > fit) most = fit;
+  if (most < want) most = want; /* its own class is always taken, as gm_malloc checked it */
   pthread_mutex_lock(&cache_lock);
   int best = -1;
   for (int i = 0; i < cached_count && (best < 0 || cached_size[best] != want); i++)
