@@ -115,6 +115,33 @@ describe("shapes and views", function()
     assert.same({ { 2, 3 }, { 5, 6 } }, a:narrow(2, 2, 2):totable())
     assert.same({ { 4, 5, 6 } }, a:narrow(1, 2, 1):totable())
   end)
+  it("permutes any dimensions as element-by-element indexing does", function()
+    -- shapes with more rows than a task's block (64) so that the odometer wraps in every
+    -- dimension, and permutations that keep or move the last dimension
+    local cases = {
+      { { 3, 70, 2, 5 }, { 3, 1, 4, 2 } }, { { 3, 70, 2, 5 }, { 2, 4, 1, 3 } },
+      { { 2, 33, 3, 2, 4 }, { 3, 1, 4, 2, 5 } }, { { 2, 33, 3, 2, 4 }, { 5, 4, 3, 2, 1 } },
+      { { 130 }, { 1 } }, { { 1, 1, 7 }, { 3, 2, 1 } },
+    }
+    for _, c in ipairs(cases) do
+      local shape, perm = c[1], c[2]
+      local n = 1
+      for _, s in ipairs(shape) do n = n * s end
+      local a = gm.arange(n):reshape(table.unpack(shape))
+      local flat = a:permute(table.unpack(perm)):reshape(n):totable()
+      local out_shape = {}
+      for d, p in ipairs(perm) do out_shape[d] = shape[p] end
+      for i = 0, n - 1 do -- out index i → its multi-index → a's flat index
+        local rest, src, at = i, 0, {}
+        for d = #out_shape, 1, -1 do
+          at[perm[d]] = rest % out_shape[d]
+          rest = rest // out_shape[d]
+        end
+        for d = 1, #shape do src = src * shape[d] + at[d] end
+        assert.equal(src, flat[i + 1])
+      end
+    end
+  end)
   it("selects and gathers with 1-based indices", function()
     local a = gm.tensor { { 1, 2 }, { 3, 4 }, { 5, 6 } }
     assert.same({ { 5, 6 }, { 1, 2 } }, a:index_select(1, { 3, 1 }):totable())
