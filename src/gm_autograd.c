@@ -432,10 +432,10 @@ static gm_status topo_sort(gm_tensor *root, node_list *order) {
   return st;
 }
 
-/* The given root gradient itself, not a copy (a copy of the attention bench's 16 MiB dO was a
- * measurable part of its backward): the caller holds it too, so it is never exclusive and
- * nothing adds into it or adopts it — unless it is (a view of) the gradient of a leaf of this
- * graph, which backward adds into: then a copy. NULL without memory. */
+/* The given root gradient itself, not a copy (the attention bench's dO: 16 MiB copied per
+ * backward): the caller holds it too, so it is never exclusive and nothing adds into it or
+ * adopts it — unless it is (a view of) the gradient of a leaf of this graph, which backward
+ * adds into: then a copy. NULL without memory. */
 static gm_tensor *shared_root_gradient(gm_tensor *grad_root, const node_list *order) {
   for (int64_t i = 0; i < order->count; i++) {
     const gm_tensor *t = order->items[i];
