@@ -216,6 +216,13 @@ typedef struct tile_raw {
   int scaled;
 } tile_raw;
 
+/* Row r of the raw Q Kᵀ (NULL: not kept anywhere). */
+static const float *raw_row(tile_raw raw, int64_t r) { return raw.qk ? raw.qk + r * raw.ld : NULL; }
+
+/* What row_scores takes for row r: the raw row when it still has to be scaled and decayed,
+ * NULL when the product did that. */
+static const float *unscaled_row(tile_raw raw, int64_t r) { return raw.scaled ? NULL : raw_row(raw, r); }
+
 /* The product behind the tile's scores, rows [i0, i0 + nq) and keys [j0, j0 + nk) of (b, h),
  * leaving the raw Q Kᵀ in qk (row stride BK) when qk is not NULL (the decay's gradient reads
  * it), else in s, and, when pb->kept (the float32 tile kernel only), in the kept scores
@@ -361,7 +368,7 @@ GM_HOT static void forward_block(const problem *pb, int64_t b, int64_t h, int64_
     tile_raw raw = tile_scores_product(pb, 0, b, h, i0, nq, j0, nk, kt, qb, NULL, tile);
     for (int64_t r = 0; r < nq; r++) {
       float *t = tile + r * BK;
-      row_scores(pb, b, h, i0 + r, j0, nk, raw.scaled ? NULL : raw.qk + r * raw.ld, t);
+      row_scores(pb, b, h, i0 + r, j0, nk, unscaled_row(raw, r), t);
       float mx = row_max(t, nk);
       float m_new = mx > m[r] || isnan(mx) ? mx : m[r];
       if (m_new == -INFINITY) { /* nothing allowed so far in this row */
@@ -418,7 +425,7 @@ GM_HOT static void weights_block(const problem *pb, int64_t b, int64_t h, int64_
     for (int64_t r = 0; r < nq; r++) {
       const float *st = stats + ((b * pb->H + h) * pb->L + i0 + r) * 2;
       float *t = tile + r * BK, lse = st[0], inv_c = 1.0f / st[1];
-      row_scores(pb, b, h, i0 + r, j0, nk, raw.scaled ? NULL : raw.qk + r * raw.ld, t);
+      row_scores(pb, b, h, i0 + r, j0, nk, unscaled_row(raw, r), t);
       if (isinf(lse)) {
         memset(t, 0, (size_t)nk * sizeof(float));
         continue;
@@ -651,7 +658,7 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
       for (int64_t r = 0; r < nq; r++) {
         float lse = st[(i0 + r) * 2], inv_c = 1.0f / st[(i0 + r) * 2 + 1];
         float *pr = s + r * BK, *ar = a + r * BK;
-        row_scores(pb, b, h, i0 + r, j0, nk, raw.scaled ? NULL : raw.qk + r * raw.ld, pr);
+        row_scores(pb, b, h, i0 + r, j0, nk, unscaled_row(raw, r), pr);
         if (isinf(lse)) {
           memset(pr, 0, (size_t)nk * sizeof(float));
           memset(ar, 0, (size_t)nk * sizeof(float));
@@ -679,7 +686,7 @@ GM_HOT static void backward_head(const problem *pb, int64_t b, int64_t h, int64_
         float *ddrow = ddecay_plane ? ddecay_plane + (i0 + r) * S + j0 : NULL;
         float *dar = da + r * BK;
         const float *pr = s + r * BK, *fr = dp ? dp + (i0 + r) * S + j0 : NULL;
-        const float *qkr = raw.qk ? raw.qk + r * raw.ld : NULL;
+        const float *qkr = raw_row(raw, r);
         int fresh = ddrow && fresh_dd; /* the row's first term: the plane holds no sum yet */
         if (!weights_mode) {
           if (fresh) /* dp too: ddecay exists only with a decay; 0 + term, the bits of adding the
