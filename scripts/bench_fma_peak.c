@@ -2,8 +2,13 @@
  * 512-bit FMAs (no memory traffic) on every OpenMP thread, as GFLOP/s (2 flops per lane per
  * FMA). With "bf16", the same loop of VDPBF16PS (2 bf16 products + adds per float32 lane);
  * with "amx", TDPBF16PS on AMX tiles that stay loaded (16 x 16 x 32 products + adds each).
+ * With "f32-fed", the float32 FMAs as a matrix product's micro-kernel must feed them: the
+ * attention tiles' 6 x 4 register block (src/gm_tiles.c), each step loading 4 vectors of B and
+ * broadcasting 6 floats of A from L1 for its 24 FMAs — no cache miss, no loop overhead beyond
+ * the kernel's own: the most any such kernel can reach on this core (on some cores, the loads
+ * themselves cost FMA throughput).
  * Built for AVX-512 and AMX by their own attributes; on a CPU without them, prints 0 and says so.
- * Usage: bench_fma_peak [f32|bf16|amx] [seconds]. Prints "<kind> <threads> <GFLOP/s>". */
+ * Usage: bench_fma_peak [f32|f32-fed|bf16|amx] [seconds]. Prints "<kind> <threads> <GFLOP/s>". */
 #include <cpuid.h>
 #include <immintrin.h>
 #include <omp.h>
@@ -31,6 +36,33 @@ __attribute__((target("avx512f"))) static double fma_loop(long iters) {
     for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_fmadd_ps(acc[c], x, y);
   float sink = 0; /* keeps the loop alive */
   for (int c = 0; c < CHAINS; c++) sink += _mm512_reduce_add_ps(acc[c]);
+  return (double)sink;
+}
+
+#define FED_ROWS 6
+#define FED_STEPS 64 /* a 64 x 64 block of B (16 KiB) and 64 x 6 of A: both stay in L1 */
+static float fed_b[FED_STEPS * 64] __attribute__((aligned(64)));
+static float fed_a[FED_STEPS * FED_ROWS] __attribute__((aligned(64)));
+
+__attribute__((target("avx512f"))) static double fed_loop(long iters) {
+  __m512 acc[FED_ROWS][4];
+  for (int r = 0; r < FED_ROWS; r++)
+    for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();
+  for (long i = 0; i < iters; i += FED_STEPS)
+    for (int p = 0; p < FED_STEPS; p++) {
+      __m512 b[4];
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; v++) b[v] = _mm512_load_ps(fed_b + p * 64 + 16 * v);
+#pragma GCC unroll 6
+      for (int r = 0; r < FED_ROWS; r++) {
+        __m512 x = _mm512_set1_ps(fed_a[p * FED_ROWS + r]);
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(x, b[v], acc[r][v]);
+      }
+    }
+  float sink = 0;
+  for (int r = 0; r < FED_ROWS; r++)
+    for (int v = 0; v < 4; v++) sink += _mm512_reduce_add_ps(acc[r][v]);
   return (double)sink;
 }
 
@@ -81,9 +113,9 @@ static int amx_usable(void) {
 
 int main(int argc, char **argv) {
   const char *kind = argc > 1 ? argv[1] : "f32";
-  int bf16 = strcmp(kind, "bf16") == 0, amx = strcmp(kind, "amx") == 0;
-  if (!bf16 && !amx && strcmp(kind, "f32") != 0) {
-    fprintf(stderr, "bench_fma_peak: kind must be f32, bf16 or amx (got '%s')\n", kind);
+  int bf16 = strcmp(kind, "bf16") == 0, amx = strcmp(kind, "amx") == 0, fed = strcmp(kind, "f32-fed") == 0;
+  if (!bf16 && !amx && !fed && strcmp(kind, "f32") != 0) {
+    fprintf(stderr, "bench_fma_peak: kind must be f32, f32-fed, bf16 or amx (got '%s')\n", kind);
     return 2;
   }
   double seconds = argc > 2 ? atof(argv[2]) : 0.5;
@@ -97,15 +129,19 @@ int main(int argc, char **argv) {
     return 0;
   }
   /* flops per iteration per thread: CHAINS instructions x 16 lanes x 2 (x 2 again for bf16
-   * pairs); AMX: four tile products of 16 x 16 x 32 multiply-adds */
-  double flops_per_iter = amx ? 4 * 16.0 * 16 * 32 * 2 : CHAINS * 16.0 * 2.0 * (bf16 ? 2.0 : 1.0);
+   * pairs); f32-fed: one step of 24 FMAs; AMX: four tile products of 16 x 16 x 32 multiply-adds */
+  double flops_per_iter = amx   ? 4 * 16.0 * 16 * 32 * 2
+                          : fed ? FED_ROWS * 4 * 16.0 * 2.0
+                                : CHAINS * 16.0 * 2.0 * (bf16 ? 2.0 : 1.0);
+  for (int i = 0; i < FED_STEPS * 64; i++) fed_b[i] = 1e-7f * (float)(i % 13);
+  for (int i = 0; i < FED_STEPS * FED_ROWS; i++) fed_a[i] = 0.999f;
   double best = 0, sink = 0;
   long iters = 1000000;
   int threads = omp_get_max_threads();
   for (double t0 = now(); now() - t0 < seconds;) {
     double start = now();
 #pragma omp parallel reduction(+ : sink)
-    sink += amx ? amx_loop(iters / 16) : bf16 ? bf16_loop(iters) : fma_loop(iters);
+    sink += amx ? amx_loop(iters / 16) : bf16 ? bf16_loop(iters) : fed ? fed_loop(iters) : fma_loop(iters);
     double rate = flops_per_iter * (amx ? iters / 16 : iters) * threads / (now() - start) / 1e9;
     if (rate > best) best = rate;
   }
