@@ -40,8 +40,9 @@ __attribute__((target("avx512f"))) static double fma_loop(long iters) {
 }
 
 #define FED_ROWS 6
+#define FED_COLS 64  /* four vectors of 16 */
 #define FED_STEPS 64 /* a 64 x 64 block of B (16 KiB) and 64 x 6 of A: both stay in L1 */
-static float fed_b[FED_STEPS * 64] __attribute__((aligned(64)));
+static float fed_b[FED_STEPS * FED_COLS] __attribute__((aligned(64)));
 static float fed_a[FED_STEPS * FED_ROWS] __attribute__((aligned(64)));
 
 __attribute__((target("avx512f"))) static double fed_loop(long iters) {
@@ -52,7 +53,7 @@ __attribute__((target("avx512f"))) static double fed_loop(long iters) {
     for (int p = 0; p < FED_STEPS; p++) {
       __m512 b[4];
 #pragma GCC unroll 4
-      for (int v = 0; v < 4; v++) b[v] = _mm512_load_ps(fed_b + p * 64 + 16 * v);
+      for (int v = 0; v < 4; v++) b[v] = _mm512_load_ps(fed_b + p * FED_COLS + 16 * v);
 #pragma GCC unroll 6
       for (int r = 0; r < FED_ROWS; r++) {
         __m512 x = _mm512_set1_ps(fed_a[p * FED_ROWS + r]);
@@ -131,10 +132,12 @@ int main(int argc, char **argv) {
   /* flops per iteration per thread: CHAINS instructions x 16 lanes x 2 (x 2 again for bf16
    * pairs); f32-fed: one step of 24 FMAs; AMX: four tile products of 16 x 16 x 32 multiply-adds */
   double flops_per_iter = amx   ? 4 * 16.0 * 16 * 32 * 2
-                          : fed ? FED_ROWS * 4 * 16.0 * 2.0
+                          : fed ? FED_ROWS * FED_COLS * 2.0
                                 : CHAINS * 16.0 * 2.0 * (bf16 ? 2.0 : 1.0);
-  for (int i = 0; i < FED_STEPS * 64; i++) fed_b[i] = 1e-7f * (float)(i % 13);
-  for (int i = 0; i < FED_STEPS * FED_ROWS; i++) fed_a[i] = 0.999f;
+  if (fed) {
+    for (int i = 0; i < FED_STEPS * FED_COLS; i++) fed_b[i] = 1e-7f * (float)(i % 13);
+    for (int i = 0; i < FED_STEPS * FED_ROWS; i++) fed_a[i] = 0.999f;
+  }
   double best = 0, sink = 0;
   long iters = 1000000;
   int threads = omp_get_max_threads();
