@@ -398,6 +398,11 @@ static void amx_multiply(const product *pr, int64_t p0, int64_t p1, int64_t q0, 
     int64_t j = q * NR, cols = pr->n - j < NR ? pr->n - j : NR;
     for (int64_t p = p0; p < p1; p++) {
       int64_t i = p * AMX_ROWS, rows = pr->m - i < AMX_ROWS ? pr->m - i : AMX_ROWS;
+      if (pr->ahead) /* as multiply does: the plane's rows of this block, for the caller */
+        for (int64_t r = i; r < i + rows; r++) {
+          __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j);
+          if (cols > 16) __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j + 16);
+        }
       amx_block(pr->ap + i * pr->a_words, pr->a_words, pr->bp + q * pr->b_stride, steps,
                 pr->c + i * pr->ldc + j, pr->ldc, (int)rows, (int)cols, pr->alpha, pr->beta);
     }
