@@ -48,7 +48,7 @@ CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 BIND_OBJ := $(patsubst src/%.c,build/obj/%.o,$(BIND_SRC))
 HEADERS  := $(wildcard src/*.h)
 
-.PHONY: all setup test test-lua test-embedded check-core bench bench-cpu demo install uninstall clean asan valgrind fuzz-smoke long-run
+.PHONY: all setup test test-lua test-embedded check-core bench bench-cpu bench-tiles demo install uninstall clean asan valgrind fuzz-smoke long-run
 
 all: build/graphmert/core.so build/bin/graphmert
 
@@ -85,6 +85,18 @@ build/bin/bench_sgemm: scripts/bench_sgemm.c | build/bin
 # No -march: the loops carry their own AVX-512 attributes and the program checks the CPU first.
 build/bin/bench_fma_peak: scripts/bench_fma_peak.c | build/bin
 	$(CC) -O2 -fopenmp -o $@ $<
+
+# The attention's float32 tile products alone, in the attention's loop order, after the FMA peak
+# on 1 and 2 threads (seconds; not part of make test). Linked with the core's objects: the tile
+# kernel is internal.
+build/bin/bench_tiles: scripts/bench_tiles.c $(CORE_OBJ) $(HEADERS) | build/bin
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -fopenmp -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
+
+bench-tiles: build/bin/bench_tiles build/bin/bench_fma_peak
+	OMP_NUM_THREADS=1 ./build/bin/bench_fma_peak f32
+	OMP_NUM_THREADS=1 ./build/bin/bench_fma_peak f32-fed
+	OMP_NUM_THREADS=2 ./build/bin/bench_fma_peak f32
+	./build/bin/bench_tiles 2
 
 # The CPU's measured peak next to matmul, attention and the training step in both precisions
 # and PyTorch's figures (a few minutes); not part of make test.
