@@ -124,13 +124,14 @@ static void sequence(const inputs *in, int backward, int threads) {
         for (int j0 = 0; j0 < N; j0 += BK) {
           const float *q = in->q + at + i0 * D, *e = in->decay + ((size_t)h * N + i0) * N + j0;
           float *o = in->out + at + i0 * D;
-          gm_tiles_scores(BQ, BK, D, q, D, kt + j0 * D, 64, 64 * D, 0.125f, e, N, NULL, 0, 0, s, LDT);
+          product(SCORES, in, bh, h, i0, j0, kt, s);
           if (!backward) {
-            gm_tiles_gemm(0, BQ, D, BK, s, LDT, in->v + at + j0 * D, D, 64, 1, o, D, NULL, 0, NULL, 0);
+            product(PV, in, bh, h, i0, j0, kt, s);
             continue;
           }
+          /* dO Vᵀ asks for the decay gradient's rows, as the attention's backward does */
           gm_tiles_gemm(0, BQ, BK, D, o, D, vt + j0 * D, 64, 64 * D, 0, ds, LDT, e, N, NULL, 0);
-          gm_tiles_gemm(1, BK, D, BQ, s, LDT, o, D, 64, 1, in->dv + at + j0 * D, D, NULL, 0, NULL, 0);
+          product(TRANSPOSED, in, bh, h, i0, j0, kt, s);
           gm_tiles_gemm(0, BQ, D, BK, ds, LDT, in->k + at + j0 * D, D, 64, j0 > 0, o, D, NULL, 0, NULL, 0);
           gm_tiles_gemm(1, BK, D, BQ, ds, LDT, q, D, 64, 1, in->dk + at + j0 * D, D, NULL, 0, NULL, 0);
         }

@@ -364,6 +364,18 @@ typedef struct product {
   int64_t ld_ahead;
 } product;
 
+/* Asks for the caller's plane rows [i, i + rows) x [j, j + cols) (pr->ahead, if any) as the
+ * product reaches the same block of C, the last time it stores it: both kernels do, or the
+ * caller's pass over the plane stalls on it (AMX, "medium" attention fwd+bwd with a per-head
+ * decay, B8 H8 N1024 d64: 0.118 s without, 0.096 s with). */
+static void ask_ahead(const product *pr, int64_t i, int64_t rows, int64_t j, int64_t cols) {
+  if (!pr->ahead) return;
+  for (int64_t r = i; r < i + rows; r++) {
+    __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j);
+    if (cols > 16) __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j + 16);
+  }
+}
+
 /* C tiles of A panels [p0, p1) x B panels [q0, q1), chunk by chunk of k. */
 static void multiply(const product *pr, int64_t p0, int64_t p1, int64_t q0, int64_t q1) {
   for (int64_t k0 = 0; k0 < pr->kp_n; k0 += KC) {
@@ -376,11 +388,7 @@ static void multiply(const product *pr, int64_t p0, int64_t p1, int64_t q0, int6
         int64_t j = q * NR, cols = pr->n - j < NR ? pr->n - j : NR;
         for (int64_t p = pb; p < pe; p++) {
           int64_t i = p * MR, rows = pr->m - i < MR ? pr->m - i : MR;
-          if (pr->ahead && k0 + kc == pr->kp_n) /* the plane's rows of this micro-tile, for the caller */
-            for (int64_t r = i; r < i + rows; r++) {
-              __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j);
-              if (cols > 16) __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j + 16);
-            }
+          if (k0 + kc == pr->kp_n) ask_ahead(pr, i, rows, j, cols);
           micro_kernel(kc, pr->ap + p * pr->a_panel + k0 * pr->a_pair, pr->a_pair, bq,
                        pr->c + i * pr->ldc + j, pr->ldc, (int)rows, (int)cols, pr->alpha, beta);
         }
@@ -398,11 +406,7 @@ static void amx_multiply(const product *pr, int64_t p0, int64_t p1, int64_t q0, 
     int64_t j = q * NR, cols = pr->n - j < NR ? pr->n - j : NR;
     for (int64_t p = p0; p < p1; p++) {
       int64_t i = p * AMX_ROWS, rows = pr->m - i < AMX_ROWS ? pr->m - i : AMX_ROWS;
-      if (pr->ahead) /* as multiply does: the plane's rows of this block, for the caller */
-        for (int64_t r = i; r < i + rows; r++) {
-          __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j);
-          if (cols > 16) __builtin_prefetch(pr->ahead + r * pr->ld_ahead + j + 16);
-        }
+      ask_ahead(pr, i, rows, j, cols);
       amx_block(pr->ap + i * pr->a_words, pr->a_words, pr->bp + q * pr->b_stride, steps,
                 pr->c + i * pr->ldc + j, pr->ldc, (int)rows, (int)cols, pr->alpha, pr->beta);
     }
