@@ -9,8 +9,9 @@
  * Lines: "<what> <threads> <GFLOP/s>", the best of 3 runs. Per product kind, on 1 thread: the
  * product repeated on one tile (operands in cache) and the product over every tile of 2 x 8
  * (b, h) in the attention's order (Kᵀ packed once per (b, h), as the attention does; its packing
- * is timed too); and a plain product small enough for L1, repeated (IN_L1). Then the forward's products (Q Kᵀ with the decay factor, P V) and the backward's
- * (Q Kᵀ again, dO Vᵀ, dV, dQ, dK) for B8 H8 on `threads` threads, with a per-head decay plane
+ * is timed too); and a plain product small enough for L1, repeated (IN_L1). Then the forward's
+ * products (Q Kᵀ with the decay factor, P V) and the backward's (Q Kᵀ again, dO Vᵀ, dV, dQ, dK)
+ * for B8 H8 on `threads` threads, with a per-head decay plane
  * [8, 1024, 1024]. Inputs are arbitrary: only speed is measured. Linked with the core's objects
  * (the tile kernel is internal); needs AVX-512. */
 #include <omp.h>
@@ -50,15 +51,15 @@ static inputs make_inputs(int batch) {
                   .dv = filled(each, 0.0f), .decay = filled((size_t)H * N * N, 0.05f)};
 }
 
-/* IN_L1: a plain product whose operands fit L1 together (A 7.5, B 16, C 7.5 KiB), repeated: the
- * tile kernel's own ceiling, to hold against bench_fma_peak's f32-fed loop (the same micro-tile's
- * FMAs and loads, nothing else), apart from what the caches cost inside the attention. */
+/* IN_L1: a plain product whose operands fit L1 together (L1_ROWS x 64 x D: A 7.5, B 16, C 7.5
+ * KiB), repeated: the tile kernel's own ceiling, to hold against bench_fma_peak's f32-fed loop
+ * (the same micro-tile's FMAs and loads, nothing else), apart from what the caches cost inside
+ * the attention. */
+#define L1_ROWS 30
 enum kind { SCORES, PV, TRANSPOSED, PLAIN, IN_L1, KINDS };
 static const char *kind_name[KINDS] = {"Q Kt scores, decayed (m64 n256 k64)", "P V (m64 n64 k256)",
                                        "dV += At dO (m256 n64 k64, A read down columns)",
                                        "dO Vt (m64 n256 k64)", "plain, all in L1 (m30 n64 k64)"};
-static const double kind_flops[KINDS] = {2.0 * BQ * BK * D, 2.0 * BQ * BK * D, 2.0 * BQ * BK * D,
-                                         2.0 * BQ * BK * D, 2.0 * 30 * 64 * D};
 
 /* One product of `kind` for tile (i0, j0) of (b, h) (bh = b·H + h): t a BQ x LDT tile, kt the
  * packed Kᵀ of (b, h). */
@@ -74,7 +75,7 @@ static void product(int kind, const inputs *in, int bh, int h, int i0, int j0, c
   case PV: gm_tiles_gemm(0, BQ, D, BK, t, LDT, v + j0 * D, D, 64, 1, o + i0 * D, D, NULL, 0, NULL, 0); break;
   case TRANSPOSED: gm_tiles_gemm(1, BK, D, BQ, t, LDT, o + i0 * D, D, 64, 1, dv + j0 * D, D, NULL, 0, NULL, 0); break;
   case PLAIN: gm_tiles_gemm(0, BQ, BK, D, o + i0 * D, D, kt + j0 * D, 64, 64 * D, 0, t, LDT, NULL, 0, NULL, 0); break;
-  case IN_L1: gm_tiles_gemm(0, 30, 64, D, o, D, kt, 64, 64 * D, 0, t, 64, NULL, 0, NULL, 0); break;
+  case IN_L1: gm_tiles_gemm(0, L1_ROWS, 64, D, o, D, kt, 64, 64 * D, 0, t, 64, NULL, 0, NULL, 0); break;
   default: break;
   }
 }
@@ -92,12 +93,14 @@ static double best_of_3(double flops, void (*run)(const inputs *, int, int), con
   return flops / best / 1e9;
 }
 
-#define REPEATS 1024 /* of the tile products; IN_L1 runs 32 times as many */
+/* How often `repeated` runs a kind: IN_L1, about a ninth of a tile's work, 32 times as often. */
+static int repeats(int kind) { return kind == IN_L1 ? 32 * 1024 : 1024; }
+
 static void repeated(const inputs *in, int kind, int threads) {
   (void)threads;
   float *kt = filled((size_t)gm_tiles_panel_floats(N, D), 0.0f), *t = filled((size_t)BQ * LDT, 0.001f);
   gm_tiles_pack_panels(in->k, N, D, kt);
-  for (int i = 0; i < (kind == IN_L1 ? 32 * REPEATS : REPEATS); i++) product(kind, in, 0, 0, 0, 0, kt, t);
+  for (int i = 0; i < repeats(kind); i++) product(kind, in, 0, 0, 0, 0, kt, t);
   free(kt), free(t);
 }
 
@@ -157,7 +160,8 @@ int main(int argc, char **argv) {
   inputs small = make_inputs(2), full = make_inputs(8);
   for (int kind = 0; kind < KINDS; kind++) {
     printf("%-50s repeated on one tile %d %.0f\n", kind_name[kind], 1,
-           best_of_3((kind == IN_L1 ? 32 : 1) * REPEATS * kind_flops[kind], repeated, &small, kind, 1));
+           best_of_3(repeats(kind) * (kind == IN_L1 ? 2.0 * L1_ROWS * 64 * D : tile_flops), repeated, &small,
+                     kind, 1));
     if (kind == IN_L1) continue; /* not an attention tile */
     printf("%-50s in the attention's order %d %.0f\n", kind_name[kind], 1,
            best_of_3(2.0 * H * (N / BQ) * (N / BK) * tile_flops, in_order, &small, kind, 1));
