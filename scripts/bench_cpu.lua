@@ -190,3 +190,24 @@ if peak_fed > 0 then
     100 * peak_fed / peak_f32, of_fed(results.matmul), of_fed(results.attention), of_fed(results.step1)))
 end
 if torch == "" then print("pytorch not available (install python3-torch to compare)") end
+
+-- Issue 16's targets, each with this run's figure, so that a run says where the machine stands
+-- (they are set for 2 threads on an AVX-512 CPU, "of peak" against the measured float32 peak).
+local function of_peak(r, p) return 100 * r.flops / r[p] / 1e9 / peak_f32 end
+local targets = {
+  { "t:matmul 2048³ highest, of peak", of_peak(results.matmul, "highest"), ">=", 75, "%.0f%%" },
+  { "attention fwd+bwd highest, of peak", of_peak(results.attention, "highest"), ">=", 60, "%.0f%%" },
+  { "step (all leaves) highest, of peak", of_peak(results.step1, "highest"), ">=", 50, "%.0f%%" },
+  { "step (all leaves) medium vs highest", results.step1.highest / results.step1.medium, ">=", 1.6, "%.2fx" },
+  { "step (15%) highest, seconds", results["step0.15"].highest, "<=", 1.03 / 2, "%.3f s" },
+}
+local avx512 = false
+for _, f in ipairs(config.cpu_features) do avx512 = avx512 or f == "avx512f" end
+print(string.format("\ntargets (for 2 threads on AVX-512; this run: %d threads, %s):", threads,
+  avx512 and "AVX-512" or "no AVX-512"))
+for _, t in ipairs(targets) do
+  local name, value, op, bound, fmt = table.unpack(t)
+  local met = op == ">=" and value >= bound or op == "<=" and value <= bound
+  print(string.format("  %-38s %10s  target %s %s  %s", name, string.format(fmt, value), op,
+    string.format(fmt, bound), met and "met" or "NOT met"))
+end
