@@ -32,7 +32,7 @@ local function case(name, B, H, L, d, extra, keep)
 end
 
 local function decay(shape_fn)
-  return function(B, H, L)
+  return function(_, H, L)
     local f = gm.rand(table.unpack(shape_fn(H, L))):requires_grad(true)
     return { decay = f, decay_mode = "scores" }, { decay = f }
   end
@@ -71,6 +71,6 @@ case("masks_dropout", 2, 4, 530, 64, function(B, H, L)
 end)
 
 safetensors.save(path, tensors)
-local names = {}
-for name in pairs(tensors) do names[#names + 1] = name end
-print(string.format("%d tensors written to %s", #names, path))
+local count = 0
+for _ in pairs(tensors) do count = count + 1 end
+print(string.format("%d tensors written to %s", count, path))

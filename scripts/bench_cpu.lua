@@ -163,6 +163,8 @@ print(string.format("%-36s %-8s %9s %8s %9s   %9s %8s %9s", "work", "precision",
   "seconds", "GFLOP/s", "of peak"))
 -- percent of a peak (the float32 one unless given) that `flops` in `s` seconds reach
 local function of_peak(flops, s, peak) return 100 * flops / s / 1e9 / (peak or peak_f32) end
+-- the same for a result's "highest" time
+local function highest_of_peak(r, peak) return of_peak(r.flops, r.highest, peak) end
 local function cells(s, flops)
   if not s then return "-", "-", "-" end
   return string.format("%.4f", s), string.format("%.0f", flops / s / 1e9), string.format("%.0f%%", of_peak(flops, s))
@@ -187,15 +189,14 @@ end
 print(string.format("model FLOPs per step: %.0f GFLOP (all leaves), %.0f GFLOP (15%%); 'of peak' is against float32 %.0f GFLOP/s (the higher reading)",
   results.step1.flops / 1e9, results["step0.15"].flops / 1e9, peak_f32))
 if peak_fed > 0 then
-  local function of_fed(r) return of_peak(r.flops, r.highest, peak_fed) end
   print(string.format("fed from L1, float32 FMAs reach %.0f%% of that peak on this core; in float32, t:matmul reaches %.0f%% of the fed figure, attention %.0f%%, the step %.0f%%",
-    100 * peak_fed / peak_f32, of_fed(results.matmul), of_fed(results.attention), of_fed(results.step1)))
+    100 * peak_fed / peak_f32, highest_of_peak(results.matmul, peak_fed), highest_of_peak(results.attention, peak_fed),
+    highest_of_peak(results.step1, peak_fed)))
 end
 if torch == "" then print("pytorch not available (install python3-torch to compare)") end
 
 -- Issue 16's targets, each with this run's figure, so that a run says where the machine stands
 -- (they are set for 2 threads on an AVX-512 CPU, "of peak" against the measured float32 peak).
-local function highest_of_peak(r) return of_peak(r.flops, r.highest) end
 local targets = {
   { "t:matmul 2048³ highest, of peak", highest_of_peak(results.matmul), ">=", 75, "%.0f%%" },
   { "attention fwd+bwd highest, of peak", highest_of_peak(results.attention), ">=", 60, "%.0f%%" },

@@ -164,9 +164,9 @@ int main(int argc, char **argv) {
                      kind, 1));
     if (kind == IN_L1) continue; /* not an attention tile */
     printf("%-50s in the attention's order %d %.0f\n", kind_name[kind], 1,
-           best_of_3(2.0 * H * (N / BQ) * (N / BK) * tile_flops, in_order, &small, kind, 1));
+           best_of_3(small.batch * H * (N / BQ) * (N / BK) * tile_flops, in_order, &small, kind, 1));
   }
-  double tiles = 8.0 * H * (N / BQ) * (N / BK);
+  double tiles = (double)full.batch * H * (N / BQ) * (N / BK);
   printf("%-50s %d %.0f\n", "forward's products (2 per tile)", threads,
          best_of_3(2 * tiles * tile_flops, sequence, &full, 0, threads));
   printf("%-50s %d %.0f\n", "backward's products (5 per tile)", threads,
