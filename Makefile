@@ -48,7 +48,7 @@ CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 BIND_OBJ := $(patsubst src/%.c,build/obj/%.o,$(BIND_SRC))
 HEADERS  := $(wildcard src/*.h)
 
-.PHONY: all setup test test-lua test-embedded check-core bench bench-cpu bench-tiles demo install uninstall clean asan valgrind fuzz-smoke long-run
+.PHONY: all setup test test-lua test-embedded check-core bench bench-cpu bench-tiles bench-gemm demo install uninstall clean asan valgrind fuzz-smoke long-run
 
 all: build/graphmert/core.so build/bin/graphmert
 
@@ -97,6 +97,16 @@ bench-tiles: build/bin/bench_tiles build/bin/bench_fma_peak
 	OMP_NUM_THREADS=1 ./build/bin/bench_fma_peak f32-fed
 	OMP_NUM_THREADS=2 ./build/bin/bench_fma_peak f32
 	./build/bin/bench_tiles 2
+
+# graphmert's float32 products (OpenBLAS) against oneDNN's sgemm over the training step's shapes,
+# after the FMA peak (seconds; not part of make test). Linked with the core's objects: gm_gemm is
+# internal.
+build/bin/bench_gemm: scripts/bench_gemm.c $(CORE_OBJ) $(HEADERS) | build/bin
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -fopenmp -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
+
+bench-gemm: build/bin/bench_gemm build/bin/bench_fma_peak
+	OMP_NUM_THREADS=2 ./build/bin/bench_fma_peak f32
+	./build/bin/bench_gemm 2
 
 # The CPU's measured peak next to matmul, attention and the training step in both precisions
 # and PyTorch's figures (a few minutes); not part of make test.
