@@ -2,8 +2,8 @@
  * graphmert picks, one single-threaded call per slab of C on each OpenMP thread) against
  * oneDNN's sgemm on the same threads, over the products of make bench-cpu's training step
  * (2 layers, hidden 512, FFN 2048, vocabulary 8000, 8192 rows, the LM head on 15% of them:
- * about as many as the step masks) and t:matmul's 2048³: the measurement behind keeping OpenBLAS for float32, to repeat on
- * each new CPU.
+ * about as many as the step masks) and t:matmul's 2048³: the measurement behind keeping
+ * OpenBLAS for float32, to repeat on each new CPU.
  *
  *   bench_gemm [threads=2] [reps=5]        (make bench-gemm prints bench_fma_peak's figure first)
  *
