@@ -1,10 +1,7 @@
 -- The graphmert binary: scripts with arg, -e, -v, -i, the REPL, C modules, stdin.
 local bin = "./build/bin/graphmert"
--- under `make asan` a stock lua5.4 needs the sanitizer runtime preloaded to open core.so
-local asan = os.getenv("GRAPHMERT_ASAN_PRELOAD")
-local lua = (asan and ("ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD='" .. asan .. "' ") or "") .. "lua5.4"
-
-local run = require("spec.files").run
+local files = require "spec.files"
+local run, lua = files.run, files.lua
 
 describe("graphmert binary", function()
   it("runs a script with arg set as lua5.4 does", function()
@@ -60,8 +57,7 @@ describe("graphmert binary", function()
   end)
 
   it("requires graphmert from a stock lua5.4 with the README's paths", function()
-    local out, code = run("LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' LUA_CPATH='./build/?.so;;' "
-      .. lua .. " -e \"local gm = require 'graphmert'; print(gm.ones(3):sum():item(), rawget(_G, 'gm'))\"")
+    local out, code = run(files.lua_here .. " -e \"local gm = require 'graphmert'; print(gm.ones(3):sum():item(), rawget(_G, 'gm'))\"")
     assert.equal(0, code)
     assert.equal("3.0\tnil\n", out)
   end)

@@ -22,10 +22,7 @@ io.write(c.blas_core, "\n", c.blas_core_source, "\n", c.thread_wait, "\n")
 for _, v in ipairs(a:matmul(b):reshape(-1):totable()) do io.write(string.format("%.9g\n", v)) end
 ]]
 
-local hosts = {
-  binary = "./build/bin/graphmert",
-  lua = "LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' LUA_CPATH='./build/?.so;;' lua5.4",
-}
+local hosts = { binary = "./build/bin/graphmert", lua = require("spec.files").lua_here }
 
 local function run_child(host, env)
   local path = os.tmpname()

@@ -6,21 +6,12 @@ local dist = gm.distributed
 
 local bin = "./build/bin/graphmert"
 local config = "spec/fixtures/distributed_config.lua"
+local files = require "spec.files"
+local run, lua_host = files.run, files.lua_here
 -- root in a container: Open MPI refuses to run as root without these. Under `make asan` the
--- ranks do not check for leaks (MPI_Init's are not ours), and a stock lua5.4 needs the
--- sanitizer runtime preloaded to open core.so.
-local asan = os.getenv("GRAPHMERT_ASAN_PRELOAD")
+-- ranks do not check for leaks (MPI_Init's are not ours).
 local mpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 " ..
-  (asan and "ASAN_OPTIONS=detect_leaks=0 " or "") .. "mpirun -np "
-local lua_host = "env LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/?.so;;' " ..
-  (asan and ("LD_PRELOAD='" .. asan .. "' ") or "") .. "lua5.4"
-
-local function run(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return out, ok and 0 or code
-end
+  (files.asan and "ASAN_OPTIONS=detect_leaks=0 " or "") .. "mpirun -np "
 
 local function losses(path)
   local out = {}

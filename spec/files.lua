@@ -1,6 +1,15 @@
 -- files.lua — what specs that touch files and processes share: read and write a whole file, a
--- fresh temporary path, and a shell command's output with its exit code.
+-- fresh temporary path, a shell command's output with its exit code, and the command that starts
+-- a stock lua5.4.
 local M = {}
+
+-- Under `make asan` (which names the sanitizer runtimes in GRAPHMERT_ASAN_PRELOAD) a stock lua5.4
+-- needs them preloaded to open core.so, and checks no leaks: the interpreter's own are not ours.
+M.asan = os.getenv("GRAPHMERT_ASAN_PRELOAD")
+-- a stock lua5.4, as the start of a shell command
+M.lua = (M.asan and ("ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD='" .. M.asan .. "' ") or "") .. "lua5.4"
+-- the same with this tree's modules on its paths, as the specs' "default" host has them
+M.lua_here = "env LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' LUA_CPATH='./build/?.so;;' " .. M.lua
 
 function M.read(path)
   local f = assert(io.open(path, "rb"))
