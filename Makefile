@@ -79,17 +79,17 @@ build/bin/graphmert: src/main.c build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ)
 	$(CC) $(ALL_CFLAGS) -Isrc -o $@ src/main.c build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) \
 	  $(LUA_STATIC) $(LDLIBS) -lreadline -ldl -Wl,-E
 
-build/bin/bench_sgemm: scripts/bench_sgemm.c | build/bin
+build/bin/bench_sgemm: scripts/bench_sgemm.c scripts/bench_util.h | build/bin
 	$(CC) -O2 $(BLAS_CFLAGS) -o $@ $< $(BLAS_LIBS) -lm
 
 # No -march: the loops carry their own AVX-512 attributes and the program checks the CPU first.
-build/bin/bench_fma_peak: scripts/bench_fma_peak.c | build/bin
+build/bin/bench_fma_peak: scripts/bench_fma_peak.c scripts/bench_util.h | build/bin
 	$(CC) -O2 -fopenmp -o $@ $<
 
 # The attention's float32 tile products alone, in the attention's loop order, after the FMA peak
 # on 1 and 2 threads (seconds; not part of make test). Linked with the core's objects: the tile
 # kernel is internal.
-build/bin/bench_tiles: scripts/bench_tiles.c $(CORE_OBJ) $(HEADERS) | build/bin
+build/bin/bench_tiles: scripts/bench_tiles.c scripts/bench_util.h $(CORE_OBJ) $(HEADERS) | build/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -fopenmp -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
 
 bench-tiles: build/bin/bench_tiles build/bin/bench_fma_peak
@@ -101,7 +101,7 @@ bench-tiles: build/bin/bench_tiles build/bin/bench_fma_peak
 # graphmert's float32 products (OpenBLAS) against oneDNN's sgemm over the training step's shapes,
 # after the FMA peak (seconds; not part of make test). Linked with the core's objects: gm_gemm is
 # internal.
-build/bin/bench_gemm: scripts/bench_gemm.c $(CORE_OBJ) $(HEADERS) | build/bin
+build/bin/bench_gemm: scripts/bench_gemm.c scripts/bench_util.h $(CORE_OBJ) $(HEADERS) | build/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -fopenmp -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
 
 bench-gemm: build/bin/bench_gemm build/bin/bench_fma_peak

@@ -17,16 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
-#define CHAINS 12 /* independent accumulators: more than FMA latency x ports */
+#include "bench_util.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#define CHAINS 12 /* independent accumulators: more than FMA latency x ports */
 
 __attribute__((target("avx512f"))) static double fma_loop(long iters) {
   __m512 acc[CHAINS], x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);

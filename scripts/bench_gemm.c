@@ -16,8 +16,8 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "gm_internal.h"
 
 /* dnnl_sgemm: row-major, BLAS-like arguments (oneDNN's dnnl.h, not needed to build) */
@@ -52,26 +52,6 @@ static const product products[] = {
     {"dW of fc2", HID, FFN, ROWS, 1, 0, LAYERS},
     {"dE of LM head", VOCAB, HID, HEAD_ROWS, 1, 0, 1},
 };
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static float *random_floats(size_t n) {
-  float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
-  if (!p) {
-    fprintf(stderr, "bench_gemm: out of memory\n");
-    exit(1);
-  }
-  uint32_t x = 12345;
-  for (size_t i = 0; i < n; i++) {
-    x = x * 1664525u + 1013904223u;
-    p[i] = (float)(x >> 8) / 16777216.0f - 0.5f;
-  }
-  return p;
-}
 
 /* best seconds of reps runs of one library's product, after a warm-up */
 static double best_of(const product *p, dnnl_sgemm_fn dnnl, int reps, const float *a, const float *b, float *c) {
@@ -111,7 +91,7 @@ int main(int argc, char **argv) {
     size_t sizes[3] = {(size_t)(p->m * p->k), (size_t)(p->k * p->n), (size_t)(p->m * p->n)};
     for (int j = 0; j < 3; j++) most = sizes[j] > most ? sizes[j] : most;
   }
-  float *a = random_floats(most), *b = random_floats(most), *c = random_floats(most);
+  float *a = filled(most, 0.01f), *b = filled(most, 0.02f), *c = filled(most, 0.0f);
   double step_blas = 0, step_dnnl = 0;
   for (size_t i = 0; i < sizeof products / sizeof *products; i++) {
     const product *p = &products[i];

@@ -17,27 +17,11 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "gm_internal.h"
 
 enum { H = 8, N = 1024, D = 64, BQ = 64, BK = 256, LDT = BK + 16 /* as gm_attention.c's */ };
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static float *filled(size_t n, float value) {
-  float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
-  if (!p) {
-    fprintf(stderr, "bench_tiles: out of memory\n");
-    exit(1);
-  }
-  for (size_t i = 0; i < n; i++) p[i] = value * (float)(i % 13);
-  return p;
-}
 
 typedef struct inputs {
   int batch;
