@@ -7,6 +7,14 @@ local function settle()
   return gm.memory().live
 end
 
+local MiB = 1024 * 1024
+
+-- The cached bytes in large blocks: `cached` also counts the small blocks kept for reuse (tensor
+-- headers and storages: a few KiB here, never a whole MiB).
+local function large_cached()
+  return gm.memory().cached // MiB * MiB
+end
+
 describe("memory", function()
   it("returns to its baseline after 10,000 tensors", function()
     local base = settle()
@@ -96,9 +104,9 @@ describe("memory", function()
     local t = gm.zeros(1024, 1024)
     t:release()
     assert.equal(base, gm.memory().live)
-    assert.is_true(gm.memory().cached >= 4 * 1024 * 1024)
+    assert.equal(4 * MiB, large_cached())
     local again = gm.zeros(1024, 1024) -- the same size class: taken from the cache
-    assert.equal(0, gm.memory().cached)
+    assert.equal(0, large_cached())
     again:release()
     gm.set_memory_cache_limit(0)
     assert.equal(0, gm.memory().cached)
@@ -108,11 +116,11 @@ describe("memory", function()
   end)
 
   it("hands a cached block up to half again as large to a request with none of its own size", function()
-    local base, MiB = settle(), 1024 * 1024 -- settled first: a collected large tensor is cached
+    local base = settle() -- settled first: a collected large tensor is cached
     gm.release_memory_cache()
     gm.zeros(1024, 1024):release() -- 4 MiB cached
     local half = gm.zeros(1024, 512) -- 2 MiB: the 4 MiB block is too large for it
-    assert.equal(4 * MiB, gm.memory().cached)
+    assert.equal(4 * MiB, large_cached())
     half:release()
     gm.release_memory_cache()
     gm.zeros(1024, 1024):release()
@@ -120,19 +128,41 @@ describe("memory", function()
     local ok, limited = pcall(gm.zeros, 1024, 768)
     gm.set_memory_limit(0)
     assert(ok, limited)
-    assert.equal(4 * MiB, gm.memory().cached)
+    assert.equal(4 * MiB, large_cached())
     limited:release()
     gm.release_memory_cache()
     gm.zeros(1024, 1024):release()
     local three = gm.zeros(1024, 768) -- 3 MiB: takes the 4 MiB block, counted whole while live
-    assert.equal(0, gm.memory().cached)
+    assert.equal(0, large_cached())
     local held = gm.memory().live - base -- the block and the tensor's own few hundred bytes
     assert.is_true(held >= 4 * MiB and held < 4 * MiB + 4096)
     assert.same({ 0, 0 }, three:narrow(1, 1024, 1):narrow(2, 767, 2):reshape(2):totable())
     three:release()
     assert.equal(base, settle())
-    assert.equal(4 * MiB, gm.memory().cached) -- back under its own class
+    assert.equal(4 * MiB, large_cached()) -- back under its own class
     gm.release_memory_cache()
+  end)
+
+  it("keeps freed small blocks for reuse by size class, within the same cap, outside the live count", function()
+    gm.release_memory_cache()
+    local base = settle()
+    assert.equal(0, gm.memory().cached)
+    gm.zeros(1000):release() -- its 4000 bytes and its header go to their classes' lists
+    assert.equal(base, gm.memory().live)
+    local kept = gm.memory().cached
+    assert.is_true(kept >= 4000 and kept < 8192, "cached " .. kept .. " bytes")
+    local again = gm.zeros(990) -- 3960 bytes: the same class (3584 < bytes <= 4096), taken from its list
+    assert.is_true(gm.memory().cached <= kept - 4096, "cached " .. gm.memory().cached .. " bytes")
+    local from_cache = gm.memory().live - base
+    again:release()
+    gm.set_memory_cache_limit(0) -- the cap covers them too
+    assert.equal(0, gm.memory().cached)
+    local fresh = gm.zeros(990)
+    assert.equal(from_cache, gm.memory().live - base) -- live counts the bytes asked for, not the class
+    fresh:release()
+    assert.equal(0, gm.memory().cached)
+    gm.set_memory_cache_limit(1024 * 1024 * 1024)
+    assert.equal(base, settle())
   end)
 end)
 

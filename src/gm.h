@@ -72,8 +72,9 @@ void gm_memory_reset_peak(void);
 /* Refuse allocations that would take live bytes above `bytes` (0 = no limit). */
 void gm_memory_set_limit(size_t bytes);
 size_t gm_memory_limit(void);
-/* Freed blocks of 1 MiB and more are kept for reuse (no page faults on the next step):
- * the bytes kept, a cap on them (default 1 GiB; 0 keeps none), and a way to return them. */
+/* Freed blocks are kept for reuse: those of 1 MiB and more (no page faults on the next step)
+ * and, in free lists by size class up to 64 MiB, the smaller ones (no search through malloc's
+ * bins): the bytes kept, a cap on them (default 2 GiB; 0 keeps none), and a way to return them. */
 size_t gm_memory_cached(void);
 void gm_memory_set_cache_limit(size_t bytes);
 void gm_memory_release_cache(void);
