@@ -77,8 +77,8 @@ build/gen/embedded_lua.c: scripts/embed_lua.lua $(LUA_SRC) | build/gen
 	$(LUA) scripts/embed_lua.lua $@ $(LUA_SRC)
 
 # -Wl,-E exports the Lua API so that C modules such as lpeg still load in the binary.
-build/bin/graphmert: src/main.c build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) | build/bin
-	$(CC) $(ALL_CFLAGS) -Isrc -o $@ src/main.c build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) \
+build/bin/graphmert: src/main.c src/main_arena.c src/main_arena.h build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) | build/bin
+	$(CC) $(ALL_CFLAGS) -Isrc -o $@ src/main.c src/main_arena.c build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) \
 	  $(LUA_STATIC) $(LDLIBS) -lreadline -ldl -Wl,-E
 
 build/bin/bench_sgemm: scripts/bench_sgemm.c scripts/bench_util.h | build/bin

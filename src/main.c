@@ -13,6 +13,7 @@
 #include <readline/readline.h>
 
 #include "lgm.h"
+#include "main_arena.h"
 #include "lualib.h"
 
 int luaopen_graphmert_core(lua_State *L);
@@ -404,7 +405,7 @@ static void short_omp_spin(char **argv) {
 int main(int argc, char **argv) {
   short_omp_spin(argv);
   if (argv[0] && argv[0][0]) progname = argv[0];
-  lua_State *L = luaL_newstate();
+  lua_State *L = main_arena_newstate();
   if (!L) {
     fprintf(stderr, "%s: cannot create state: not enough memory\n", progname);
     return EXIT_FAILURE;
@@ -415,5 +416,6 @@ int main(int argc, char **argv) {
   int status = lua_pcall(L, 1, 1, 0);
   report(L, status);
   lua_close(L);
+  main_arena_release();
   return status == LUA_OK && ma.status ? EXIT_SUCCESS : EXIT_FAILURE;
 }
