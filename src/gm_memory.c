@@ -21,6 +21,17 @@
 
 #include "gm_internal.h"
 
+/* Under AddressSanitizer a kept block's payload is poisoned until it is handed out again, so
+ * that a use after gm_free is still reported though the block is not freed. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define KEPT(block, payload) ASAN_POISON_MEMORY_REGION((char *)(block) + HEADER, (payload))
+#define HANDED_OUT(block, payload) ASAN_UNPOISON_MEMORY_REGION((char *)(block) + HEADER, (payload))
+#else
+#define KEPT(block, payload) ((void)(block), (void)(payload))
+#define HANDED_OUT(block, payload) ((void)(block), (void)(payload))
+#endif
+
 /* Each block starts with a 64-byte header holding its size class, so the payload stays
  * aligned for SIMD. */
 #define HEADER 64
@@ -84,6 +95,7 @@ static int small_put(void *block, size_t bytes) {
   if (small_bytes + size <= SMALL_CACHE_MAX && cached_bytes + size <= cache_limit) {
     memcpy((char *)block + sizeof(size_t), &small_free[c], sizeof(void *));
     small_free[c] = block;
+    KEPT(block, size);
     small_bytes += size, cached_bytes += size;
     kept = 1;
   }
@@ -100,6 +112,7 @@ static void *small_take(size_t bytes) {
   if (block) {
     memcpy(&small_free[c], (char *)block + sizeof(size_t), sizeof(void *));
     small_bytes -= size, cached_bytes -= size;
+    HANDED_OUT(block, size);
   }
   pthread_mutex_unlock(&cache_lock);
   if (block || posix_memalign(&block, HEADER, HEADER + size) == 0) return block;
@@ -125,6 +138,7 @@ static void *cache_take(size_t *cls, size_t most) {
   void *block = NULL;
   if (best >= 0) {
     block = cached_block[best];
+    HANDED_OUT(block, cached_size[best]);
     *cls = cached_size[best];
     cached_bytes -= *cls;
     cached_block[best] = cached_block[--cached_count];
@@ -141,6 +155,7 @@ static int cache_put(void *block, size_t cls) {
   pthread_mutex_lock(&cache_lock);
   if (cls >= GM_BLOCK_CACHE_MIN && cached_count < GM_BLOCK_CACHE_SLOTS &&
       cached_bytes + cls <= cache_limit) {
+    KEPT(block, cls);
     cached_block[cached_count] = block;
     cached_size[cached_count++] = cls;
     cached_bytes += cls;
@@ -152,12 +167,19 @@ static int cache_put(void *block, size_t cls) {
 
 void gm_memory_release_cache(void) {
   pthread_mutex_lock(&cache_lock);
-  for (int i = 0; i < cached_count; i++) free(cached_block[i]);
+  for (int i = 0; i < cached_count; i++) {
+    HANDED_OUT(cached_block[i], cached_size[i]);
+    free(cached_block[i]);
+  }
   cached_count = 0;
   for (int c = 0; c < SMALL_CLASSES; c++)
     while (small_free[c]) {
       void *block = small_free[c];
       memcpy(&small_free[c], (char *)block + sizeof(size_t), sizeof(void *));
+      size_t bytes, size; /* the size word: its last owner's request, of this class */
+      memcpy(&bytes, block, sizeof bytes);
+      small_class(bytes, &size);
+      HANDED_OUT(block, size);
       free(block);
     }
   cached_bytes = small_bytes = 0;
