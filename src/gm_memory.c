@@ -22,15 +22,19 @@
 #include "gm_internal.h"
 
 /* Under AddressSanitizer a kept block's payload is poisoned until it is handed out again, so
- * that a use after gm_free is still reported though the block is not freed. */
+ * that a use after gm_free is still reported though the block is not freed; so is a handed-out
+ * small block's rounding past its request (see small_slack), so that an overflow into it is
+ * still reported too. (Valgrind, which sees only malloc and free, no longer sees either.) */
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
-#define KEPT(block, payload) ASAN_POISON_MEMORY_REGION((char *)(block) + HEADER, (payload))
-#define HANDED_OUT(block, payload) ASAN_UNPOISON_MEMORY_REGION((char *)(block) + HEADER, (payload))
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
 #else
-#define KEPT(block, payload) ((void)(block), (void)(payload))
-#define HANDED_OUT(block, payload) ((void)(block), (void)(payload))
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
+#define KEPT(block, payload) POISON((char *)(block) + HEADER, (payload))
+#define HANDED_OUT(block, payload) UNPOISON((char *)(block) + HEADER, (payload))
 
 /* Each block starts with a 64-byte header holding its size class, so the payload stays
  * aligned for SIMD. */
@@ -84,6 +88,20 @@ static int small_class(size_t bytes, size_t *size) {
   size_t step = (size_t)1 << (lg - 3), steps = (bytes + step - 1) / step; /* 9 to 16 */
   *size = steps * step;
   return 8 + (lg - 9) * 8 + (int)(steps - 9);
+}
+
+/* A small block's payload past the `bytes` asked for, poisoned under AddressSanitizer while the
+ * block is handed out (poison 1) and made addressable again before it is kept or freed. */
+static void small_slack(void *block, size_t bytes, int poison) {
+#if defined(__SANITIZE_ADDRESS__)
+  size_t size;
+  small_class(bytes, &size);
+  char *end = (char *)block + HEADER + bytes;
+  if (poison) POISON(end, size - bytes);
+  else UNPOISON(end, size - bytes);
+#else
+  (void)block, (void)bytes, (void)poison;
+#endif
 }
 
 /* A freed small block of `bytes` (requested) kept in its class's list; 1 when kept. */
@@ -257,6 +275,7 @@ void *gm_malloc(size_t bytes) {
     return NULL;
   }
   memcpy(block, &cls, sizeof cls);
+  if (cls < GM_BLOCK_CACHE_MIN) small_slack(block, cls, 1);
   note_peak(atomic_fetch_add(&live_bytes, cls) + cls);
   return (char *)block + HEADER;
 }
@@ -267,6 +286,7 @@ void gm_free(void *p) {
   size_t cls;
   memcpy(&cls, block, sizeof cls);
   atomic_fetch_sub(&live_bytes, cls);
+  if (cls < GM_BLOCK_CACHE_MIN) small_slack(block, cls, 0);
   if (!cache_put(block, cls)) free(block);
 }
 

@@ -25,6 +25,7 @@
 #define RESERVE ((size_t)1 << 35) /* 32 GiB of address space for small objects; past it, malloc */
 #define COMMIT ((size_t)1 << 20)  /* made writable 1 MiB at a time */
 
+#if !defined(__SANITIZE_ADDRESS__)
 static struct {
   char *base, *cur, *writable, *end; /* reserved [base, end), carved to cur, writable to writable */
   void *free[CLASSES];               /* each free block holds the next one */
@@ -85,6 +86,8 @@ static void *arena_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return q;
 }
 
+#endif
+
 lua_State *main_arena_newstate(void) {
   lua_State *L = luaL_newstate();
 #if !defined(__SANITIZE_ADDRESS__)
@@ -102,6 +105,8 @@ lua_State *main_arena_newstate(void) {
 }
 
 void main_arena_release(void) {
+#if !defined(__SANITIZE_ADDRESS__)
   if (arena.base) munmap(arena.base, RESERVE);
   memset(&arena, 0, sizeof arena);
+#endif
 }
