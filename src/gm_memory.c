@@ -10,7 +10,7 @@
  *
  * Smaller blocks come from malloc, which served them slowly: glibc's posix_memalign searched
  * and split its bins for each of the thousands of tensor headers, storages and small tensors a
- * training step makes and frees (a tenth of the demo model's step; glibc's malloc with jemalloc
+ * training step makes and frees (8% of the demo model's samples; glibc's malloc with jemalloc
  * preloaded trained it 27% faster). They are rounded to size classes too (64-byte steps up to
  * 512 bytes, then eight per power of two) and freed ones wait in a free list per class, up to
  * SMALL_CACHE_MAX bytes (see small_class). Live and peak count the bytes asked for, as before. */
