@@ -121,7 +121,7 @@ static int small_put(void *block, size_t bytes) {
   return kept;
 }
 
-/* A block for a small request of `bytes`: from its class's list, else new (NULL: none). */
+/* A kept block for a small request of `bytes`, from its class's list (NULL: none kept). */
 static void *small_take(size_t bytes) {
   size_t size;
   int c = small_class(bytes, &size);
@@ -133,8 +133,7 @@ static void *small_take(size_t bytes) {
     HANDED_OUT(block, size);
   }
   pthread_mutex_unlock(&cache_lock);
-  if (block || posix_memalign(&block, HEADER, HEADER + size) == 0) return block;
-  return NULL;
+  return block;
 }
 
 /* A cached block for class *cls: one of that class, else the smallest of at most 1.5 times it
@@ -171,8 +170,7 @@ static int cache_put(void *block, size_t cls) {
   if (cls < GM_BLOCK_CACHE_MIN) return small_put(block, cls);
   int kept = 0;
   pthread_mutex_lock(&cache_lock);
-  if (cls >= GM_BLOCK_CACHE_MIN && cached_count < GM_BLOCK_CACHE_SLOTS &&
-      cached_bytes + cls <= cache_limit) {
+  if (cached_count < GM_BLOCK_CACHE_SLOTS && cached_bytes + cls <= cache_limit) {
     KEPT(block, cls);
     cached_block[cached_count] = block;
     cached_size[cached_count++] = cls;
@@ -232,8 +230,12 @@ static void note_peak(size_t now) {
  * ignored: a kernel without THP refuses the advice and the block keeps small pages. */
 #define HUGE_PAGE ((size_t)2 << 20)
 static int system_alloc(void **block, size_t cls) {
-  if (cls < GM_BLOCK_CACHE_MIN) return (*block = small_take(cls)) != NULL;
   size_t bytes = cls + HEADER;
+  if (cls < GM_BLOCK_CACHE_MIN) { /* a small block has its whole class's room, to be reused */
+    size_t size;
+    small_class(cls, &size);
+    bytes = size + HEADER;
+  }
   if (bytes < HUGE_PAGE) return posix_memalign(block, HEADER, bytes) == 0;
   if (posix_memalign(block, HUGE_PAGE, bytes) != 0) return 0;
   (void)madvise(*block, bytes / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
@@ -244,7 +246,7 @@ static int system_alloc(void **block, size_t cls) {
  * then replaces *cls); else from the system, after one round of releasing the cache and running
  * the OOM hook if the system says no. */
 static void *block_alloc(size_t *cls, size_t most) {
-  void *block = *cls >= GM_BLOCK_CACHE_MIN ? cache_take(cls, most) : NULL;
+  void *block = *cls >= GM_BLOCK_CACHE_MIN ? cache_take(cls, most) : small_take(*cls);
   if (block) return block;
   if (system_alloc(&block, *cls)) return block;
   gm_memory_release_cache();
