@@ -6,12 +6,12 @@
 --   graphmert experiments/ablation.lua [--config experiments/configs/ablation.lua] [--out out/ablation]
 --                                      [--steps N]
 -- Metrics, each on units that are the same for every cell (so differences pair unit by unit):
---   MLM acc      masked-token accuracy on the held-out synsets' sequences (units: sequences)
---   facts/synsets tail@1, tail@10, MRR@10  whole tails decoded without their length and ranked
---                among the known tails, on held-out facts (seen text) and held-out synsets'
+--   MLM acc      masked-token accuracy on the held-out entities' sequences (units: sequences)
+--   facts/entities tail@1, tail@10, MRR@10  whole tails decoded without their length and ranked
+--                among the known tails, on held-out facts (seen text) and held-out entities'
 --                triples (unseen text) (units: triples)
 --   precision    extraction from held-out passages, top tail per head and relation, constrained
---                decoding, held by WordNet (units: passages)
+--                decoding, held by the seed graph (units: passages)
 -- Intervals: percentile bootstrap (2,000 resamples) drawing the seeds and, once for all seeds, the
 -- units (gm.eval.stats.over_seeds / paired_over_seeds); a difference is marked better (▲) or
 -- worse (▼) only when its interval excludes 0.
@@ -37,7 +37,7 @@ local grid = cfg.grid
 local cells_dir = args.out .. "/cells"
 os.execute("mkdir -p '" .. cells_dir .. "'")
 
-local d = ex.prepare(cfg, nil, { keep_wordnet = true }) -- d.wn: whether WordNet holds an extracted triple
+local d = ex.prepare(cfg)
 say(ex.summary(d), "\n")
 local passages = ex.heldout_passages(d, grid.passages)
 local probe = {}
@@ -101,7 +101,7 @@ local function run_cell(cell, index)
   local extraction = {}
   model:evaluating(function()
     for i, p in ipairs(passages) do
-      local u = extract.score_passage(d.graph, d.wn, d.relations, p,
+      local u = extract.score_passage(d.graph, d.relations, p,
         extract.merge(extract.triples(model, d.tok, { p }, opts), { top = 1 }))
       extraction[i] = { u.correct, u.n, u.valid, u.multi }
     end
@@ -113,7 +113,7 @@ local function run_cell(cell, index)
   local result = { name = cell.name, lambda = v.lambda, hgat = v.hgat, seed = cell.seed, steps = c.steps,
     train_seconds = train_seconds, seconds = gm.clock() - t0, losses = losses, acc = acc,
     acc_units = { hits = hits, totals = totals },
-    facts = tails.facts.tail.ranks, synsets = tails.synsets.tail.ranks, extraction = extraction,
+    facts = tails.facts.tail.ranks, entities = tails.entities.tail.ranks, extraction = extraction,
     attention = per_node, attention_mass = mass, decay = factors and { factors = factors, p = p } or cjson.null }
   local ok, err = gm.write_atomic(cell.path, { cjson.encode(result) })
   if not ok then error("ablation.lua: " .. err, 0) end
@@ -162,7 +162,7 @@ local metrics = {
     end,
     statistic = stats.ratio(function(u) return u[1] end, function(u) return u[2] end) },
 }
-for _, part in ipairs { "facts", "synsets" } do
+for _, part in ipairs { "facts", "entities" } do
   for _, m in ipairs {
     { "tail@1", function(rank) return rank == 1 and 1 or 0 end },
     { "tail@10", function(rank) return rank <= 10 and 1 or 0 end },
@@ -210,7 +210,7 @@ local frequent = ex.baseline_metrics(d, cfg)
 local frequent_row = {}
 for _, m in ipairs(metrics) do
   local part = m.key:match("^(%a+)_")
-  if part == "facts" or part == "synsets" then
+  if part == "facts" or part == "entities" then
     frequent_row[m.key] = figure(stats.bootstrap(frequent[part].tail.ranks, m.statistic, BOOT))
   end
 end
@@ -293,7 +293,7 @@ loss_cmds[#loss_cmds + 1] = "unset multiplot"
 picture("loss.png", "training loss per variant", loss_cmds)
 
 -- metrics per λ with their intervals (no decay drawn at λ = 1, where the decay factor is 1)
-local shown = { "mlm_acc", "synsets_tail10", "facts_tail10", "precision" }
+local shown = { "mlm_acc", "entities_tail10", "facts_tail10", "precision" }
 local metric_cmds, metric_blocks = { "set multiplot layout 2,2", "set xlabel 'λ (1 = no decay)'", "set xrange [0.3:1.05]" }, {}
 for hi, hgat in ipairs { true, false } do
   for mi, key in ipairs(shown) do
@@ -377,12 +377,12 @@ for _, cell in ipairs(cells) do seconds = seconds + cell.result.seconds end
 local seed_list = {}
 for i, s in ipairs(grid.seeds) do seed_list[i] = tostring(math.tointeger(s)) end
 local md = {
-  "# λ × H-GAT ablation on WordNet 3.0", "",
+  "# λ × H-GAT ablation on " .. d.dataset_name, "",
   string.format("`%s`, %d steps of batch %d per cell, seeds %s, %d cells (%.0f cell-seconds); %s.", args.config,
     cfg.steps, cfg.batch, table.concat(seed_list, ", "), #cells, seconds, ex.summary(d)), "",
-  string.format("Units: %d held-out sequences (MLM acc), %d held-out facts, %d held-out synsets' triples, %d held-out passages (precision: top tail per head and relation, constrained decoding). " ..
+  string.format("Units: %d held-out sequences (MLM acc), %d held-out facts, %d held-out entities' triples, %d held-out passages (precision: top tail per head and relation, constrained decoding). " ..
     "Intervals: 95%% percentile bootstrap, %d resamples of the seeds and of the units.",
-    #cells[1].result.acc_units.hits, #cells[1].result.facts, #cells[1].result.synsets, #passages, BOOT.samples), "",
+    #cells[1].result.acc_units.hits, #cells[1].result.facts, #cells[1].result.entities, #passages, BOOT.samples), "",
   "## Mean over seeds [95% interval]", "", md_table("variant", mean_rows), "" }
 if reference then
   md[#md + 1] = string.format("## Paired difference against %s [95%% interval]; ▲ better, ▼ worse (the interval excludes 0)", reference.name)

@@ -4,10 +4,11 @@
 --       [--relations all|hypernym,part_meronym] [--top 5] [--min-score S] [--batch 16]
 --       [--decoding open|constrained]
 -- Input: plain text (one passage per line) or the JSONL corpus format (a line per record with a
--- "text" field). Heads are the seed graph's entity names found in each passage (WordNet lemmas,
--- longest match, multi-word); relations are those the seed graph has for heads of that kind (or
--- --relations); tails are decoded over all leaf slots of the head's root (gm.eval.decode), open
--- or constrained to the seed graph's entity names of the kind the relation reaches. A model
+-- "text" field). Heads are the seed graph's entity names and aliases found in each passage (the
+-- run's dataset, gm.data.linker: longest match, multi-word, case and accents folded); relations
+-- are those the schema allows for heads of their type (or --relations); tails are decoded over
+-- all leaf slots of the head's root (gm.eval.decode), open or constrained to the names of the
+-- entities of the types the relation reaches. A model
 -- trained with `absent` (a relation its head lacks, taught as an empty tail) may answer "none":
 -- only the tails it ranks above the empty one are kept, so it does not assert every relation.
 -- Output: kg.jsonl (one triple per line: head, relation, tail, score = mean log-probability per
@@ -84,10 +85,11 @@ end
 
 local passages = read_passages(args.input)
 local t0 = gm.clock()
-local graph = extract.seed_graph(gm.data.wordnet.load(run.wordnet))
+local data_ok, graph = pcall(function() return gm.data.seed_graph.new(ex.dataset(run.data)) end)
+if not data_ok then fail(tostring(graph)) end
 local opts = { graph = graph, relations = relations, only = only, mode = args.decoding, top = args.top,
   batch = args.batch, tail_end = run.tail_end, empty = (run.absent or 0) > 0 }
-if args.decoding == "constrained" then opts.tails = extract.known_tails(graph, tok, relations, model.layout.leaves) end
+if args.decoding == "constrained" then opts.tails = graph:known_tails(tok, relations, model.layout.leaves) end
 
 -- one passage at a time, so that an interruption keeps everything finished before it
 local found, done, shown = {}, 0, 0

@@ -1,11 +1,11 @@
 -- extract_eval.lua — how good is the extracted knowledge graph? On passages the model never saw
--- (the glosses of the held-out synsets of the run's split), extract with every relation allowed
--- for each head and score the top tail per (head, relation) against WordNet, for GraphMERT, the
--- same budget's model without decay and H-GAT (the run's baseline/ folder, when it exists) and
--- the most frequent training tail per relation asked the same queries:
---   precision  share of extracted triples that WordNet holds (95% bootstrap interval over passages)
---   recall     share of the held-out synsets' own facts (relation known, head in its passage) found
---   validity   share whose tail is an entity of a kind the relation reaches
+-- (the passages of the held-out entities of the run's split), extract with every relation allowed
+-- for each head and score the top tail per (head, relation) against the seed graph, for
+-- GraphMERT, the same budget's model without decay and H-GAT (the run's baseline/ folder, when it
+-- exists) and the most frequent training tail per relation asked the same queries:
+--   precision  share of extracted triples the seed graph holds (95% bootstrap interval over passages)
+--   recall     share of the held-out entities' own facts (relation known, head in its passage) found
+--   validity   share whose tail is an entity of a type the relation reaches
 --   multi      share of the correct triples whose tail has several tokens (the issue's multi-token
 --              tails: one whole-word token at the first leaf slot cannot say them), and several words
 -- and precision/recall over score thresholds (pr.csv, pr.png through gnuplot). Throughput is
@@ -20,7 +20,7 @@ local ex = gm.experiment
 local extract, stats = gm.eval.extract, gm.eval.stats
 
 local args = ex.args.parse(arg, {
-  script = "extract_eval.lua", about = "Extraction from held-out passages, scored against WordNet.",
+  script = "extract_eval.lua", about = "Extraction from held-out passages, scored against the seed graph.",
   { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
   { "passages", 300, "held-out passages to extract from", type = "integer" },
   { "decoding", "open", "open or constrained" },
@@ -35,8 +35,8 @@ local run = ex.read_run(args.checkpoint)
 local cfg = ex.config.load(run.config)
 local tok = gm.data.tokenizer.load(args.checkpoint .. "/tokenizer.txt")
 gm.manual_seed(cfg.seed)
-local d = ex.prepare(cfg, tok, { keep_wordnet = true })
-local wn, graph = d.wn, d.graph
+local d = ex.prepare(cfg, tok)
+local graph = d.graph
 local relations = {}
 for id, name in ipairs(run.relations) do relations[name] = id end
 
@@ -65,7 +65,7 @@ for _, system in ipairs(systems) do
     model = gm.nn.GraphMERT(ex.read_run(system.dir).model)
     gm.checkpoint.load(system.dir .. "/checkpoint.safetensors", { model = model })
     if args.decoding == "constrained" and not opts.tails then
-      opts.tails = extract.known_tails(graph, tok, relations, model.layout.leaves)
+      opts.tails = graph:known_tails(tok, relations, model.layout.leaves)
     end
   end
   for i, p in ipairs(passages) do
@@ -84,7 +84,7 @@ for _, system in ipairs(systems) do
       end
       triples = extract.merge(triples, { top = 1 })
     end
-    units[i] = extract.score_passage(graph, wn, relations, p, triples)
+    units[i] = extract.score_passage(graph, relations, p, triples)
     io.stderr:write(string.format("\r%-20s %d/%d passages   ", system.name, i, #passages))
   end
   system.seconds = gm.clock() - t0

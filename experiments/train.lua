@@ -1,7 +1,8 @@
--- train.lua — train GraphMERT on WordNet 3.0 (glosses as text, WordNet relations as the seed
--- knowledge graph), with a progress line, a CSV log, periodic evaluation and checkpoints; then
--- the same budget for the baseline model without decay and without H-GAT, and the evaluation
--- table (also written to OUT/results.md).
+-- train.lua — train GraphMERT on a config's dataset (its corpus as text, its seed knowledge
+-- graph injected: gm.data.dataset, or WordNet 3.0's glosses and relations), with a progress
+-- line, a CSV log, periodic evaluation and checkpoints; then the same budget for the baseline
+-- model without decay and without H-GAT, and the evaluation table (also written to
+-- OUT/results.md). The dataset is read and checked before training starts.
 --   graphmert experiments/train.lua [--config experiments/configs/wordnet_small.lua]
 --                                   [--out out/wordnet_small] [--steps N] [--resume]
 -- Ctrl-C writes a checkpoint and exits; --resume continues from it bit for bit.
@@ -21,7 +22,7 @@ local session <close> = dist.session() -- ends MPI at the end, or the whole job 
 local main, say = dist.is_main(), dist.say
 
 local args = ex.args.parse(arg, ex.args.training("train.lua",
-  "Train GraphMERT on WordNet, then the baseline model; print the evaluation table.", "out/wordnet_small",
+  "Train GraphMERT on a dataset, then the baseline model; print the evaluation table.", "out/wordnet_small",
   { { "resume", false, "continue from the checkpoints in the output folder", flag = true } }))
 
 local cfg = ex.config.load(args.config)
@@ -49,7 +50,7 @@ local function train(run)
   local model = ex.model(d, c)
   if main then
     ex.write_run(run.out, { config = args.config, model = model.config, relations = d.relation_names,
-      wordnet = cfg.wordnet, tail_end = cfg.tail_end, absent = cfg.absent })
+      data = cfg.data, tail_end = cfg.tail_end, absent = cfg.absent })
   end
   local opt = gm.optim.adamw(model:named_parameters(), { lr = c.lr, weight_decay = c.weight_decay })
   local start = 1

@@ -9,7 +9,7 @@ local BIN = "GRAPHMERT_NUM_THREADS=1 ./build/bin/graphmert experiments/ablation.
 describe("experiments/ablation.lua", function()
   local dir = files.tmpname()
   local config = dir .. ".config.lua"
-  write(config, [[return { seed = 3, wordnet = { pos = { "verb" }, limit = 300 }, heldout = 0.1, heldout_triples = 0.1,
+  write(config, [[return { seed = 3, data = { source = "wordnet", pos = { "verb" }, limit = 300 }, heldout = 0.1, heldout_triples = 0.1,
     vocab_size = 800, max_span = 3,
     model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32, head = "single", sbo = false,
               graph_token = false },
@@ -32,7 +32,7 @@ describe("experiments/ablation.lua", function()
       local cell = cjson.decode(read(dir .. "/cells/" .. name .. ".json"))
       assert.equal(name, cell.name)
       assert.equal(3, #cell.losses)
-      assert.is_true(#cell.facts > 0 and #cell.synsets > 0 and #cell.extraction == 6)
+      assert.is_true(#cell.facts > 0 and #cell.entities > 0 and #cell.extraction == 6)
       -- the attention weights of a root sum to 1 over the distances (one layer, no graph token)
       local total = 0
       for _, m in ipairs(cell.attention_mass) do total = total + m end
@@ -116,7 +116,7 @@ describe("experiments/ablation.lua", function()
     assert.equal(0, code, out)
     local summary = cjson.decode(read(dir .. "/one/summary.json"))
     assert.is_nil(summary.variants[1].metrics.facts_tail1)
-    assert.is_table(summary.variants[1].metrics.synsets_tail1)
+    assert.is_table(summary.variants[1].metrics.entities_tail1)
     assert.matches("| λ=0.6, H%-GAT on | %d%.%d+ %[[^|]+%] | %- | %- | %- |", read(dir .. "/one/results.md"))
   end)
 end)

@@ -161,15 +161,23 @@ describe("corpus.build", function()
       "build: packing must be \"record\" or \"chunk\"")
   end)
 
-  it("turns WordNet synsets into records with their relations as triples", function()
-    local wn = gm.data.wordnet.load { pos = { "verb" }, limit = 50 }
-    local recs = corpus.from_wordnet(wn)
-    assert.equal(50, #recs)
+  it("turns WordNet synsets into a dataset: entities, passages about them, their pointers as triples", function()
+    local ds = gm.data.wordnet.dataset { pos = { "verb" }, limit = 50 }
+    assert.equal(50, #ds.passages)
+    assert.equal(50, #ds.entity_order)
     local with = 0
-    for _, r in ipairs(recs) do
-      assert.is_true(#r.text > 0)
-      if #r.triples > 0 then with = with + 1 end
+    for _, p in ipairs(ds.passages) do
+      assert.is_true(#p.text > 0)
+      local e = ds.entities[p.entity]
+      assert.equal("verb", e.type)
+      assert.equal(e.name .. ": ", p.text:sub(1, #e.name + 2)) -- "lemma: gloss; examples"
+      for _, t in ipairs(p.triples) do
+        assert.equal(p.entity, t.head)
+        assert.is_table(ds.entities[t.tail]) -- only pointers between loaded synsets
+      end
+      if #p.triples > 0 then with = with + 1 end
     end
     assert.is_true(with > 0)
+    assert.is_true(#ds.triples > 0 and #ds.relation_names > 0)
   end)
 end)

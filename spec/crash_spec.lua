@@ -26,7 +26,7 @@ describe("a training run killed with SIGKILL", function()
     os.remove(dir)
     local config = dir .. ".config.lua"
     local f = assert(io.open(config, "w"))
-    f:write([[return { seed = 4, wordnet = { pos = { "verb" }, limit = 200 }, heldout = 0.1, vocab_size = 600,
+    f:write([[return { seed = 4, data = { source = "wordnet", pos = { "verb" }, limit = 200 }, heldout = 0.1, vocab_size = 600,
       model = { roots = 16, leaves = 2, hidden = 32, layers = 1, heads = 2, ffn = 64 },
       steps = 100000, batch = 4, lr = 1e-3, min_lr = 1e-5, warmup = 2, weight_decay = 0.01, clip = 1,
       eval_every = 1000000, checkpoint_every = 1, baseline = false }]])

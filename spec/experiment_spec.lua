@@ -4,7 +4,8 @@ local gm = require "graphmert"
 local config = gm.experiment.config
 
 local function minimal(extra)
-  local c = { vocab_size = 100, model = { roots = 4, leaves = 2 }, steps = 2, batch = 2, lr = 1e-3 }
+  local c = { data = { dir = "experiments/data/tiny" }, vocab_size = 100, model = { roots = 4, leaves = 2 }, steps = 2,
+    batch = 2, lr = 1e-3 }
   for k, v in pairs(extra or {}) do c[k] = v end
   return c
 end
@@ -67,12 +68,12 @@ describe("experiment.config", function()
       f:close()
     end
     write("base.lua", [[return { vocab_size = 100, steps = 2, batch = 2, lr = 1e-3, max_span = 5,
-      wordnet = { pos = { "noun", "verb" }, limit = 50 }, model = { roots = 4, leaves = 2, hidden = 8 } }]])
-    write("sub/variant.lua", [[return { extends = "../base.lua", max_span = false, wordnet = { limit = 9 },
+      data = { source = "wordnet", pos = { "noun", "verb" }, limit = 50 }, model = { roots = 4, leaves = 2, hidden = 8 } }]])
+    write("sub/variant.lua", [[return { extends = "../base.lua", max_span = false, data = { limit = 9 },
       model = { hidden = 16, positions = false } }]])
     local c = config.load(dir .. "/sub/variant.lua")
     assert.same({ false, 9, { "noun", "verb" }, 4, 16, false, 100 },
-      { c.max_span, c.wordnet.limit, c.wordnet.pos, c.model.roots, c.model.hidden, c.model.positions, c.vocab_size })
+      { c.max_span, c.data.limit, c.data.pos, c.model.roots, c.model.hidden, c.model.positions, c.vocab_size })
     -- the derived configs of experiments/configs give the same settings as their bases bar the named ones
     local long, extract = config.load("experiments/configs/wordnet_long.lua"), config.load("experiments/configs/wordnet_long_extract.lua")
     extract.tail_end, extract.mentions, extract.absent = false, false, 0
@@ -168,13 +169,13 @@ end)
 
 describe("experiment.config precision", function()
   it("takes precision, default highest", function()
-    local c = config.check({ vocab_size = 10, model = {}, steps = 1, batch = 1, lr = 1, precision = "medium" }, "t")
+    local c = config.check({ data = { dir = "d" }, vocab_size = 10, model = {}, steps = 1, batch = 1, lr = 1, precision = "medium" }, "t")
     assert.equal("medium", c.precision)
-    assert.equal("highest", config.check({ vocab_size = 10, model = {}, steps = 1, batch = 1, lr = 1 }, "t").precision)
+    assert.equal("highest", config.check({ data = { dir = "d" }, vocab_size = 10, model = {}, steps = 1, batch = 1, lr = 1 }, "t").precision)
   end)
 
   it("takes attention_keep_scores, default false, and applies it", function()
-    local base = { vocab_size = 10, model = {}, steps = 1, batch = 1, lr = 1 }
+    local base = { data = { dir = "d" }, vocab_size = 10, model = {}, steps = 1, batch = 1, lr = 1 }
     assert.is_false(config.check(base, "t").attention_keep_scores)
     base.attention_keep_scores = true
     local c = config.check(base, "t")

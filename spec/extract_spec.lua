@@ -13,25 +13,26 @@ local wn = { synsets = {
 } }
 
 describe("extract", function()
-  local graph = ext.seed_graph(wn)
+  local _, graph = require "spec.toy_dataset" (wn)
 
-  it("finds lemmas in text, longest first", function()
-    assert.same({ "hot dog", "dog", "canine" }, ext.heads("A hot dog is not a dog, nor a canine.", graph.lemmas))
+  it("finds entity names in text, longest first", function()
+    assert.same({ "hot dog", "dog", "canine" }, graph:heads("A hot dog is not a dog, nor a canine."))
   end)
 
   it("finds each head once and never a lone function word, though WordNet has one (a, in, or)", function()
-    local lemmas = { a = { "1n" }, ["in"] = { "2n" }, dog = { "3n" }, ["in vitro"] = { "4a" } }
-    assert.same({ "dog", "in vitro" }, ext.heads("A dog in a dog test in vitro", lemmas))
+    local l = gm.data.linker.new()
+    for id, name in pairs { ["1n"] = "a", ["2n"] = "in", ["3n"] = "dog", ["4a"] = "in vitro" } do l:add(id, name, true) end
+    assert.same({ "dog", "in vitro" }, l:heads("A dog in a dog test in vitro"))
   end)
 
-  it("asks a head only the relations the seed graph has for heads of its kind", function()
-    assert.same({ "hypernym" }, ext.relations_for(graph, "canine", { "entailment", "hypernym" }))
-    assert.same({ "entailment" }, ext.relations_for(graph, "bark", { "entailment", "hypernym" }))
+  it("asks a head only the relations the seed graph has for heads of its type", function()
+    assert.same({ "hypernym" }, graph:relations_for("canine", { "entailment", "hypernym" }))
+    assert.same({ "entailment" }, graph:relations_for("bark", { "entailment", "hypernym" }))
   end)
 
-  it("lists the known tails of the kind each relation reaches", function()
+  it("lists the known tails of the type each relation reaches", function()
     local tok = gm.data.tokenizer.train({ "dog canine hot dog bark make noise domestic" }, { vocab_size = 200 })
-    local tails = ext.known_tails(graph, tok, { hypernym = 1, entailment = 2 }, 2)
+    local tails = graph:known_tails(tok, { hypernym = 1, entailment = 2 }, 2)
     local names = {}
     for _, ids in ipairs(tails[2]) do names[#names + 1] = tok:decode(ids) end
     table.sort(names)
@@ -54,13 +55,13 @@ describe("extract", function()
     assert.equal("animal", kg[2].tail)
   end)
 
-  it("scores triples: held by WordNet, and valid when the tail is of the kind the relation reaches", function()
+  it("scores triples: held by the seed graph, and valid when the tail is of a type the relation reaches", function()
     local s = ext.score({
       { head = "dog", relation = "hypernym", tail = "canine" },    -- held
       { head = "hot dog", relation = "hypernym", tail = "canine" }, -- valid tail, not held
       { head = "dog", relation = "hypernym", tail = "bark" },      -- a verb: not valid for hypernym
       { head = "Domestic Dog", relation = "hypernym", tail = "Canine" }, -- held, any case
-    }, graph, wn)
+    }, graph)
     assert.equal(4, s.n)
     assert.near(0.5, s.held, 1e-9)
     assert.near(0.75, s.valid, 1e-9)
@@ -70,7 +71,7 @@ describe("extract", function()
     local passage = { text = "dog: a domestic dog that can bark",
       gold = { { head = "dog", relation = "hypernym", tail = "canine" }, { head = "bark", relation = "entailment", tail = "make noise" },
                { head = "dog", relation = "unknown", tail = "x" } } }
-    local u = ext.score_passage(graph, wn, { hypernym = 1, entailment = 2 }, passage, {
+    local u = ext.score_passage(graph, { hypernym = 1, entailment = 2 }, passage, {
       { head = "dog", relation = "hypernym", tail = "canine", tokens = 2, score = -0.5 },       -- held, two tokens
       { head = "bark", relation = "entailment", tail = "make noise", tokens = 2, score = -1 }, -- held, two words
       { head = "domestic dog", relation = "hypernym", tail = "bark", tokens = 1, score = -2 }, -- not held, not valid

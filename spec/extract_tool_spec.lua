@@ -17,7 +17,7 @@ end
 describe("experiments/extract.lua", function()
   local dir = files.tmpname()
   local config = dir .. ".config.lua"
-  write(config, [[return { seed = 3, wordnet = { pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
+  write(config, [[return { seed = 3, data = { source = "wordnet", pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
     tail_end = true, max_span = 3,
     model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32, head = "single", sbo = false },
     steps = 3, batch = 4, lr = 1e-3, warmup = 1, baseline = false }]])
@@ -55,12 +55,11 @@ describe("experiments/extract.lua", function()
   it("constrained decoding gives only seed-graph entity names", function()
     local out, code = run(extract .. passages .. " --out " .. dir .. "/kgc.jsonl --decoding constrained --relations entailment")
     assert.equal(0, code, out)
-    local wn = gm.data.wordnet.load { pos = { "verb" }, limit = 300 }
-    local names = gm.eval.extract.seed_graph(wn).lemmas
+    local graph = gm.data.seed_graph.new(gm.data.wordnet.dataset { pos = { "verb" }, limit = 300 })
     for _, line in ipairs(lines(dir .. "/kgc.jsonl")) do
       local t = cjson.decode(line)
       assert.equal("entailment", t.relation)
-      assert.is_truthy(names[t.tail], t.tail)
+      assert.is_truthy(graph:candidates(gm.data.linker.normalize(t.tail)), t.tail)
     end
   end)
 
@@ -109,7 +108,7 @@ describe("experiments/extract_eval.lua", function()
   it("scores a model trained with mentions and absent relations against its baselines", function()
     local dir = files.tmpname()
     local config = dir .. ".config.lua"
-    write(config, [[return { seed = 3, wordnet = { pos = { "noun" }, limit = 400 }, heldout = 0.1, vocab_size = 800,
+    write(config, [[return { seed = 3, data = { source = "wordnet", pos = { "noun" }, limit = 400 }, heldout = 0.1, vocab_size = 800,
       tail_end = true, mentions = true, absent = 0.5, max_span = 3, copies = 2,
       model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32, head = "single", sbo = false },
       steps = 3, batch = 4, lr = 1e-3, warmup = 1, eval_triples = 20 }]])

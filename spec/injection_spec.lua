@@ -19,19 +19,21 @@ local names = { "antonym", "hypernym", "member_holonym", "part_meronym" }
 
 local function training()
   return {
-    { synset = "1n", text = "dog: a canine with a tail",
+    { entity = "1n", head = "dog", text = "dog: a canine with a tail",
       triples = { { head = "dog", relation = "hypernym", tail = "canine" }, { head = "dog", relation = "part_meronym", tail = "tail" } } },
-    { synset = "2n", text = "canine: an animal", triples = { { head = "canine", relation = "hypernym", tail = "animal" } } },
-    { synset = "3n", text = "hot dog: a dog in a bun", triples = {} },
+    { entity = "2n", head = "canine", text = "canine: an animal", triples = { { head = "canine", relation = "hypernym", tail = "animal" } } },
+    { entity = "3n", head = "hot dog", text = "hot dog: a dog in a bun", triples = {} },
   }
 end
 
 describe("injection plan", function()
-  local graph = ext.seed_graph(wn)
+  local ds, graph = require "spec.toy_dataset" (wn)
+  local entity_names = {}
+  for id, e in pairs(ds.entities) do entity_names[id] = { e.name } end
 
   it("puts a training fact of each mentioned lemma at its mention, one per copy", function()
     local train = training()
-    injection.plan(train, wn, graph, names, { seed = 1, copies = 4, mentions = true, absent = 0 })
+    injection.plan(train, graph, entity_names, names, { seed = 1, copies = 4, mentions = true, absent = 0 })
     -- dog: two facts, two copies; each copy also carries canine's fact at "canine" ("tail" has none)
     assert.equal(2, #train[1].placements)
     for c, copy in ipairs(train[1].placements) do
@@ -50,7 +52,7 @@ describe("injection plan", function()
     local seen = {}
     for seed = 1, 40 do
       local train = training()
-      injection.plan(train, wn, graph, names, { seed = seed, copies = 4, mentions = true, absent = 0.5 })
+      injection.plan(train, graph, entity_names, names, { seed = seed, copies = 4, mentions = true, absent = 0.5 })
       for _, r in ipairs(train) do
         for _, copy in ipairs(r.placements) do
           for _, t in ipairs(copy) do
@@ -78,9 +80,9 @@ describe("injection plan", function()
   it("depends on the seed alone", function()
     local a, b, c = training(), training(), training()
     local cfg = { seed = 3, copies = 4, mentions = true, absent = 0.5 }
-    injection.plan(a, wn, graph, names, cfg)
-    injection.plan(b, wn, graph, names, cfg)
-    injection.plan(c, wn, graph, names, { seed = 4, copies = 4, mentions = true, absent = 0.5 })
+    injection.plan(a, graph, entity_names, names, cfg)
+    injection.plan(b, graph, entity_names, names, cfg)
+    injection.plan(c, graph, entity_names, names, { seed = 4, copies = 4, mentions = true, absent = 0.5 })
     assert.same(a[1].placements, b[1].placements)
     local differs = false
     for i = 1, 3 do differs = differs or not require("luassert.util").deepcompare(a[i].placements, c[i].placements) end

@@ -18,13 +18,13 @@ local function run(cmd)
 end
 describe("experiments/train.lua", function()
   it("trains, evaluates, checkpoints and resumes", function()
-    local dir, config = scratch([[return { seed = 2, wordnet = { pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
+    local dir, config = scratch([[return { seed = 2, data = { source = "wordnet", pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
       model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32 },
       steps = 4, batch = 4, lr = 1e-3, min_lr = 1e-5, warmup = 2, weight_decay = 0.01, clip = 1,
       eval_every = 2, checkpoint_every = 2 }]])
     local cmd = "./build/bin/graphmert experiments/train.lua --config " .. config .. " --out " .. dir
     local out = run(cmd .. " --steps 2")
-    assert.matches("wordnet: 300 synsets %(0 parse errors%)", out)
+    assert.matches("dataset wordnet: 300 passages %(300 about an entity%), 300 entities", out)
     assert.matches("eval at step 2: masked%-token accuracy", out)
     out = run(cmd .. " --resume")
     assert.matches("resumed at step 3", out)
@@ -37,7 +37,7 @@ describe("experiments/train.lua", function()
 end)
 
 describe("experiments/train.lua with a diverging run", function()
-  local body = [[return { seed = 2, wordnet = { pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
+  local body = [[return { seed = 2, data = { source = "wordnet", pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
       model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32 },
       steps = 4, batch = 4, lr = 1e30, min_lr = 1e30, warmup = 0, weight_decay = 0, clip = 1e38,
       eval_every = 100, checkpoint_every = 1, baseline = false %s }]]
@@ -63,25 +63,26 @@ describe("experiments/train.lua with a diverging run", function()
 end)
 
 describe("experiment.prepare's split", function()
-  it("keeps held-out synsets and held-out facts (both directions) out of training", function()
-    local cfg = { seed = 1, wordnet = { pos = { "verb" }, limit = 400 }, heldout = 0.1, heldout_triples = 0.2,
+  it("keeps held-out entities and held-out facts (both directions) out of training", function()
+    local cfg = { seed = 1, data = { source = "wordnet", pos = { "verb" }, limit = 400 }, heldout = 0.1, heldout_triples = 0.2,
       vocab_size = 600, model = { roots = 16, leaves = 2 }, copies = 2 }
     local d = gm.experiment.prepare(cfg)
-    local held_synsets, train_synsets, pairs_in_training = {}, {}, {}
+    local held, trained, pairs_in_training = {}, {}, {}
     local function pair(t) return t.head < t.tail and t.head .. "|" .. t.tail or t.tail .. "|" .. t.head end
-    for _, r in ipairs(d.heldout) do held_synsets[r.synset] = true end
+    for _, r in ipairs(d.heldout) do held[r.entity] = true end
     for _, r in ipairs(d.train) do
-      train_synsets[r.synset] = true
+      trained[r.entity] = true
       for _, t in ipairs(r.triples) do
         pairs_in_training[pair(t)] = true
-        assert.is_nil(held_synsets[t.target], "a training triple points into a held-out synset")
+        assert.is_nil(held[t.tail_id], "a training triple points into a held-out entity")
+        assert.is_nil(held[t.head_id], "a training triple starts at a held-out entity")
       end
     end
     assert.is_true(#d.heldout > 10 and #d.heldout_facts > 10)
-    for key in pairs(held_synsets) do assert.is_nil(train_synsets[key]) end
+    for key in pairs(held) do assert.is_nil(trained[key]) end
     local facts = 0
     for _, r in ipairs(d.heldout_facts) do
-      assert.is_true(train_synsets[r.synset]) -- a held-out fact's text is seen in training
+      assert.is_true(trained[r.entity]) -- a held-out fact's text is seen in training
       for _, t in ipairs(r.triples) do
         assert.is_nil(pairs_in_training[pair(t)], "held-out fact in training: " .. pair(t))
         facts = facts + 1
@@ -93,7 +94,7 @@ end)
 
 describe("experiment.prepare with the official text pipeline", function()
   it("tokenises with a BERT vocab.txt, packs chunks and masks them with SBO targets", function()
-    local cfg = gm.experiment.config.check({ wordnet = { pos = { "verb" }, limit = 200 }, heldout = 0.1,
+    local cfg = gm.experiment.config.check({ data = { source = "wordnet", pos = { "verb" }, limit = 200 }, heldout = 0.1,
       bert_vocab = "spec/fixtures/bert/vocab.txt", packing = "chunk", model = { roots = 16, leaves = 3 },
       steps = 1, batch = 4, lr = 1e-3 }, "test")
     local d = gm.experiment.prepare(cfg)

@@ -5,7 +5,7 @@
 --   mpirun -np 2 graphmert experiments/ablation.lua --config experiments/configs/ablation.lua --out out/ablation
 return {
   seed = 1,                 -- the split and the tokenizer; the grid's seeds set initialisation, masks and batch order
-  wordnet = { pos = { "noun", "verb", "adj", "adv" }, limit = 4000 },
+  data = { source = "wordnet", pos = { "noun", "verb", "adj", "adv" }, limit = 4000 },
   heldout = 0.05, heldout_triples = 0.05, copies = 4, vocab_size = 6000,
   leaf_rate = 0.5,          -- share of injected tail groups masked per step (official 0.15)
   max_span = 7,

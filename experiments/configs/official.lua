@@ -6,7 +6,7 @@
 --   graphmert experiments/train.lua --config experiments/configs/official.lua --out out/official
 return {
   seed = 0,
-  wordnet = { pos = { "noun", "verb", "adj", "adv" } },
+  data = { source = "wordnet", pos = { "noun", "verb", "adj", "adv" } },
   heldout = 0.02,           -- share of synsets kept out of training (text and triples)
   heldout_triples = 0.05,   -- share of the remaining facts (both directions) kept out
   copies = 1,               -- chunk packing: records are not repeated

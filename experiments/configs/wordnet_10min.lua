@@ -2,7 +2,7 @@
 -- then the same budget for the baseline without decay and without H-GAT).
 return {
   seed = 1,
-  wordnet = { pos = { "noun", "verb", "adj", "adv" }, limit = 4000 },
+  data = { source = "wordnet", pos = { "noun", "verb", "adj", "adv" }, limit = 4000 },
   heldout = 0.05,           -- share of synsets kept out of training (text and triples)
   heldout_triples = 0.05,   -- share of the remaining facts (both directions) kept out
   copies = 4,               -- a glossary entry is repeated once per triple, up to 4 times

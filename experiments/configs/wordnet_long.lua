@@ -3,7 +3,7 @@
 --   graphmert experiments/train.lua --config experiments/configs/wordnet_long.lua --out out/wordnet_long
 return {
   seed = 1,
-  wordnet = { pos = { "noun", "verb", "adj", "adv" } },
+  data = { source = "wordnet", pos = { "noun", "verb", "adj", "adv" } },
   heldout = 0.02,           -- share of synsets kept out of training (text and triples)
   heldout_triples = 0.05,   -- share of the remaining facts (both directions) kept out
   copies = 4,               -- a glossary entry is repeated once per triple, up to 4 times

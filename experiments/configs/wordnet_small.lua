@@ -1,7 +1,7 @@
 -- A small GraphMERT on WordNet 3.0 for a 2-core machine (a few minutes).
 return {
   seed = 1,
-  wordnet = { pos = { "noun", "verb", "adj", "adv" }, limit = 2500 }, -- synsets per part of speech
+  data = { source = "wordnet", pos = { "noun", "verb", "adj", "adv" }, limit = 2500 }, -- synsets per part of speech
   heldout = 0.05,           -- share of synsets kept out of training (text and triples)
   heldout_triples = 0.05,   -- share of the remaining facts (both directions) kept out
   copies = 4,               -- a glossary entry is repeated once per triple, up to 4 times

@@ -1,14 +1,11 @@
--- corpus.lua — text + seed knowledge graph → leafy-chain training sequences.
+-- corpus.lua — training records (text + the seed-graph triples to inject, gm.experiment makes
+-- them from a dataset) → leafy-chain training sequences.
 --
--- The user format is JSONL, one record per line:
---   {"text": "A dog is a domesticated mammal.", "triples": [{"head": "dog",
---    "relation": "hypernym", "tail": "canine"}]}
--- read_jsonl(path, {on_error = "skip"|"stop"}) → records, report: each record {text, triples,
---   line = its line number}; a line that is not UTF-8 or not a JSON object with a "text" string
---   is skipped and counted (or, with "stop", an error "path:line: what is wrong")
--- from_wordnet(wordnet.load(...)) → records: a synset's text is its first lemma, its gloss and
---   its examples; its pointers are triples (head = the first lemma, tail = the target's first
---   lemma, target = the target's synset key).
+-- read_jsonl(path, {on_error = "skip"|"stop"}) → records, report: JSONL, one record per line
+--   {"text": "A dog is a domesticated mammal.", "triples": [{"head": "dog", "relation":
+--   "hypernym", "tail": "canine"}]}; each record {text, triples, line = its line number}; a line
+--   that is not UTF-8 or not a JSON object with a "text" string is skipped and counted (or, with
+--   "stop", an error "path:line: what is wrong")
 -- build(records, tokenizer, {layout = gm.layout{...}, relations = {name → id}, copies = 1,
 --   packing = "record"}) → sequences, report: records are tokenised and packed into roots; each
 --   triple's tail tokens go into the leaf slots of the first root of its head's first occurrence
@@ -74,27 +71,6 @@ function M.read_jsonl(path, opts)
   end
   f:close()
   return records, report
-end
-
-function M.from_wordnet(wn)
-  local keys = {}
-  for key in pairs(wn.synsets) do keys[#keys + 1] = key end
-  table.sort(keys) -- a fixed order: the same corpus on every run
-  local records = {}
-  for _, key in ipairs(keys) do
-    local s = wn.synsets[key]
-    local parts = { s.lemmas[1] .. ": " .. s.gloss }
-    for _, ex in ipairs(s.examples) do parts[#parts + 1] = ex end
-    local triples = {}
-    for _, p in ipairs(s.pointers) do
-      local target = wn.synsets[p.target]
-      if target then
-        triples[#triples + 1] = { head = s.lemmas[1], relation = p.relation, tail = target.lemmas[1], target = p.target }
-      end
-    end
-    records[#records + 1] = { text = table.concat(parts, "; "), triples = triples, synset = key }
-  end
-  return records
 end
 
 -- A sequence is kept as binary strings (float32 ids and valid flags, uint16 relation and head

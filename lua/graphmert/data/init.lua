@@ -1,8 +1,13 @@
--- graphmert.data — the GraphMERT application's data: WordNet (wordnet.lua), the WordPiece
--- tokenizer (tokenizer.lua), corpora and seed graphs into leafy-chain sequences (corpus.lua),
--- and the training objective's masking (masking.lua). The node layout they share is the
--- library's gm.layout.
+-- graphmert.data — the GraphMERT application's data: a dataset (corpus, seed graph, entities,
+-- relation schema: dataset.lua) from files or from a source (WordNet: wordnet.lua), entity
+-- linking (linker.lua), the seed graph's index for extraction and evaluation (seed_graph.lua),
+-- the WordPiece tokenizer (tokenizer.lua), training records into leafy-chain sequences
+-- (corpus.lua), and the training objective's masking (masking.lua). The node layout they share
+-- is the library's gm.layout.
 return {
+  dataset = require "graphmert.data.dataset",
+  linker = require "graphmert.data.linker",
+  seed_graph = require "graphmert.data.seed_graph",
   wordnet = require "graphmert.data.wordnet",
   tokenizer = require "graphmert.data.tokenizer",
   corpus = require "graphmert.data.corpus",

@@ -15,16 +15,16 @@ local REQUIRED = {} -- a default that marks a key every config must give
 -- key → { default, type, what it means }
 M.schema = {
   seed = { 1, "number", "random seed: initialisation, masks and the order of batches" },
-  wordnet = { {}, "table", "options of gm.data.wordnet.load: pos (parts of speech), limit (synsets per part), dir" },
-  heldout = { 0.05, "number", "share of synsets kept out of training (their text and triples)" },
+  data = { REQUIRED, "table", "the dataset: { dir = folder } or { corpus = ..., triples = ..., entities = ..., relations = ... } (gm.data.dataset; paths relative to the config file), or { source = \"wordnet\", pos = parts of speech, limit = synsets per part, dir = WordNet's folder }" },
+  heldout = { 0.05, "number", "share of entities kept out of training (the passages about them and every triple they take part in)" },
   heldout_triples = { 0, "number", "share of the remaining facts (both directions) kept out of training" },
   copies = { 1, "number", "a record is repeated once per usable triple, up to this many times" },
   vocab_size = { REQUIRED, "number", "WordPiece vocabulary size of the tokenizer trained on the training text (not with bert_vocab)" },
   bert_vocab = { false, "string", "a BERT vocab.txt (uncased) to tokenise with instead of training a tokenizer" },
   leaf_rate = { 0.15, "number", "share of injected tail groups masked per step (official 0.15)" },
   tail_end = { false, "boolean", "masked tails also cover their root's empty leaf slots, labelled [PAD]: the model learns where a tail ends (for extraction; not in the official code)" },
-  mentions = { false, "boolean", "training tails also at the seed graph's other entity mentions of a record's text (a fact of the mentioned lemma, one per copy), not only at its head: the places extraction asks about (packing = \"record\")" },
-  absent = { 0, "number", "share of injected roots given a relation their lemma lacks in WordNet, with an empty tail (needs tail_end): the model learns to say a relation does not hold, and extraction keeps only tails it ranks above the empty one" },
+  mentions = { false, "boolean", "training tails also at the seed graph's other entity mentions of a record's text (a fact of the mentioned entity, one per copy), not only at its head: the places extraction asks about (packing = \"record\")" },
+  absent = { 0, "number", "share of injected roots given a relation their entity lacks in the seed graph, with an empty tail (needs tail_end): the model learns to say a relation does not hold, and extraction keeps only tails it ranks above the empty one" },
   max_span = { false, "number", "longest masked root span (false: leaves per root, as the official SBO needs; more only with model.sbo = false)" },
   packing = { "record", "string", "\"record\" (each record whole, truncated to roots − 2) or \"chunk\" (official: records concatenated, cut into roots − 2-token chunks)" },
   masking_spans = { true, "boolean", "root spans with span-boundary targets (official mlm_sbo); false: tokens masked independently (the no-span ablation)" },
@@ -83,9 +83,42 @@ end
 
 local sorted_keys = require("graphmert.nn.check").sorted_keys
 
+-- the keys of `data` for each source
+local DATA_KEYS = { files = { dir = "string", corpus = "string", triples = "string", entities = "string",
+  relations = "string", on_error = "string" }, wordnet = { pos = "table", limit = "number", dir = "string", on_error = "string" } }
+
+-- `data` checked, its file paths made absolute against `base` (the config file's folder), so a
+-- config runs the same from any directory and run.json names files a later tool can open
+local function check_data(data, where, base)
+  local source = data.source or "files"
+  local keys = DATA_KEYS[source]
+  if not keys then fail(where, string.format("data.source must be \"files\" or \"wordnet\", got %s", tostring(source))) end
+  local out = { source = source ~= "files" and source or nil }
+  for _, key in ipairs(sorted_keys(data)) do
+    if key ~= "source" then
+      if not keys[key] then
+        fail(where, string.format("unknown data key '%s' for the %s source (known: %s)", tostring(key), source,
+          table.concat(sorted_keys(keys), ", ")))
+      end
+      if type(data[key]) ~= keys[key] then fail(where, string.format("data.%s must be a %s, got %s", key, keys[key], type(data[key]))) end
+      local v = data[key]
+      if keys[key] == "string" and key ~= "on_error" and source == "files" and base and v:sub(1, 1) ~= "/" then v = base .. v end
+      out[key] = v
+    end
+  end
+  if source == "files" and not (out.dir or out.corpus) then
+    fail(where, "data needs dir (a dataset folder) or corpus, triples, entities and relations files")
+  end
+  if out.on_error and out.on_error ~= "skip" and out.on_error ~= "stop" then
+    fail(where, "data.on_error must be \"skip\" or \"stop\", got \"" .. out.on_error .. "\"")
+  end
+  return out
+end
+
 -- cfg with every default filled in; an unknown key, a missing required one or a value of the
--- wrong type is an error naming it (`where` names the config, e.g. its file).
-function M.check(cfg, where)
+-- wrong type is an error naming it (`where` names the config, e.g. its file; relative data
+-- paths are taken from `base`, a folder ending in /, or the current directory).
+function M.check(cfg, where, base)
   for _, key in ipairs(sorted_keys(cfg)) do
     local entry = M.schema[key]
     if not entry then
@@ -132,6 +165,7 @@ function M.check(cfg, where)
     fail(where, "mentions and absent need packing = \"record\"")
   end
   out.grid = check_grid(out.grid, where)
+  out.data = check_data(out.data, where, base)
   if out.on_nonfinite ~= "stop" and out.on_nonfinite ~= "skip" then
     fail(where, "on_nonfinite must be \"stop\" or \"skip\", got \"" .. out.on_nonfinite .. "\"")
   end
@@ -139,8 +173,9 @@ function M.check(cfg, where)
 end
 
 -- A config file's table, with `extends = "other.lua"` (a path relative to the file) resolved:
--- the base's keys, then the file's; a table-valued key present in both (model, wordnet, grid,
--- loss) is merged key by key, so a variant names only what it changes.
+-- the base's keys, then the file's; a table-valued key present in both (model, data, grid,
+-- loss) is merged key by key, so a variant names only what it changes. A relative data path is
+-- made relative to the file that names it.
 local function read(path, chain)
   chain = chain or {}
   for _, seen in ipairs(chain) do
@@ -152,6 +187,13 @@ local function read(path, chain)
   local ok, cfg = pcall(chunk)
   if not ok then error("config " .. path .. ": " .. tostring(cfg), 0) end
   if type(cfg) ~= "table" then error("config " .. path .. ": must return a table, got " .. type(cfg), 0) end
+  local dir = path:match("^(.*/)") or ""
+  if type(cfg.data) == "table" then
+    for _, key in ipairs { "dir", "corpus", "triples", "entities", "relations" } do
+      local v = cfg.data[key]
+      if type(v) == "string" and v:sub(1, 1) ~= "/" and (cfg.data.source or "files") == "files" then cfg.data[key] = dir .. v end
+    end
+  end
   local base_name = cfg.extends
   if base_name == nil then return cfg end
   if type(base_name) ~= "string" then fail("config " .. path, "'extends' must be a file name, got " .. type(base_name)) end
@@ -168,7 +210,15 @@ local function read(path, chain)
 end
 
 function M.load(path)
-  return M.check(read(path), "config " .. path)
+  return M.check(read(path), "config " .. path, M.cwd())
+end
+
+-- the current directory ending in /, to make paths absolute (run.json is read from elsewhere)
+function M.cwd()
+  local p = io.popen("pwd")
+  local dir = p and p:read("l")
+  if p then p:close() end
+  return dir and (dir:gsub("/$", "") .. "/") or ""
 end
 
 function M.describe()

@@ -1,7 +1,8 @@
--- graphmert.experiment — the pieces experiments share: WordNet data prepared once (split by
--- synset and by triple, tokenizer, relation ids, layout, sequences, masking options), a model
--- from a config, the trainer (experiment/trainer.lua), the config schema (experiment/config.lua),
--- the scripts' argument parser (experiment/args.lua) and the evaluation tables.
+-- graphmert.experiment — the pieces experiments share: a dataset prepared once (read and
+-- checked, linked, split by entity and by fact, tokenizer, relation ids, layout, sequences,
+-- masking options), a model from a config, the trainer (experiment/trainer.lua), the config
+-- schema (experiment/config.lua), the scripts' argument parser (experiment/args.lua) and the
+-- evaluation tables.
 local gm = require "graphmert"
 local trainer = require "graphmert.experiment.trainer"
 local injection = require "graphmert.experiment.injection"
@@ -39,48 +40,104 @@ local function shuffle(list, seed)
   end
 end
 
--- The split: `heldout` of the synsets (their texts and triples) and `heldout_triples` of the
--- remaining facts (by unordered head/tail pair) never reach training. Training records keep
--- their text but lose held-out triples and triples pointing into held-out synsets; held-out
--- facts are evaluated on their seen text (d.heldout_facts), held-out synsets on unseen text
--- (d.heldout).
-local function split(records, cfg)
-  local d = { train = {}, heldout = {}, heldout_facts = {} }
-  local held_synset = {}
-  for _, r in ipairs(records) do
-    if r.synset and bucket(r.synset) < cfg.heldout * 1000 then
-      held_synset[r.synset] = true
-      d.heldout[#d.heldout + 1] = r
+-- A dataset from a config's `data` table (experiment/config.lua): gm.data.wordnet's source or
+-- the files of gm.data.dataset.
+function M.dataset(data_cfg)
+  if data_cfg.source == "wordnet" then
+    local opts = {}
+    for k, v in pairs(data_cfg) do if k ~= "source" then opts[k] = v end end
+    return gm.data.wordnet.dataset(opts)
+  end
+  return gm.data.dataset.load(data_cfg)
+end
+
+-- Passages as training records {id, text, entity, head, triples = {head, relation, tail (names),
+-- head_id, tail_id}}. A record's triples are the passage's own (a JSONL corpus's per-passage
+-- triples, WordNet's pointers), else those of the entity it is about, else those of every entity
+-- linked in it (each at its mention). Its entity (what the split holds out) is the one it is
+-- about, else its first triple's head, else its first linked mention's; `head` names it.
+local function records_of(ds, graph)
+  local by_head, entities = ds:triples_by_head(), ds.entities
+  local records, mentions, with_head = {}, 0, 0
+  for _, p in ipairs(ds.passages) do
+    local triples, entity = {}, p.entity
+    local function add(t, head)
+      triples[#triples + 1] = { head = head or entities[t.head].name, relation = t.relation, tail = entities[t.tail].name,
+        head_id = t.head, tail_id = t.tail }
     end
+    local linked = graph.linker:mentions(p.text)
+    mentions = mentions + #linked
+    if #linked > 0 then with_head = with_head + 1 end
+    if p.triples then
+      for _, t in ipairs(p.triples) do add(t) end
+      entity = entity or (p.triples[1] and p.triples[1].head)
+    elseif entity then
+      for _, t in ipairs(by_head[entity] or {}) do add(t) end
+    else
+      local seen = {}
+      for _, m in ipairs(linked) do
+        local id = graph:candidates(m.phrase)[1]
+        entity = entity or id
+        if not seen[id] then
+          seen[id] = true
+          for _, t in ipairs(by_head[id] or {}) do add(t, m.phrase) end
+        end
+      end
+    end
+    records[#records + 1] = { id = p.id, text = p.text, entity = entity, head = entity and entities[entity].name,
+      triples = triples }
+  end
+  return records, { mentions = mentions, with_head = with_head, passages = #ds.passages }
+end
+
+-- The split: `heldout` of the entities (by a hash of their id: the records about them, and
+-- every triple they take part in) and `heldout_triples` of the remaining facts (by unordered
+-- head/tail pair) never reach training. Held-out facts are evaluated on their seen text
+-- (d.heldout_facts), held-out entities on unseen text (d.heldout).
+local function split(records, ds, cfg)
+  local d = { train = {}, heldout = {}, heldout_facts = {} }
+  local held = {}
+  for _, id in ipairs(ds.entity_order) do
+    if bucket(id) < cfg.heldout * 1000 then held[id] = true end
   end
   local fact_share = (cfg.heldout_triples or 0) * 1000
   for _, r in ipairs(records) do
-    if not held_synset[r.synset or false] then
-      local kept, held = {}, {}
+    if held[r.entity or false] then
+      d.heldout[#d.heldout + 1] = r
+    else
+      local kept, facts = {}, {}
       for _, t in ipairs(r.triples) do
-        if bucket(pair_key(t)) < fact_share then held[#held + 1] = t
-        elseif not held_synset[t.target or false] then kept[#kept + 1] = t end
+        if bucket(pair_key(t)) < fact_share then facts[#facts + 1] = t
+        elseif not held[t.tail_id] and not held[t.head_id] then kept[#kept + 1] = t end
       end
-      d.train[#d.train + 1] = { text = r.text, triples = kept, synset = r.synset }
-      if #held > 0 then d.heldout_facts[#d.heldout_facts + 1] = { text = r.text, triples = held, synset = r.synset } end
+      d.train[#d.train + 1] = { id = r.id, text = r.text, triples = kept, entity = r.entity, head = r.head }
+      if #facts > 0 then
+        d.heldout_facts[#d.heldout_facts + 1] = { id = r.id, text = r.text, triples = facts, entity = r.entity, head = r.head }
+      end
     end
   end
+  d.heldout_entities = 0
+  for _ in pairs(held) do d.heldout_entities = d.heldout_entities + 1 end
   return d
 end
 
--- cfg: a checked config (wordnet, heldout, heldout_triples, vocab_size or bert_vocab, copies,
--- packing, leaf_rate, masking_spans, model.roots/leaves); tok: an existing tokenizer or nil;
--- opts: {keep_wordnet}
-function M.prepare(cfg, tok, opts)
+-- cfg: a checked config (data, heldout, heldout_triples, vocab_size or bert_vocab, copies,
+-- packing, leaf_rate, masking_spans, model.roots/leaves); tok: an existing tokenizer or nil.
+-- d.graph is the seed graph's index (gm.data.seed_graph) that extraction and evaluation ask.
+function M.prepare(cfg, tok)
   local data = gm.data
-  local wn = data.wordnet.load(cfg.wordnet)
-  local records = data.corpus.from_wordnet(wn)
-  local d = split(records, cfg)
-  -- only the counts stay: the synsets would be a large Lua heap for every collection to walk;
-  -- opts.keep_wordnet keeps them as d.wn for a caller that scores triples against WordNet
-  d.wordnet = { count = wn.count, errors = wn.errors }
-  if opts and opts.keep_wordnet then d.wn = wn end
-  d.graph = gm.eval.extract.seed_graph(wn) -- lemmas and the kinds each relation joins
+  local ds = M.dataset(cfg.data)
+  local graph = data.seed_graph.new(ds)
+  local records, linked = records_of(ds, graph)
+  local d = split(records, ds, cfg)
+  d.dataset, d.dataset_name, d.linked, d.graph = ds:summary(), ds.name, linked, graph
+  d.names = {} -- entity id → its names, normalised (the phrases the linker finds)
+  for _, id in ipairs(ds.entity_order) do
+    local e = ds.entities[id]
+    local list = { data.linker.normalize(e.name) }
+    for _, a in ipairs(e.aliases) do list[#list + 1] = data.linker.normalize(a) end
+    d.names[id] = list
+  end
   if not tok and cfg.bert_vocab then
     tok = data.tokenizer.from_vocab(cfg.bert_vocab)
   elseif not tok then
@@ -89,16 +146,12 @@ function M.prepare(cfg, tok, opts)
     tok = data.tokenizer.train(texts, { vocab_size = cfg.vocab_size })
   end
   d.tok = tok
-  local names = {}
-  for _, r in ipairs(records) do for _, t in ipairs(r.triples) do names[t.relation] = true end end
-  d.relation_names = {}
-  for n in pairs(names) do d.relation_names[#d.relation_names + 1] = n end
-  table.sort(d.relation_names)
+  d.relation_names = ds.relation_names
   d.relations = {}
   for id, n in ipairs(d.relation_names) do d.relations[n] = id end
   d.layout = gm.layout { roots = cfg.model.roots, leaves = cfg.model.leaves }
   if cfg.mentions or (cfg.absent or 0) > 0 then
-    injection.plan(d.train, wn, d.graph, d.relation_names, cfg)
+    injection.plan(d.train, graph, d.names, d.relation_names, cfg)
   end
   d.train_seqs, d.report = data.corpus.build(d.train, tok,
     { layout = d.layout, relations = d.relations, copies = cfg.copies, packing = cfg.packing })
@@ -116,13 +169,17 @@ end
 function M.summary(d)
   local facts = 0
   for _, r in ipairs(d.heldout_facts) do facts = facts + #r.triples end
-  return string.format("wordnet: %d synsets (%d parse errors), %d held out, %d held-out facts; %d training sequences, %d held out; %d triples injected; %d records truncated (%d tokens cut); vocabulary %d; %d relations",
-    d.wordnet.count, d.wordnet.errors.count, #d.heldout, facts, #d.train_seqs, #d.eval_seqs, d.report.injected or 0,
-    d.report.truncated_records, d.report.truncated_tokens, d.tok:size(), #d.relation_names)
+  local l = d.linked
+  return string.format("%s; linked %.1f mentions a passage, %.1f%% of passages with a head; %d entities held out " ..
+    "(%d passages), %d held-out facts; %d training sequences, %d held out; %d triples injected; %d records truncated " ..
+    "(%d tokens cut); vocabulary %d",
+    d.dataset, l.mentions / math.max(l.passages, 1), 100 * l.with_head / math.max(l.passages, 1), d.heldout_entities,
+    #d.heldout, facts, #d.train_seqs, #d.eval_seqs, d.report.injected or 0, d.report.truncated_records,
+    d.report.truncated_tokens, d.tok:size())
 end
 
--- The first n held-out synsets' glosses as extraction passages {id, text, gold = their triples}:
--- text the model never saw in training, scored against the synsets' own facts.
+-- The first n held-out entities' passages as extraction passages {id, text, gold = their
+-- triples}: text the model never saw in training, scored against the entities' own facts.
 function M.heldout_passages(d, n)
   local passages = {}
   for i = 1, math.min(n, #d.heldout) do
@@ -167,7 +224,7 @@ end
 
 -- run.json in a training output folder: what a later tool needs to rebuild the run's model and
 -- read its outputs (the config file, the model's options, the relation names in id order, the
--- WordNet options of the seed graph). Written atomically.
+-- config's `data`, its paths absolute). Written atomically.
 function M.write_run(dir, run)
   local ok, err = gm.write_atomic(dir .. "/run.json", { require("cjson").encode(run) })
   if not ok then error("write_run: " .. err, 2) end
@@ -180,6 +237,12 @@ function M.read_run(dir)
   if type(run.model) ~= "table" or type(run.relations) ~= "table" then
     error(path .. " is not a run description (model and relations expected)", 0)
   end
+  -- a run written before datasets: its seed graph was WordNet's
+  if run.data == nil and type(run.wordnet) == "table" then
+    run.data = { source = "wordnet" }
+    for k, v in pairs(run.wordnet) do run.data[k] = v end
+  end
+  if type(run.data) ~= "table" then error(path .. " names no dataset (data expected)", 0) end
   return run
 end
 
@@ -191,12 +254,10 @@ function M.model(d, cfg)
   return gm.nn.GraphMERT(model_cfg)
 end
 
--- the known tails (lemmas of the kinds each relation reaches) are made once, at the first
--- evaluation, so that training does not carry them
--- The known tails (constrained decoding's list: relation id → the lemmas of the kinds it reaches),
--- made once per data.
+-- The known tails (constrained decoding's list: relation id → the names of the types it
+-- reaches), made once per data, at the first evaluation, so that training does not carry them.
 function M.known_tails(d)
-  d.known_tails = d.known_tails or gm.eval.extract.known_tails(d.graph, d.tok, d.relations, d.layout.leaves)
+  d.known_tails = d.known_tails or d.graph:known_tails(d.tok, d.relations, d.layout.leaves)
   return d.known_tails
 end
 
@@ -206,18 +267,18 @@ local function tail_opts(d, cfg)
     tail_end = cfg.tail_end }
 end
 
--- Tail prediction for the model on held-out facts (seen text) and held-out synsets (unseen text).
+-- Tail prediction for the model on held-out facts (seen text) and held-out entities (unseen text).
 function M.tail_metrics(d, cfg, model)
   local o = tail_opts(d, cfg)
   return { facts = gm.eval.tail_prediction(model, d.tok, d.heldout_facts, o),
-           synsets = gm.eval.tail_prediction(model, d.tok, d.heldout, o) }
+           entities = gm.eval.tail_prediction(model, d.tok, d.heldout, o) }
 end
 
 -- The same for the most-frequent-tail-per-relation baseline.
 function M.baseline_metrics(d, cfg)
   local o = tail_opts(d, cfg)
   return { facts = gm.eval.most_frequent_tail(d.train, d.heldout_facts, d.tok, o),
-           synsets = gm.eval.most_frequent_tail(d.train, d.heldout, d.tok, o) }
+           entities = gm.eval.most_frequent_tail(d.train, d.heldout, d.tok, o) }
 end
 
 local function rule(widths)
@@ -227,21 +288,21 @@ local function rule(widths)
 end
 
 -- The evaluation table: one row per {name, acc (masked-token accuracy or nil), tails (from
--- tail_metrics)}, tail prediction on held-out facts and on held-out synsets side by side: the
+-- tail_metrics)}, tail prediction on held-out facts and on held-out entities side by side: the
 -- whole tail decoded without its length and ranked among the known tails (hits@1, hits@10,
 -- MRR@10), then the first-token hits@1 with the length given (the earlier protocol).
 function M.table(rows)
   local lines = {
-    "| model                    | MLM acc | facts: tail@1 | tail@10 | MRR@10 | first@1 | synsets: tail@1 | tail@10 | MRR@10 | first@1 |",
-    rule { 24, 7, 13, 7, 6, 7, 15, 7, 6, 7 } }
+    "| model                    | MLM acc | facts: tail@1 | tail@10 | MRR@10 | first@1 | entities: tail@1 | tail@10 | MRR@10 | first@1 |",
+    rule { 24, 7, 13, 7, 6, 7, 16, 7, 6, 7 } }
   for _, r in ipairs(rows) do
-    local f, s = r.tails.facts, r.tails.synsets
-    lines[#lines + 1] = string.format("| %-24s | %7s | %13.3f | %7.3f | %6.3f | %7.3f | %15.3f | %7.3f | %6.3f | %7.3f |",
+    local f, s = r.tails.facts, r.tails.entities
+    lines[#lines + 1] = string.format("| %-24s | %7s | %13.3f | %7.3f | %6.3f | %7.3f | %16.3f | %7.3f | %6.3f | %7.3f |",
       r.name, r.acc and string.format("%.3f", r.acc) or "-", f.tail.hits1, f.tail.hits10, f.tail.mrr, f.hits1,
       s.tail.hits1, s.tail.hits10, s.tail.mrr, s.hits1)
   end
-  local f, s = rows[1].tails.facts, rows[1].tails.synsets
-  lines[#lines + 1] = string.format("(%d held-out facts on seen text, %d triples of held-out synsets on unseen text; " ..
+  local f, s = rows[1].tails.facts, rows[1].tails.entities
+  lines[#lines + 1] = string.format("(%d held-out facts on seen text, %d triples of held-out entities on unseen text; " ..
     "tail@k: the whole tail among the decoder's top k of the known tails, its length not given; first@1: the " ..
     "first token's hits@1 with the length given)", f.n, s.n)
   return table.concat(lines, "\n")

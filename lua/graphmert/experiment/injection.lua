@@ -3,19 +3,20 @@
 -- entity mention of a passage and every relation allowed for it; a model trained only on each
 -- record's head, and only on relations that hold, has seen neither.
 --
--- plan(train, wn, graph, relation_names, cfg) sets record.placements on the training records: a
--- list of copies, each a list of triples {head, relation, tail, absent} for gm.data.corpus.build:
+-- plan(train, graph, names, relation_names, cfg) sets record.placements on the training records
+-- (graph: gm.data.seed_graph; names: entity id → its normalised names): a list of copies, each a
+-- list of triples {head, relation, tail, absent} for gm.data.corpus.build:
 --   copy c carries the head's c-th fact as before (the last copy also the facts left over, so the
 --     build report stays complete) — records are repeated max(1, min(copies, facts)) times;
---   mentions: each other seed-graph entity mentioned in the text (gm.eval.extract.heads) carries
---     one fact of the synsets its lemma names, drawn per copy from the training facts (held-out
---     synsets and facts never appear: they are not in `train`);
---   absent = a: each mention root with probability a (mentions only), and one extra copy of the head with probability a, carries a
---     relation that no synset of its lemma has in WordNet (all of it, held-out parts included, so
---     a held-out fact is never taught as absent) among those allowed for its kind, with
---     absent = true and an empty tail.
+--   mentions: each other seed-graph entity mentioned in the text (graph:heads) carries one fact
+--     of the entities its name denotes, drawn per copy from the training facts (held-out entities
+--     and facts never appear: they are not in `train`);
+--   absent = a: each mention root with probability a (mentions only), and one extra copy of the
+--     head with probability a, carries a relation that no entity of its name has in the seed
+--     graph (all of it, held-out parts included, so a held-out fact is never taught as absent)
+--     among those its type allows, with absent = true and an empty tail.
 -- Draws come from a seeded LCG of their own, so the plan depends on cfg.seed alone.
-local extract = require "graphmert.eval.extract"
+local normalize = require("graphmert.data.linker").normalize
 
 local M = {}
 
@@ -29,14 +30,12 @@ end
 
 local function pick(list, u) return list[1 + math.floor(u * #list) % #list] end
 
--- lemma (lower-cased) → the training facts of the synsets it names, their head set to the lemma
-local function facts_by_lemma(train, wn)
+-- name (normalised) → the training facts of the entities it names, their head set to the name
+local function facts_by_name(train, names)
   local out = {}
   for _, r in ipairs(train) do
-    local s = r.synset and wn.synsets[r.synset]
-    if s and #r.triples > 0 then
-      for _, l in ipairs(s.lemmas) do
-        local k = l:lower()
+    if r.entity and #r.triples > 0 then
+      for _, k in ipairs(names[r.entity]) do
         out[k] = out[k] or {}
         for _, t in ipairs(r.triples) do
           table.insert(out[k], { head = k, relation = t.relation, tail = t.tail })
@@ -47,18 +46,14 @@ local function facts_by_lemma(train, wn)
   return out
 end
 
--- lemma → the relations allowed for its kind that none of its synsets has (made on demand)
-local function absent_relations(wn, graph, names)
+-- name → the relations allowed for its types that none of its entities has (made on demand)
+local function absent_relations(graph, relation_names)
   local cache = {}
-  return function(lemma)
-    local k = lemma:lower()
+  return function(head)
+    local k = normalize(head)
     if cache[k] then return cache[k] end
-    local present = {}
-    for _, key in ipairs(graph.lemmas[k] or {}) do
-      for _, p in ipairs(wn.synsets[key].pointers) do present[p.relation] = true end
-    end
-    local list = {}
-    for _, name in ipairs(extract.relations_for(graph, k, names)) do
+    local present, list = graph:present(k), {}
+    for _, name in ipairs(graph:relations_for(k, relation_names)) do
       if not present[name] then list[#list + 1] = name end
     end
     cache[k] = list
@@ -66,10 +61,10 @@ local function absent_relations(wn, graph, names)
   end
 end
 
-function M.plan(train, wn, graph, relation_names, cfg)
+function M.plan(train, graph, names, relation_names, cfg)
   local rand = generator(cfg.seed)
-  local by_lemma = cfg.mentions and facts_by_lemma(train, wn) or {}
-  local absent_of = absent_relations(wn, graph, relation_names)
+  local by_name = cfg.mentions and facts_by_name(train, names) or {}
+  local absent_of = absent_relations(graph, relation_names)
   local share = cfg.absent or 0
   local function absent_triple(head)
     local list = absent_of(head)
@@ -77,12 +72,11 @@ function M.plan(train, wn, graph, relation_names, cfg)
     return { head = head, relation = pick(list, rand()), tail = "", absent = true }
   end
   for _, r in ipairs(train) do
-    local s = r.synset and wn.synsets[r.synset]
-    local own = s and s.lemmas[1] or (r.triples[1] and r.triples[1].head)
-    local mentions = {} -- heads() gives each lemma once; the record's own head keeps its facts
+    local own = r.head or (r.triples[1] and r.triples[1].head)
+    local mentions = {} -- heads() gives each name once; the record's own head keeps its facts
     if cfg.mentions then
-      local own_key = own and own:lower()
-      for _, h in ipairs(extract.heads(r.text, graph.lemmas)) do
+      local own_key = own and normalize(own)
+      for _, h in ipairs(graph:heads(r.text)) do
         if h ~= own_key then mentions[#mentions + 1] = h end
       end
     end
@@ -95,7 +89,7 @@ function M.plan(train, wn, graph, relation_names, cfg)
     for _, copy in ipairs(copies) do
       for _, h in ipairs(mentions) do
         local t = rand() < share and absent_triple(h) or nil
-        if not t and by_lemma[h] then t = pick(by_lemma[h], rand()) end
+        if not t and by_name[h] then t = pick(by_name[h], rand()) end
         copy[#copy + 1] = t
       end
     end

@@ -1,0 +1,412 @@
+-- dataset.lua — the product's input: a corpus and a seed knowledge graph, read and checked
+-- before any training (docs/datasets.md is the format's reference page).
+--
+-- A dataset folder holds (or a config's `data` table names each file):
+--   corpus     corpus.txt (one passage per line) or corpus.jsonl ({"id", "text"} and optionally
+--              "entity": the entity the passage is about, "triples": [{head, relation, tail}] of
+--              its own), or a folder corpus/ of such files (read in name order)
+--   triples    triples.tsv (head<TAB>relation<TAB>tail) or triples.jsonl ({head, relation,
+--              tail}); head and tail by entity id, or by a name or alias naming one entity
+--   entities   entities.tsv (id<TAB>name<TAB>type<TAB>aliases separated by |) or entities.jsonl
+--              ({id, name, type, aliases = [...]}); optional when the triples name their
+--              entities (each name is then an entity of type "entity")
+--   relations  optional: relations.tsv (relation<TAB>head types<TAB>tail types, comma-separated,
+--              * for any) or relations.jsonl ({name, head_types, tail_types}); without it each
+--              relation allows the types its triples join
+-- In TSV files a first line naming the columns, blank lines and lines starting with # are
+-- skipped. A bad line is skipped and counted by reason, and the first messages name it as
+-- `file:line: reason` (on_error = "stop": the first one is an error); a missing file, an empty
+-- corpus or a seed graph with no triple is an error.
+--
+--   dataset.load{dir = "experiments/data/tiny", corpus = ..., triples = ..., entities = ...,
+--     relations = ..., on_error = "skip" | "stop"} → Dataset
+--   dataset.new(name) → an empty Dataset a source fills (gm.data.wordnet.dataset):
+--     ds:add_entity(id, name, type, aliases), ds:add_triple(head_id, relation, tail_id),
+--     ds:add_passage{id, text, entity}, then ds:finish()
+-- A Dataset: entities (id → {id, name, type, aliases}), entity_order (ids in file order),
+-- triples ({head, relation, tail} entity ids, in file order), passages ({id, text, entity,
+-- triples, source = "file:line"}), relation_names (sorted), schema (relation → {head = set of
+-- types, tail = set}), link (the linker's options), report ({skipped = reason → count, messages}).
+-- ds:summary() says it all in one paragraph.
+local cjson = require "cjson"
+
+local M = {}
+
+local Dataset = {}
+Dataset.__index = Dataset
+
+local MESSAGES = 20 -- the first messages kept; the counts keep the rest
+
+function M.new(name, opts)
+  opts = opts or {}
+  return setmetatable({ name = name, entities = {}, entity_order = {}, triples = {}, passages = {},
+    relation_names = {}, schema = {}, schema_given = false, link = opts.link or {}, on_error = opts.on_error or "skip",
+    report = { skipped = {}, messages = {}, skipped_total = 0 }, seen_triple = {}, seen_passage = {} }, Dataset)
+end
+
+-- A skipped line: counted under `reason`; the message names the file and line.
+function Dataset:skip(where, reason, detail)
+  local msg = where .. ": " .. reason .. (detail and (" (" .. detail .. ")") or "")
+  if self.on_error == "stop" then error(msg, 0) end
+  local r = self.report
+  r.skipped[reason] = (r.skipped[reason] or 0) + 1
+  r.skipped_total = r.skipped_total + 1
+  if #r.messages < MESSAGES then r.messages[#r.messages + 1] = msg end
+end
+
+function Dataset:add_entity(id, name, type, aliases)
+  local e = { id = id, name = name, type = type ~= "" and type or "entity", aliases = aliases or {} }
+  self.entities[id] = e
+  self.entity_order[#self.entity_order + 1] = id
+  return e
+end
+
+function Dataset:add_triple(head, relation, tail)
+  local key = head .. "\0" .. relation .. "\0" .. tail
+  if self.seen_triple[key] then return false end
+  self.seen_triple[key] = true
+  self.triples[#self.triples + 1] = { head = head, relation = relation, tail = tail }
+  return true
+end
+
+function Dataset:add_passage(p)
+  self.passages[#self.passages + 1] = p
+  return p
+end
+
+-- The relation list and, without a schema file, each relation's observed head and tail types.
+function Dataset:finish()
+  if not self.schema_given then
+    for _, t in ipairs(self.triples) do
+      local s = self.schema[t.relation]
+      if not s then
+        s = { head = {}, tail = {} }
+        self.schema[t.relation] = s
+      end
+      s.head[self.entities[t.head].type] = true
+      s.tail[self.entities[t.tail].type] = true
+    end
+  end
+  self.relation_names = {}
+  for name in pairs(self.schema) do self.relation_names[#self.relation_names + 1] = name end
+  table.sort(self.relation_names)
+  self.seen_triple, self.seen_passage = nil, nil -- only needed while reading
+  return self
+end
+
+-- the triples of each head entity, in file order (made on first use)
+function Dataset:triples_by_head()
+  if not self.by_head then
+    self.by_head = {}
+    for _, t in ipairs(self.triples) do
+      local list = self.by_head[t.head]
+      if not list then list = {}; self.by_head[t.head] = list end
+      list[#list + 1] = t
+    end
+  end
+  return self.by_head
+end
+
+local function plural(n, word) return string.format("%d %s%s", n, word, n == 1 and "" or "s") end
+
+function Dataset:summary()
+  local about, aliases = 0, 0
+  for _, p in ipairs(self.passages) do if p.entity then about = about + 1 end end
+  for _, id in ipairs(self.entity_order) do aliases = aliases + #self.entities[id].aliases end
+  local s = string.format("dataset %s: %s (%d about an entity), %s (%s), %s in %s", self.name,
+    plural(#self.passages, "passage"), about, plural(#self.entity_order, "entity"):gsub("entitys", "entities"),
+    plural(aliases, "alias"):gsub("aliass", "aliases"), plural(#self.triples, "triple"),
+    plural(#self.relation_names, "relation"))
+  local r = self.report
+  if r.skipped_total > 0 then
+    local reasons = {}
+    for reason, n in pairs(r.skipped) do reasons[#reasons + 1] = string.format("%d %s", n, reason) end
+    table.sort(reasons)
+    s = s .. string.format("; %s skipped: %s; first: %s", plural(r.skipped_total, "line"), table.concat(reasons, ", "),
+      r.messages[1])
+  end
+  return s
+end
+
+-- Reading files ----------------------------------------------------------------------------
+
+local function fail(msg) error(msg, 0) end
+
+-- each non-blank, non-comment line of a text file with its number; CR before LF dropped
+local function lines_of(path)
+  local f, err = io.open(path, "rb")
+  if not f then fail("dataset: " .. err) end
+  local n = 0
+  return function()
+    while true do
+      local line = f:read("L")
+      if not line then f:close() return nil end
+      n = n + 1
+      line = line:gsub("\r?\n$", "")
+      if line:match("%S") and not line:match("^%s*#") then return n, line end
+    end
+  end
+end
+
+local function is_dir(path)
+  local ok, _, code = os.rename(path, path)
+  if not ok and code == 2 then return false end
+  local f = io.open(path, "rb")
+  if not f then return ok end
+  local _, _, read_code = f:read(1)
+  f:close()
+  return read_code == 21 -- EISDIR
+end
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() return true end
+  return is_dir(path)
+end
+
+-- the files of a folder, in name order (one level; hidden files left out)
+local function folder_files(dir)
+  local p = io.popen("ls -1 -- '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
+  local out = {}
+  for name in p:lines() do
+    if not name:match("^%.") and (name:match("%.txt$") or name:match("%.jsonl$")) then out[#out + 1] = dir .. "/" .. name end
+  end
+  p:close()
+  table.sort(out)
+  return out
+end
+
+local function tsv_fields(line)
+  local fields = {}
+  for field in (line .. "\t"):gmatch("([^\t]*)\t") do fields[#fields + 1] = field:match("^%s*(.-)%s*$") end
+  return fields
+end
+
+local function is_header(fields, first) return fields[1] and fields[1]:lower() == first end
+
+-- records of a TSV or JSONL file: fn(where, fields) with fields by name; `columns` names the TSV
+-- columns (the header's first word is columns[1])
+local function each_record(ds, path, columns, fn)
+  local jsonl = path:match("%.jsonl$")
+  local first = true
+  for n, line in lines_of(path) do
+    local where = string.format("%s:%d", path, n)
+    if not utf8.len(line) then
+      ds:skip(where, "not UTF-8 text")
+    elseif jsonl then
+      local ok, rec = pcall(cjson.decode, line)
+      if not ok or type(rec) ~= "table" then ds:skip(where, "not a JSON object") else fn(where, rec) end
+    else
+      local fields = tsv_fields(line)
+      if not (first and is_header(fields, columns[1])) then
+        local rec = {}
+        for i, c in ipairs(columns) do rec[c] = fields[i] end
+        rec[1] = #fields
+        fn(where, rec)
+      end
+    end
+    first = false
+  end
+end
+
+local function text_field(v) return type(v) == "string" and v:match("%S") and v or (math.type(v) and tostring(v)) or nil end
+
+local function split_list(v, sep)
+  if type(v) == "table" then
+    local out = {}
+    for _, x in ipairs(v) do if type(x) == "string" and x:match("%S") then out[#out + 1] = x end end
+    return out
+  end
+  local out = {}
+  for x in ((v or "") .. sep):gmatch("([^" .. sep .. "]*)" .. sep) do
+    x = x:match("^%s*(.-)%s*$")
+    if x ~= "" then out[#out + 1] = x end
+  end
+  return out
+end
+
+local function read_entities(ds, path)
+  each_record(ds, path, { "id", "name", "type", "aliases" }, function(where, r)
+    local id, name = text_field(r.id), text_field(r.name)
+    if r[1] and r[1] < 2 then ds:skip(where, "fewer than 2 fields", "id<TAB>name<TAB>type<TAB>aliases")
+    elseif not id then ds:skip(where, "no entity id")
+    elseif not name then ds:skip(where, "no entity name")
+    elseif ds.entities[id] then ds:skip(where, "duplicate entity id", id)
+    else
+      local type_ = r.type ~= nil and text_field(r.type) or "entity"
+      ds:add_entity(id, name, type_, split_list(r.aliases, "|"))
+    end
+  end)
+end
+
+local function read_relations(ds, path)
+  ds.schema_given = true
+  each_record(ds, path, { "relation", "head_types", "tail_types" }, function(where, r)
+    local name = text_field(r.relation or r.name)
+    if r[1] and r[1] < 3 then ds:skip(where, "fewer than 3 fields", "relation<TAB>head types<TAB>tail types")
+    elseif not name then ds:skip(where, "no relation name")
+    elseif ds.schema[name] then ds:skip(where, "duplicate relation", name)
+    else
+      local s = { head = {}, tail = {}, where = where }
+      for _, side in ipairs { "head", "tail" } do
+        for _, t in ipairs(split_list(r[side .. "_types"], ",")) do s[side][t] = true end
+        if s[side]["*"] or next(s[side]) == nil then s[side] = "*" end
+      end
+      ds.schema[name] = s
+    end
+  end)
+end
+
+-- names → entity ids, to resolve triples given by name (built on first use)
+local function name_index(ds)
+  if ds.names then return ds.names end
+  local normalize = require("graphmert.data.linker").normalize
+  local names = {}
+  local function add(name, id)
+    local k = normalize(name)
+    local ids = names[k] or {}
+    names[k] = ids
+    if ids[#ids] ~= id then ids[#ids + 1] = id end
+  end
+  for _, id in ipairs(ds.entity_order) do
+    local e = ds.entities[id]
+    add(e.name, id)
+    for _, a in ipairs(e.aliases) do add(a, id) end
+  end
+  ds.names = names
+  return names
+end
+
+-- an entity id for a triple's head or tail, or nil and the reason
+local function resolve(ds, value, implicit)
+  local v = text_field(value)
+  if not v then return nil, "empty head or tail" end
+  if ds.entities[v] then return v end
+  if implicit then
+    name_index(ds) -- entities made from names are found by name too
+    local ids = ds.names[require("graphmert.data.linker").normalize(v)]
+    if ids then return ids[1] end
+    local e = ds:add_entity(v, v, "entity", {})
+    local k = require("graphmert.data.linker").normalize(v)
+    ds.names[k] = { e.id }
+    return e.id
+  end
+  local ids = name_index(ds)[require("graphmert.data.linker").normalize(v)]
+  if not ids then return nil, "unknown entity", v end
+  if #ids > 1 then return nil, "ambiguous entity name", v .. " names " .. table.concat(ids, ", ", 1, math.min(#ids, 3)) end
+  return ids[1]
+end
+
+local function allowed(set, type_) return set == "*" or set[type_] end
+
+-- one triple from a file or a passage: resolved, its relation and types checked, added
+local function add_triple(ds, where, r, implicit)
+  local relation = text_field(r.relation)
+  if r[1] and r[1] ~= 3 then return ds:skip(where, r[1] < 3 and "fewer than 3 fields" or "more than 3 fields", "head<TAB>relation<TAB>tail") end
+  if not relation then return ds:skip(where, "no relation") end
+  local head, why, what = resolve(ds, r.head, implicit)
+  if not head then return ds:skip(where, why, what) end
+  local tail
+  tail, why, what = resolve(ds, r.tail, implicit)
+  if not tail then return ds:skip(where, why, what) end
+  if ds.schema_given then
+    local s = ds.schema[relation]
+    if not s then return ds:skip(where, "unknown relation", relation .. " is not in the relation schema") end
+    local ht, tt = ds.entities[head].type, ds.entities[tail].type
+    if not allowed(s.head, ht) then
+      return ds:skip(where, "head type not allowed by the relation schema", string.format("%s is a %s; %s at %s", head, ht, relation, s.where))
+    end
+    if not allowed(s.tail, tt) then
+      return ds:skip(where, "tail type not allowed by the relation schema", string.format("%s is a %s; %s at %s", tail, tt, relation, s.where))
+    end
+  end
+  if not ds:add_triple(head, relation, tail) then ds:skip(where, "duplicate triple") end
+  return head, tail
+end
+
+local function read_triples(ds, path, implicit)
+  each_record(ds, path, { "head", "relation", "tail" }, function(where, r) add_triple(ds, where, r, implicit) end)
+end
+
+local function read_corpus_file(ds, path, prefix, implicit)
+  local jsonl = path:match("%.jsonl$")
+  for n, line in lines_of(path) do
+    local where = string.format("%s:%d", path, n)
+    local default_id = prefix and (prefix .. ":" .. n) or tostring(n)
+    if not utf8.len(line) then
+      ds:skip(where, "not UTF-8 text")
+    elseif not jsonl then
+      ds:add_passage { id = default_id, text = line, source = where }
+    else
+      local ok, rec = pcall(cjson.decode, line)
+      local text = ok and type(rec) == "table" and text_field(rec.text)
+      local id = ok and type(rec) == "table" and (rec.id == nil and default_id or text_field(rec.id))
+      if not ok or type(rec) ~= "table" then ds:skip(where, "not a JSON object")
+      elseif not text then ds:skip(where, "no text")
+      elseif not id then ds:skip(where, "id must be a string or a number")
+      elseif ds.seen_passage[id] then ds:skip(where, "duplicate passage id", id)
+      elseif rec.entity ~= nil and not ds.entities[text_field(rec.entity) or ""] then
+        ds:skip(where, "unknown entity", tostring(rec.entity))
+      else
+        ds.seen_passage[id] = true
+        local p = ds:add_passage { id = id, text = text, entity = rec.entity and text_field(rec.entity), source = where }
+        if type(rec.triples) == "table" then
+          -- per-passage triples (the earlier JSONL format): also part of the seed graph
+          for i, t in ipairs(rec.triples) do
+            if type(t) ~= "table" then ds:skip(where, "triple " .. i .. " is not an object")
+            else
+              local head, tail = add_triple(ds, where .. " triple " .. i, t, implicit)
+              if head then
+                p.triples = p.triples or {}
+                p.triples[#p.triples + 1] = { head = head, relation = text_field(t.relation), tail = tail }
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+end
+
+-- the file a folder holds under one of `names`, or nil
+local function find(dir, names)
+  for _, n in ipairs(names) do
+    local path = dir .. "/" .. n
+    if exists(path) then return path end
+  end
+end
+
+function M.load(spec)
+  if type(spec) == "string" then spec = { dir = spec } end
+  if type(spec) ~= "table" then fail("dataset.load: expected a folder or a table of files, got " .. type(spec)) end
+  local dir = spec.dir
+  if dir and not is_dir(dir) then fail("dataset: " .. dir .. " is not a folder") end
+  local files = {}
+  for key, names in pairs { corpus = { "corpus.jsonl", "corpus.txt", "corpus" }, triples = { "triples.tsv", "triples.jsonl" },
+    entities = { "entities.tsv", "entities.jsonl" }, relations = { "relations.tsv", "relations.jsonl" } } do
+    files[key] = spec[key] or (dir and find(dir, names))
+    if spec[key] and not exists(spec[key]) then fail("dataset: " .. key .. " file " .. spec[key] .. " does not exist") end
+  end
+  if not files.corpus then fail("dataset" .. (dir and (" " .. dir) or "") .. ": no corpus (corpus.txt, corpus.jsonl or corpus/)") end
+  if not files.triples and not files.entities and not files.corpus:match("%.jsonl$") and not is_dir(files.corpus) then
+    fail("dataset: no seed graph (triples.tsv or triples.jsonl, or per-passage triples in a corpus.jsonl)")
+  end
+  local ds = M.new(dir or files.corpus, { on_error = spec.on_error })
+  ds.files = files
+  local implicit = not files.entities -- without an entities file, names make the entities
+  if files.entities then read_entities(ds, files.entities) end
+  if files.entities and #ds.entity_order == 0 then fail("dataset: " .. files.entities .. " has no entities") end
+  if files.relations then read_relations(ds, files.relations) end
+  if files.relations and next(ds.schema) == nil then fail("dataset: " .. files.relations .. " has no relations") end
+  if files.triples then read_triples(ds, files.triples, implicit) end
+  local corpus_files = is_dir(files.corpus) and folder_files(files.corpus) or { files.corpus }
+  if #corpus_files == 0 then fail("dataset: " .. files.corpus .. " holds no .txt or .jsonl file") end
+  for _, path in ipairs(corpus_files) do
+    read_corpus_file(ds, path, #corpus_files > 1 and path:match("([^/]*)$"), implicit)
+  end
+  if #ds.passages == 0 then fail("dataset: the corpus " .. files.corpus .. " has no passages") end
+  if #ds.triples == 0 then fail("dataset " .. ds.name .. ": the seed graph has no triples") end
+  return ds:finish()
+end
+
+return M

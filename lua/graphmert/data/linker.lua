@@ -1,0 +1,146 @@
+-- linker.lua — entity linking: the mentions of a seed graph's entity names and aliases in text.
+--
+-- Text and names are normalised alike (normalize: BERT's basic text splitting with lower = true,
+-- gm.data.bert_text — case folded, accents stripped (NFD, no combining marks), every punctuation
+-- mark its own word), so "Glycolytic-Process", "glycolytic - process" and "Glycolytic‐process"
+-- differ only where the characters do. A mention is a run of whole words equal to a name: never
+-- inside a word. Scanning left to right, the longest name starting at a word wins (multi-word
+-- names first), and the scan goes on after it; a one-word match that is a stop word ("a", "in",
+-- "or", ...: also the letter A, Indiana and Oregon in WordNet) is not a mention, nor is a name
+-- without a letter.
+--
+-- Ambiguity: a name may denote several entities (WordNet's "dog" names seven synsets; an alias
+-- may be shared). A mention keeps all of them as candidates, ranked: entities whose preferred
+-- name it is before those it is an alias of, then the entities with more seed-graph triples,
+-- then by id. The first is the mention's entity; evaluation counts a triple as held when any
+-- head candidate has the relation to any tail candidate.
+--
+--   local l = linker.new { max_words = nil, stopwords = linker.english_stopwords }
+--   l:add(id, name, preferred, weight)     -- once per name or alias (weight: its triple count)
+--   l:mentions(text) → { {phrase = "glycolytic process", first = 3, words = 2}, ... } in text order
+--   l:heads(text) → the distinct phrases mentioned, in order of first mention
+--   l:candidates(phrase) → the ranked entity ids of a normalised phrase (or nil)
+--   linker.normalize(text) → the normalised phrase ("Hot-Dog" → "hot - dog")
+-- The index is two flat tables of strings (phrase → candidates, word prefixes of names), not a
+-- tree of tables: a 10⁵-name graph adds no objects for the collector to walk during training.
+local bert_text = require "graphmert.data.bert_text"
+
+local M = {}
+
+M.english_stopwords = {}
+for w in ([[a an the this that these those some any each every no all both either neither
+  in on at by for from of off to up down into onto upon out over under with within without about
+  above below across after before behind beside between beyond during except inside near
+  outside past since through throughout till toward towards until via per than as like
+  and or but nor so yet if then else when while because although though unless whether
+  i me my we us our you your he him his she her it its they them their who whom whose which what
+  be am is are was were been being have has had do does did done will would shall should can
+  could may might must not also only very too just more most less least such own same other
+  there here where how why one]]):gmatch("%a+") do M.english_stopwords[w] = true end
+
+-- printable ASCII text (most of it) takes a short path that gives the same words as BERT's
+function M.words(text)
+  if text:find("[%z\1-\8\11\12\14-\31\127-\255]") then return bert_text.words(text, true) end
+  local out = {}
+  for word, mark in text:lower():gmatch("(%w*)(%p?)") do
+    if word ~= "" then out[#out + 1] = word end
+    if mark ~= "" then out[#out + 1] = mark end
+  end
+  return out
+end
+
+function M.normalize(text) return table.concat(M.words(text), " ") end
+
+local Linker = {}
+Linker.__index = Linker
+
+-- opts.max_words: longest mention in words (nil: the longest name); opts.stopwords: a set of
+-- one-word matches that are not mentions (default english_stopwords; {} for none)
+function M.new(opts)
+  opts = opts or {}
+  return setmetatable({ index = {}, prefix = {}, rank = {}, longest = 0, max_words = opts.max_words,
+    stopwords = opts.stopwords or M.english_stopwords }, Linker)
+end
+
+-- Adds a name (or alias) of entity `id`. Candidates are kept sorted by the ranking above:
+-- rank[phrase .. "\0" .. id] holds the key they sort by.
+function Linker:add(id, name, preferred, weight)
+  local words = M.words(name)
+  local phrase = table.concat(words, " ")
+  if #words == 0 or not phrase:match("%a") then return false end
+  local key = phrase .. "\0" .. id
+  local r = { preferred and 0 or 1, -(weight or 0), id }
+  local old = self.rank[key]
+  if old and (old[1] < r[1] or (old[1] == r[1] and old[2] <= r[2])) then return true end
+  self.rank[key] = r
+  local list = self.index[phrase]
+  if not list then
+    self.index[phrase] = id
+    for n = 1, #words - 1 do
+      local p = table.concat(words, " ", 1, n)
+      if self.prefix[p] == nil then self.prefix[p] = true end
+    end
+    self.longest = math.max(self.longest, #words)
+    return true
+  end
+  if type(list) == "string" then
+    if list == id then return true end
+    list = { list }
+    self.index[phrase] = list
+  end
+  local found = false
+  for _, x in ipairs(list) do if x == id then found = true end end
+  if not found then list[#list + 1] = id end
+  local rank = self.rank
+  table.sort(list, function(a, b)
+    local ra, rb = rank[phrase .. "\0" .. a], rank[phrase .. "\0" .. b]
+    if ra[1] ~= rb[1] then return ra[1] < rb[1] end
+    if ra[2] ~= rb[2] then return ra[2] < rb[2] end
+    return a < b
+  end)
+  return true
+end
+
+-- Drops the ranking keys once every name is in (they are only needed while adding).
+function Linker:freeze() self.rank = {} return self end
+
+function Linker:candidates(phrase)
+  local c = self.index[phrase]
+  if type(c) == "string" then return { c } end
+  return c
+end
+
+function Linker:mentions(text)
+  local words = M.words(text)
+  local out, i, limit = {}, 1, self.max_words or self.longest
+  while i <= #words do
+    local phrase, best, len = words[i], nil, 0
+    for n = 1, math.min(limit, #words - i + 1) do
+      if n > 1 then phrase = phrase .. " " .. words[i + n - 1] end
+      if self.index[phrase] then best, len = phrase, n end
+      if not self.prefix[phrase] then break end
+    end
+    if best then
+      if not (len == 1 and self.stopwords[best]) then
+        out[#out + 1] = { phrase = best, first = i, words = len }
+      end
+      i = i + len
+    else
+      i = i + 1
+    end
+  end
+  return out
+end
+
+function Linker:heads(text)
+  local found, seen = {}, {}
+  for _, m in ipairs(self:mentions(text)) do
+    if not seen[m.phrase] then
+      seen[m.phrase] = true
+      found[#found + 1] = m.phrase
+    end
+  end
+  return found
+end
+
+return M
