@@ -50,7 +50,7 @@ CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 BIND_OBJ := $(patsubst src/%.c,build/obj/%.o,$(BIND_SRC))
 HEADERS  := $(wildcard src/*.h)
 
-.PHONY: all setup test test-lua test-embedded check-core bench bench-cpu bench-tiles bench-gemm demo install uninstall clean asan valgrind fuzz-smoke long-run
+.PHONY: all setup test test-lua test-embedded check-core bench bench-cpu bench-tiles bench-gemm demo gene-ontology install uninstall clean asan valgrind fuzz-smoke long-run
 
 all: build/graphmert/core.so build/bin/graphmert
 
@@ -137,6 +137,16 @@ demo: $(if $(filter 1,$(SETUP)),setup)
 	$(MAKE) all
 	./build/bin/graphmert experiments/train.lua --config experiments/configs/wordnet_10min.lua \
 	  --out out/wordnet_10min
+
+# The Gene Ontology from Debian's r-bioc-go.db as a dataset (scripts/gene_ontology.sh), GraphMERT
+# and its baseline trained on it, and extraction from held-out definitions scored against it.
+gene-ontology: $(if $(filter 1,$(SETUP)),setup)
+	$(MAKE) all
+	sh scripts/gene_ontology.sh
+	./build/bin/graphmert experiments/train.lua --config experiments/configs/gene_ontology.lua \
+	  --out out/gene_ontology
+	./build/bin/graphmert experiments/extract_eval.lua --checkpoint out/gene_ontology --decoding constrained \
+	  --passages 300
 
 bench: all build/bin/bench_sgemm
 	./build/bin/graphmert scripts/bench_core.lua

@@ -30,7 +30,7 @@ local main, say = dist.is_main(), dist.say
 
 local args = ex.args.parse(arg, ex.args.training("ablation.lua",
   "The λ × H-GAT ablation over seeds, with intervals, paired differences and pictures.", "out/ablation"))
-local cfg = ex.config.load(args.config)
+local cfg = ex.config.load(args.config, args.data and { data = { dir = args.data } })
 ex.apply_settings(cfg)
 if args.steps then cfg.steps = args.steps end
 local grid = cfg.grid

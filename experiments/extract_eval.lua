@@ -32,7 +32,7 @@ local out_dir = args.out or args.checkpoint .. "/extraction"
 os.execute("mkdir -p '" .. out_dir .. "'")
 
 local run = ex.read_run(args.checkpoint)
-local cfg = ex.config.load(run.config)
+local cfg = ex.config.load(run.config, { data = run.data }) -- the data it was trained on (a --data override included)
 local tok = gm.data.tokenizer.load(args.checkpoint .. "/tokenizer.txt")
 gm.manual_seed(cfg.seed)
 local d = ex.prepare(cfg, tok)
@@ -98,25 +98,27 @@ local function sum(units, field)
   return s
 end
 local function field_ratio(num, den) return stats.ratio(function(u) return u[num] end, function(u) return u[den] end) end
-local precision, recall = field_ratio("correct", "n"), field_ratio("recalled", "gold")
 
 local lines = {
   string.format("# Extraction on %d held-out passages (%s decoding, top tail per head and relation%s)", #passages, args.decoding,
     opts.empty and ", unless the model ranks \"none\" first" or ""), "",
   string.format("`%s`, %s; 95%% intervals: percentile bootstrap over passages (1,000 resamples).", args.checkpoint, ex.summary(d)), "",
-  "| model | triples | precision [95% CI] | recall [95% CI] | validity | multi-token share of correct | multi-word share of correct | passages/s |",
+  "| model | triples | precision [95% CI] | recall [95% CI] | validity [95% CI] | multi-token share of correct | multi-word share of correct [95% CI] | passages/s |",
   "|---|---|---|---|---|---|---|---|" }
 for _, s in ipairs(systems) do
   local u = s.units
-  local pl, ph, pv = stats.bootstrap(u, precision)
-  local rl, rh, rv = stats.bootstrap(u, recall)
   local n, correct = sum(u, "n"), sum(u, "correct")
   s.extracted = n
-  -- shares of nothing are "-", not 0: a system that asserts no triple has no precision
-  local function share(num, den) return den > 0 and string.format("%.3f", num / den) or "-" end
-  local p_cell = n > 0 and string.format("%.3f [%.3f, %.3f]", pv, pl, ph) or "- (no triples)"
-  lines[#lines + 1] = string.format("| %s | %d | %s | %.3f [%.3f, %.3f] | %s | %s | %s | %s |", s.name, n, p_cell,
-    rv, rl, rh, share(sum(u, "valid"), n), share(sum(u, "multi_token"), correct), share(sum(u, "multi"), correct),
+  -- a share with its interval; of nothing it is "-", not 0: a system that asserts no triple has
+  -- no precision
+  local function cell(num, den)
+    if sum(u, den) == 0 then return "-" end
+    local l, h, v = stats.bootstrap(u, field_ratio(num, den))
+    return string.format("%.3f [%.3f, %.3f]", v, l, h)
+  end
+  lines[#lines + 1] = string.format("| %s | %d | %s | %s | %s | %s | %s | %s |", s.name, n,
+    n > 0 and cell("correct", "n") or "- (no triples)", cell("recalled", "gold"), cell("valid", "n"),
+    correct > 0 and string.format("%.3f", sum(u, "multi_token") / correct) or "-", cell("multi", "correct"),
     s.dir and string.format("%.1f", #passages / s.seconds) or "-")
 end
 if #systems > 1 then

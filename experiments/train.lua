@@ -3,7 +3,7 @@
 -- line, a CSV log, periodic evaluation and checkpoints; then the same budget for the baseline
 -- model without decay and without H-GAT, and the evaluation table (also written to
 -- OUT/results.md). The dataset is read and checked before training starts.
---   graphmert experiments/train.lua [--config experiments/configs/wordnet_small.lua]
+--   graphmert experiments/train.lua [--config experiments/configs/wordnet_small.lua] [--data DIR]
 --                                   [--out out/wordnet_small] [--steps N] [--resume]
 -- Ctrl-C writes a checkpoint and exits; --resume continues from it bit for bit.
 -- `baseline = false` in the config skips the baseline run. A NaN or infinite loss or gradient
@@ -25,7 +25,7 @@ local args = ex.args.parse(arg, ex.args.training("train.lua",
   "Train GraphMERT on a dataset, then the baseline model; print the evaluation table.", "out/wordnet_small",
   { { "resume", false, "continue from the checkpoints in the output folder", flag = true } }))
 
-local cfg = ex.config.load(args.config)
+local cfg = ex.config.load(args.config, args.data and { data = { dir = args.data } })
 if args.steps then cfg.steps = args.steps end
 ex.apply_settings(cfg)
 os.execute("mkdir -p " .. args.out)
@@ -49,7 +49,7 @@ local function train(run)
   gm.manual_seed(cfg.seed)
   local model = ex.model(d, c)
   if main then
-    ex.write_run(run.out, { config = args.config, model = model.config, relations = d.relation_names,
+    ex.write_run(run.out, { config = args.config:sub(1, 1) == "/" and args.config or ex.config.cwd() .. args.config, model = model.config, relations = d.relation_names,
       data = cfg.data, tail_end = cfg.tail_end, absent = cfg.absent })
   end
   local opt = gm.optim.adamw(model:named_parameters(), { lr = c.lr, weight_decay = c.weight_decay })

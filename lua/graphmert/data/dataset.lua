@@ -29,6 +29,7 @@
 -- types, tail = set}), link (the linker's options), report ({skipped = reason → count, messages}).
 -- ds:summary() says it all in one paragraph.
 local cjson = require "cjson"
+local normalize = require("graphmert.data.linker").normalize
 
 local M = {}
 
@@ -62,6 +63,9 @@ function Dataset:add_entity(id, name, type, aliases)
 end
 
 function Dataset:add_triple(head, relation, tail)
+  if not self.entities[head] or not self.entities[tail] then
+    error(string.format("Dataset:add_triple: no entity %s (add_entity first)", tostring(self.entities[head] and tail or head)), 2)
+  end
   local key = head .. "\0" .. relation .. "\0" .. tail
   if self.seen_triple[key] then return false end
   self.seen_triple[key] = true
@@ -70,6 +74,10 @@ function Dataset:add_triple(head, relation, tail)
 end
 
 function Dataset:add_passage(p)
+  if type(p.text) ~= "string" then error("Dataset:add_passage: text must be a string", 2) end
+  if p.entity ~= nil and not self.entities[p.entity] then
+    error("Dataset:add_passage: no entity " .. tostring(p.entity) .. " (add_entity first)", 2)
+  end
   self.passages[#self.passages + 1] = p
   return p
 end
@@ -107,22 +115,21 @@ function Dataset:triples_by_head()
   return self.by_head
 end
 
-local function plural(n, word) return string.format("%d %s%s", n, word, n == 1 and "" or "s") end
+local function count(n, one, many) return string.format("%d %s", n, n == 1 and one or (many or one .. "s")) end
 
 function Dataset:summary()
   local about, aliases = 0, 0
   for _, p in ipairs(self.passages) do if p.entity then about = about + 1 end end
   for _, id in ipairs(self.entity_order) do aliases = aliases + #self.entities[id].aliases end
   local s = string.format("dataset %s: %s (%d about an entity), %s (%s), %s in %s", self.name,
-    plural(#self.passages, "passage"), about, plural(#self.entity_order, "entity"):gsub("entitys", "entities"),
-    plural(aliases, "alias"):gsub("aliass", "aliases"), plural(#self.triples, "triple"),
-    plural(#self.relation_names, "relation"))
+    count(#self.passages, "passage"), about, count(#self.entity_order, "entity", "entities"),
+    count(aliases, "alias", "aliases"), count(#self.triples, "triple"), count(#self.relation_names, "relation"))
   local r = self.report
   if r.skipped_total > 0 then
     local reasons = {}
     for reason, n in pairs(r.skipped) do reasons[#reasons + 1] = string.format("%d %s", n, reason) end
     table.sort(reasons)
-    s = s .. string.format("; %s skipped: %s; first: %s", plural(r.skipped_total, "line"), table.concat(reasons, ", "),
+    s = s .. string.format("; %s skipped: %s; first: %s", count(r.skipped_total, "line"), table.concat(reasons, ", "),
       r.messages[1])
   end
   return s
@@ -143,6 +150,7 @@ local function lines_of(path)
       if not line then f:close() return nil end
       n = n + 1
       line = line:gsub("\r?\n$", "")
+      if n == 1 then line = line:gsub("^\239\187\191", "") end -- a UTF-8 byte-order mark
       if line:match("%S") and not line:match("^%s*#") then return n, line end
     end
   end
@@ -184,8 +192,8 @@ end
 
 local function is_header(fields, first) return fields[1] and fields[1]:lower() == first end
 
--- records of a TSV or JSONL file: fn(where, fields) with fields by name; `columns` names the TSV
--- columns (the header's first word is columns[1])
+-- records of a TSV or JSONL file: fn(where, record, fields) with the record's values by name and,
+-- for TSV, the line's field count; `columns` names the TSV columns (a header starts with columns[1])
 local function each_record(ds, path, columns, fn)
   local jsonl = path:match("%.jsonl$")
   local first = true
@@ -195,21 +203,25 @@ local function each_record(ds, path, columns, fn)
       ds:skip(where, "not UTF-8 text")
     elseif jsonl then
       local ok, rec = pcall(cjson.decode, line)
-      if not ok or type(rec) ~= "table" then ds:skip(where, "not a JSON object") else fn(where, rec) end
+      if not ok or type(rec) ~= "table" or rec[1] ~= nil then ds:skip(where, "not a JSON object") else fn(where, rec) end
     else
       local fields = tsv_fields(line)
       if not (first and is_header(fields, columns[1])) then
         local rec = {}
         for i, c in ipairs(columns) do rec[c] = fields[i] end
-        rec[1] = #fields
-        fn(where, rec)
+        fn(where, rec, #fields)
       end
     end
     first = false
   end
 end
 
-local function text_field(v) return type(v) == "string" and v:match("%S") and v or (math.type(v) and tostring(v)) or nil end
+-- a non-blank string, or a number as text (JSON's 7 is read as 7.0: written "7"); nil otherwise
+-- (JSON null included)
+local function text_field(v)
+  if type(v) == "string" then return v:match("%S") and v or nil end
+  if math.type(v) then return tostring(math.tointeger(v) or v) end
+end
 
 local function split_list(v, sep)
   if type(v) == "table" then
@@ -226,9 +238,9 @@ local function split_list(v, sep)
 end
 
 local function read_entities(ds, path)
-  each_record(ds, path, { "id", "name", "type", "aliases" }, function(where, r)
+  each_record(ds, path, { "id", "name", "type", "aliases" }, function(where, r, fields)
     local id, name = text_field(r.id), text_field(r.name)
-    if r[1] and r[1] < 2 then ds:skip(where, "fewer than 2 fields", "id<TAB>name<TAB>type<TAB>aliases")
+    if fields and fields < 2 then ds:skip(where, "fewer than 2 fields", "id<TAB>name<TAB>type<TAB>aliases")
     elseif not id then ds:skip(where, "no entity id")
     elseif not name then ds:skip(where, "no entity name")
     elseif ds.entities[id] then ds:skip(where, "duplicate entity id", id)
@@ -241,9 +253,9 @@ end
 
 local function read_relations(ds, path)
   ds.schema_given = true
-  each_record(ds, path, { "relation", "head_types", "tail_types" }, function(where, r)
+  each_record(ds, path, { "relation", "head_types", "tail_types" }, function(where, r, fields)
     local name = text_field(r.relation or r.name)
-    if r[1] and r[1] < 3 then ds:skip(where, "fewer than 3 fields", "relation<TAB>head types<TAB>tail types")
+    if fields and fields < 3 then ds:skip(where, "fewer than 3 fields", "relation<TAB>head types<TAB>tail types")
     elseif not name then ds:skip(where, "no relation name")
     elseif ds.schema[name] then ds:skip(where, "duplicate relation", name)
     else
@@ -257,10 +269,9 @@ local function read_relations(ds, path)
   end)
 end
 
--- names → entity ids, to resolve triples given by name (built on first use)
+-- normalised names and aliases → entity ids, to resolve triples given by name (built on first use)
 local function name_index(ds)
   if ds.names then return ds.names end
-  local normalize = require("graphmert.data.linker").normalize
   local names = {}
   local function add(name, id)
     local k = normalize(name)
@@ -277,21 +288,19 @@ local function name_index(ds)
   return names
 end
 
--- an entity id for a triple's head or tail, or nil and the reason
+-- an entity id for a triple's head or tail, or nil, the reason and what it was; with `implicit`
+-- (no entities file) a new name becomes an entity
 local function resolve(ds, value, implicit)
   local v = text_field(value)
   if not v then return nil, "empty head or tail" end
   if ds.entities[v] then return v end
-  if implicit then
-    name_index(ds) -- entities made from names are found by name too
-    local ids = ds.names[require("graphmert.data.linker").normalize(v)]
-    if ids then return ids[1] end
-    local e = ds:add_entity(v, v, "entity", {})
-    local k = require("graphmert.data.linker").normalize(v)
-    ds.names[k] = { e.id }
-    return e.id
+  local key = normalize(v)
+  local ids = name_index(ds)[key]
+  if not ids and implicit then
+    ds:add_entity(v, v, "entity", {})
+    ds.names[key] = { v }
+    return v
   end
-  local ids = name_index(ds)[require("graphmert.data.linker").normalize(v)]
   if not ids then return nil, "unknown entity", v end
   if #ids > 1 then return nil, "ambiguous entity name", v .. " names " .. table.concat(ids, ", ", 1, math.min(#ids, 3)) end
   return ids[1]
@@ -300,9 +309,10 @@ end
 local function allowed(set, type_) return set == "*" or set[type_] end
 
 -- one triple from a file or a passage: resolved, its relation and types checked, added
-local function add_triple(ds, where, r, implicit)
+-- (a per-passage triple may repeat one another passage gave: `from_passage` does not report it)
+local function add_triple(ds, where, r, implicit, fields, from_passage)
   local relation = text_field(r.relation)
-  if r[1] and r[1] ~= 3 then return ds:skip(where, r[1] < 3 and "fewer than 3 fields" or "more than 3 fields", "head<TAB>relation<TAB>tail") end
+  if fields and fields ~= 3 then return ds:skip(where, fields < 3 and "fewer than 3 fields" or "more than 3 fields", "head<TAB>relation<TAB>tail") end
   if not relation then return ds:skip(where, "no relation") end
   local head, why, what = resolve(ds, r.head, implicit)
   if not head then return ds:skip(where, why, what) end
@@ -320,12 +330,12 @@ local function add_triple(ds, where, r, implicit)
       return ds:skip(where, "tail type not allowed by the relation schema", string.format("%s is a %s; %s at %s", tail, tt, relation, s.where))
     end
   end
-  if not ds:add_triple(head, relation, tail) then ds:skip(where, "duplicate triple") end
+  if not ds:add_triple(head, relation, tail) and not from_passage then return ds:skip(where, "duplicate triple") end
   return head, tail
 end
 
 local function read_triples(ds, path, implicit)
-  each_record(ds, path, { "head", "relation", "tail" }, function(where, r) add_triple(ds, where, r, implicit) end)
+  each_record(ds, path, { "head", "relation", "tail" }, function(where, r, fields) add_triple(ds, where, r, implicit, fields) end)
 end
 
 local function read_corpus_file(ds, path, prefix, implicit)
@@ -339,28 +349,32 @@ local function read_corpus_file(ds, path, prefix, implicit)
       ds:add_passage { id = default_id, text = line, source = where }
     else
       local ok, rec = pcall(cjson.decode, line)
-      local text = ok and type(rec) == "table" and text_field(rec.text)
-      local id = ok and type(rec) == "table" and (rec.id == nil and default_id or text_field(rec.id))
-      if not ok or type(rec) ~= "table" then ds:skip(where, "not a JSON object")
-      elseif not text then ds:skip(where, "no text")
-      elseif not id then ds:skip(where, "id must be a string or a number")
-      elseif ds.seen_passage[id] then ds:skip(where, "duplicate passage id", id)
-      elseif rec.entity ~= nil and not ds.entities[text_field(rec.entity) or ""] then
-        ds:skip(where, "unknown entity", tostring(rec.entity))
+      if not ok or type(rec) ~= "table" or rec[1] ~= nil then ds:skip(where, "not a JSON object")
       else
-        ds.seen_passage[id] = true
-        local p = ds:add_passage { id = id, text = text, entity = rec.entity and text_field(rec.entity), source = where }
-        if type(rec.triples) == "table" then
-          -- per-passage triples (the earlier JSONL format): also part of the seed graph
-          for i, t in ipairs(rec.triples) do
-            if type(t) ~= "table" then ds:skip(where, "triple " .. i .. " is not an object")
-            else
-              local head, tail = add_triple(ds, where .. " triple " .. i, t, implicit)
-              if head then
-                p.triples = p.triples or {}
-                p.triples[#p.triples + 1] = { head = head, relation = text_field(t.relation), tail = tail }
+        local no_id = rec.id == nil or rec.id == cjson.null
+        local text, id = text_field(rec.text), no_id and default_id or text_field(rec.id)
+        if not text then ds:skip(where, "no text")
+        elseif not id then ds:skip(where, "id must be a string or a number")
+        elseif ds.seen_passage[id] then ds:skip(where, "duplicate passage id", id)
+        else
+          -- per-passage triples (the earlier JSONL format) first: they may make the entities
+          local triples
+          if type(rec.triples) == "table" then
+            triples = {}
+            for i, t in ipairs(rec.triples) do
+              if type(t) ~= "table" then ds:skip(where, "triple " .. i .. " is not an object")
+              else
+                local head, tail = add_triple(ds, where .. " triple " .. i, t, implicit, nil, true)
+                if head then triples[#triples + 1] = { head = head, relation = text_field(t.relation), tail = tail } end
               end
             end
+          end
+          local entity, why, what
+          if text_field(rec.entity) then entity, why, what = resolve(ds, rec.entity, false) end
+          if why then ds:skip(where, why, what)
+          else
+            ds.seen_passage[id] = true
+            ds:add_passage { id = id, text = text, entity = entity, triples = triples, source = where }
           end
         end
       end
@@ -368,17 +382,32 @@ local function read_corpus_file(ds, path, prefix, implicit)
   end
 end
 
--- the file a folder holds under one of `names`, or nil
+-- the file a folder holds under one of `names`, or nil; two of them are an error (which one
+-- was meant?)
 local function find(dir, names)
+  local found
   for _, n in ipairs(names) do
     local path = dir .. "/" .. n
-    if exists(path) then return path end
+    if exists(path) then
+      if found then fail(string.format("dataset %s: both %s and %s; keep one", dir, found:match("[^/]*$"), n)) end
+      found = path
+    end
   end
+  return found
 end
+
+local LOAD_KEYS = { dir = true, corpus = true, triples = true, entities = true, relations = true, on_error = true }
 
 function M.load(spec)
   if type(spec) == "string" then spec = { dir = spec } end
   if type(spec) ~= "table" then fail("dataset.load: expected a folder or a table of files, got " .. type(spec)) end
+  for key, v in pairs(spec) do
+    if not LOAD_KEYS[key] then fail("dataset.load: unknown option '" .. tostring(key) .. "' (known: corpus, dir, entities, on_error, relations, triples)") end
+    if type(v) ~= "string" then fail("dataset.load: " .. key .. " must be a string, got " .. type(v)) end
+  end
+  if spec.on_error and spec.on_error ~= "skip" and spec.on_error ~= "stop" then
+    fail("dataset.load: on_error must be \"skip\" or \"stop\", got \"" .. spec.on_error .. "\"")
+  end
   local dir = spec.dir
   if dir and not is_dir(dir) then fail("dataset: " .. dir .. " is not a folder") end
   local files = {}
@@ -388,24 +417,25 @@ function M.load(spec)
     if spec[key] and not exists(spec[key]) then fail("dataset: " .. key .. " file " .. spec[key] .. " does not exist") end
   end
   if not files.corpus then fail("dataset" .. (dir and (" " .. dir) or "") .. ": no corpus (corpus.txt, corpus.jsonl or corpus/)") end
-  if not files.triples and not files.entities and not files.corpus:match("%.jsonl$") and not is_dir(files.corpus) then
-    fail("dataset: no seed graph (triples.tsv or triples.jsonl, or per-passage triples in a corpus.jsonl)")
-  end
   local ds = M.new(dir or files.corpus, { on_error = spec.on_error })
-  ds.files = files
   local implicit = not files.entities -- without an entities file, names make the entities
   if files.entities then read_entities(ds, files.entities) end
-  if files.entities and #ds.entity_order == 0 then fail("dataset: " .. files.entities .. " has no entities") end
+  -- an empty result names its first bad line: "no entities" alone would hide why
+  local function first_bad() return ds.report.messages[1] and ("; first skipped line: " .. ds.report.messages[1]) or "" end
+  if files.entities and #ds.entity_order == 0 then fail("dataset: " .. files.entities .. " has no entities" .. first_bad()) end
   if files.relations then read_relations(ds, files.relations) end
-  if files.relations and next(ds.schema) == nil then fail("dataset: " .. files.relations .. " has no relations") end
+  if files.relations and next(ds.schema) == nil then fail("dataset: " .. files.relations .. " has no relations" .. first_bad()) end
   if files.triples then read_triples(ds, files.triples, implicit) end
   local corpus_files = is_dir(files.corpus) and folder_files(files.corpus) or { files.corpus }
   if #corpus_files == 0 then fail("dataset: " .. files.corpus .. " holds no .txt or .jsonl file") end
   for _, path in ipairs(corpus_files) do
     read_corpus_file(ds, path, #corpus_files > 1 and path:match("([^/]*)$"), implicit)
   end
-  if #ds.passages == 0 then fail("dataset: the corpus " .. files.corpus .. " has no passages") end
-  if #ds.triples == 0 then fail("dataset " .. ds.name .. ": the seed graph has no triples") end
+  if #ds.passages == 0 then fail("dataset: the corpus " .. files.corpus .. " has no passages" .. first_bad()) end
+  if #ds.triples == 0 then
+    fail("dataset " .. ds.name .. ": the seed graph has no triples (triples.tsv or triples.jsonl, or per-passage triples " ..
+      "in a corpus.jsonl)" .. first_bad())
+  end
   return ds:finish()
 end
 

@@ -7,7 +7,7 @@
 -- inside a word. Scanning left to right, the longest name starting at a word wins (multi-word
 -- names first), and the scan goes on after it; a one-word match that is a stop word ("a", "in",
 -- "or", ...: also the letter A, Indiana and Oregon in WordNet) is not a mention, nor is a name
--- without a letter.
+-- without a letter (ASCII digits and marks only: "42", "(+)").
 --
 -- Ambiguity: a name may denote several entities (WordNet's "dog" names seven synsets; an alias
 -- may be shared). A mention keeps all of them as candidates, ranked: entities whose preferred
@@ -67,7 +67,7 @@ end
 function Linker:add(id, name, preferred, weight)
   local words = M.words(name)
   local phrase = table.concat(words, " ")
-  if #words == 0 or not phrase:match("%a") then return false end
+  if #words == 0 or not phrase:match("[%a\128-\255]") then return false end -- a letter of any script
   local key = phrase .. "\0" .. id
   local r = { preferred and 0 or 1, -(weight or 0), id }
   local old = self.rank[key]

@@ -72,7 +72,7 @@ function M.merge(triples, opts)
   opts = opts or {}
   local by_key, order = {}, {}
   for _, t in ipairs(triples) do
-    if t.tail:match("%a") and t.tail:lower() ~= t.head:lower() and (not opts.min_score or t.score >= opts.min_score) then
+    if t.tail:match("%a") and normalize(t.tail) ~= normalize(t.head) and (not opts.min_score or t.score >= opts.min_score) then
       local key = t.head .. "\0" .. t.relation .. "\0" .. t.tail
       local e = by_key[key]
       if not e then
@@ -105,29 +105,49 @@ function M.merge(triples, opts)
   return out
 end
 
-local function key(head, relation, tail) return normalize(head) .. "\0" .. relation .. "\0" .. normalize(tail) end
+-- the entity ids a gold triple's head or tail is (its id when it has one) or an extracted one names
+local function ids_of(graph, id, name)
+  if id then return { id } end
+  return graph:candidates(normalize(name)) or {}
+end
 
 function M.score_passage(graph, relations, passage, triples)
   local found, u = {}, { n = #triples, correct = 0, valid = 0, multi = 0, multi_token = 0, gold = 0, recalled = 0,
     scored = {} }
   for _, t in ipairs(triples) do
     local held = graph:holds(t)
-    found[key(t.head, t.relation, t.tail)] = t.score
+    -- recall is asked of entities: the best score of a triple naming head and tail, by any name
+    for _, h in ipairs(ids_of(graph, nil, t.head)) do
+      for _, x in ipairs(ids_of(graph, nil, t.tail)) do
+        local k = h .. "\0" .. t.relation .. "\0" .. x
+        if not found[k] or t.score > found[k] then found[k] = t.score end
+      end
+    end
     if held then u.correct = u.correct + 1 end
     if held and t.tail:find(" ") then u.multi = u.multi + 1 end
     if held and (t.tokens or 1) > 1 then u.multi_token = u.multi_token + 1 end
     if graph:valid(t) then u.valid = u.valid + 1 end
     u.scored[#u.scored + 1] = { score = t.score, held = held }
   end
-  local heads = {}
-  for _, h in ipairs(graph:heads(passage.text)) do heads[h] = true end
+  local mentioned = {} -- the entities the passage's heads name
+  for _, h in ipairs(graph:heads(passage.text)) do
+    for _, id in ipairs(graph:candidates(h)) do mentioned[id] = true end
+  end
   for _, t in ipairs(passage.gold) do
-    if relations[t.relation] and heads[normalize(t.head)] then
+    local heads, in_text = ids_of(graph, t.head_id, t.head), false
+    for _, h in ipairs(heads) do in_text = in_text or mentioned[h] end
+    if relations[t.relation] and in_text then
       u.gold = u.gold + 1
-      local s = found[key(t.head, t.relation, t.tail)]
-      if s then
+      local best
+      for _, h in ipairs(heads) do
+        for _, x in ipairs(ids_of(graph, t.tail_id, t.tail)) do
+          local s = found[h .. "\0" .. t.relation .. "\0" .. x]
+          if s and (not best or s > best) then best = s end
+        end
+      end
+      if best then
         u.recalled = u.recalled + 1
-        u.scored[#u.scored + 1] = { score = s, recall = true }
+        u.scored[#u.scored + 1] = { score = best, recall = true }
       end
     end
   end

@@ -1,6 +1,6 @@
 -- graphmert.eval — the GraphMERT application's evaluation: tail prediction on held-out triples
 -- with the most-frequent-tail baseline (tail_prediction.lua), and triple extraction from new
--- text scored against WordNet (extract.lua), multi-token tail decoding (decode.lua), bootstrap intervals (stats.lua), attention mass
+-- text scored against the seed graph (extract.lua), multi-token tail decoding (decode.lua), bootstrap intervals (stats.lua), attention mass
 -- and learned decay by graph distance (attention_by_distance.lua).
 local tails = require "graphmert.eval.tail_prediction"
 return {

@@ -4,7 +4,7 @@
 -- leaf slots of the head's first root are [MASK] (as many as the tail has tokens), the relation
 -- and head length are set, and the model ranks the vocabulary at the first slot.
 -- That protocol tells the model the answer's length. With opts.tails (relation id → the known
--- tails of the kind it reaches, gm.eval.extract.known_tails) the whole tail is also decoded
+-- tails of the types it reaches, the seed graph's known_tails) the whole tail is also decoded
 -- without it (gm.eval.decode, constrained: the decoder chooses the length) and ranked among the
 -- known tails: `tail` = {hits1, hits10, mrr} (MRR over the top 10, 0 below).
 -- tail_prediction(model, tok, records, {layout, relations, max_triples = 500, batch = 16, tails,

@@ -1,6 +1,6 @@
 -- args.lua — the command-line parser the scripts under experiments/ share.
 --   local args = require("graphmert.experiment.args").parse(arg, {
---     script = "train.lua", about = "train GraphMERT on WordNet",
+--     script = "train.lua", about = "train GraphMERT on a dataset",
 --     { "config", "experiments/configs/wordnet_small.lua", "the config file" },
 --     { "steps", nil, "override the config's step count", type = "integer" },
 --     { "resume", false, "continue from the checkpoint", flag = true },
@@ -21,10 +21,11 @@ function M.usage(spec)
   return table.concat(lines, "\n")
 end
 
--- The spec of a script that trains from a config: --config, --out and --steps, then `extra`.
+-- The spec of a script that trains from a config: --config, --data, --out and --steps, then `extra`.
 function M.training(script, about, out, extra)
   local spec = { script = script, about = about,
     { "config", "experiments/configs/wordnet_small.lua", "config file (keys: lua/graphmert/experiment/config.lua)" },
+    { "data", nil, "a dataset folder to train on instead of the config's data (docs/datasets.md)" },
     { "out", out, "output folder" },
     { "steps", nil, "override the config's step count", type = "integer" } }
   for _, o in ipairs(extra or {}) do spec[#spec + 1] = o end

@@ -102,7 +102,7 @@ local function check_data(data, where, base)
       end
       if type(data[key]) ~= keys[key] then fail(where, string.format("data.%s must be a %s, got %s", key, keys[key], type(data[key]))) end
       local v = data[key]
-      if keys[key] == "string" and key ~= "on_error" and source == "files" and base and v:sub(1, 1) ~= "/" then v = base .. v end
+      if key ~= "on_error" and keys[key] == "string" and base and v:sub(1, 1) ~= "/" then v = base .. v end
       out[key] = v
     end
   end
@@ -176,6 +176,12 @@ end
 -- the base's keys, then the file's; a table-valued key present in both (model, data, grid,
 -- loss) is merged key by key, so a variant names only what it changes. A relative data path is
 -- made relative to the file that names it.
+-- the source a config's data names: its `source`, "files" when it names files, nil when it names
+-- neither (a variant that changes, say, WordNet's limit)
+local function source_of(data)
+  return data.source or ((data.dir or data.corpus or data.triples or data.entities) and "files") or nil
+end
+
 local function read(path, chain)
   chain = chain or {}
   for _, seen in ipairs(chain) do
@@ -191,7 +197,7 @@ local function read(path, chain)
   if type(cfg.data) == "table" then
     for _, key in ipairs { "dir", "corpus", "triples", "entities", "relations" } do
       local v = cfg.data[key]
-      if type(v) == "string" and v:sub(1, 1) ~= "/" and (cfg.data.source or "files") == "files" then cfg.data[key] = dir .. v end
+      if type(v) == "string" and v:sub(1, 1) ~= "/" then cfg.data[key] = dir .. v end
     end
   end
   local base_name = cfg.extends
@@ -200,7 +206,10 @@ local function read(path, chain)
   local base = read(base_name:sub(1, 1) == "/" and base_name or (path:match("^(.*/)") or "") .. base_name, chain)
   cfg.extends = nil
   for key, v in pairs(cfg) do
-    if type(v) == "table" and type(base[key]) == "table" then
+    -- a dataset of another source replaces the base's whole (a folder's keys mean nothing to WordNet)
+    local other_source = key == "data" and type(v) == "table" and type(base.data) == "table" and
+      source_of(v) and source_of(v) ~= (base.data.source or "files")
+    if type(v) == "table" and type(base[key]) == "table" and not other_source then
       for k, x in pairs(v) do base[key][k] = x end
     else
       base[key] = v
@@ -209,8 +218,12 @@ local function read(path, chain)
   return base
 end
 
-function M.load(path)
-  return M.check(read(path), "config " .. path, M.cwd())
+-- overrides: keys replacing the file's before the check (a script's --data: {data = {dir = ...}},
+-- relative to the current directory)
+function M.load(path, overrides)
+  local cfg = read(path)
+  for k, v in pairs(overrides or {}) do cfg[k] = v end
+  return M.check(cfg, "config " .. path, M.cwd())
 end
 
 -- the current directory ending in /, to make paths absolute (run.json is read from elsewhere)

@@ -21,10 +21,10 @@ local function bucket(key)
   return h % 1000
 end
 
--- A triple and its inverse (A hypernym B, B hyponym A) share one key, so both sides of a
--- held-out fact stay out of training.
-local function pair_key(t)
-  local a, b = t.head, t.tail
+-- A triple and its inverse (A hypernym B, B hyponym A) share one key, made of the two entities'
+-- preferred names, so both sides of a held-out fact stay out of training, however the passages
+-- name them.
+local function pair_key(a, b)
   if a > b then a, b = b, a end
   return a .. "\0" .. b
 end
@@ -52,22 +52,34 @@ function M.dataset(data_cfg)
 end
 
 -- Passages as training records {id, text, entity, head, triples = {head, relation, tail (names),
--- head_id, tail_id}}. A record's triples are the passage's own (a JSONL corpus's per-passage
--- triples, WordNet's pointers), else those of the entity it is about, else those of every entity
--- linked in it (each at its mention). Its entity (what the split holds out) is the one it is
--- about, else its first triple's head, else its first linked mention's; `head` names it.
+-- head_id, tail_id, pair}}. A record's triples are the passage's own (a JSONL corpus's
+-- per-passage triples, WordNet's pointers), else those of the entity it is about, else those of
+-- every entity linked in it. Its entity (what the split holds out) is the one it is about, else
+-- its first triple's head, else its first linked mention's. A triple's head is written as the
+-- passage writes it: the entity's preferred name when the text has it, else its first mention
+-- (an alias), so that it is found in the text.
 local function records_of(ds, graph)
-  local by_head, entities = ds:triples_by_head(), ds.entities
+  local by_head, entities, normalize = ds:triples_by_head(), ds.entities, gm.data.linker.normalize
   local records, mentions, with_head = {}, 0, 0
   for _, p in ipairs(ds.passages) do
-    local triples, entity = {}, p.entity
-    local function add(t, head)
-      triples[#triples + 1] = { head = head or entities[t.head].name, relation = t.relation, tail = entities[t.tail].name,
-        head_id = t.head, tail_id = t.tail }
-    end
     local linked = graph.linker:mentions(p.text)
     mentions = mentions + #linked
     if #linked > 0 then with_head = with_head + 1 end
+    local text, first_mention = " " .. normalize(p.text) .. " ", {}
+    for _, m in ipairs(linked) do
+      for _, id in ipairs(graph:candidates(m.phrase)) do first_mention[id] = first_mention[id] or m.phrase end
+    end
+    local function head_of(id)
+      local name = entities[id].name
+      if text:find(" " .. normalize(name) .. " ", 1, true) then return name end
+      return first_mention[id] or name
+    end
+    local triples, entity = {}, p.entity
+    local function add(t)
+      local tail = entities[t.tail].name
+      triples[#triples + 1] = { head = head_of(t.head), relation = t.relation, tail = tail, head_id = t.head,
+        tail_id = t.tail, pair = pair_key(entities[t.head].name, tail) }
+    end
     if p.triples then
       for _, t in ipairs(p.triples) do add(t) end
       entity = entity or (p.triples[1] and p.triples[1].head)
@@ -80,11 +92,11 @@ local function records_of(ds, graph)
         entity = entity or id
         if not seen[id] then
           seen[id] = true
-          for _, t in ipairs(by_head[id] or {}) do add(t, m.phrase) end
+          for _, t in ipairs(by_head[id] or {}) do add(t) end
         end
       end
     end
-    records[#records + 1] = { id = p.id, text = p.text, entity = entity, head = entity and entities[entity].name,
+    records[#records + 1] = { id = p.id, text = p.text, entity = entity, head = entity and head_of(entity),
       triples = triples }
   end
   return records, { mentions = mentions, with_head = with_head, passages = #ds.passages }
@@ -103,11 +115,18 @@ local function split(records, ds, cfg)
   local fact_share = (cfg.heldout_triples or 0) * 1000
   for _, r in ipairs(records) do
     if held[r.entity or false] then
+      -- its gold: the facts of held-out entities (a passage that links several entities also
+      -- carries facts trained elsewhere)
+      local gold = {}
+      for _, t in ipairs(r.triples) do
+        if held[t.head_id] or held[t.tail_id] then gold[#gold + 1] = t end
+      end
+      r.triples = gold
       d.heldout[#d.heldout + 1] = r
     else
       local kept, facts = {}, {}
       for _, t in ipairs(r.triples) do
-        if bucket(pair_key(t)) < fact_share then facts[#facts + 1] = t
+        if bucket(t.pair) < fact_share then facts[#facts + 1] = t
         elseif not held[t.tail_id] and not held[t.head_id] then kept[#kept + 1] = t end
       end
       d.train[#d.train + 1] = { id = r.id, text = r.text, triples = kept, entity = r.entity, head = r.head }
@@ -170,11 +189,15 @@ function M.summary(d)
   local facts = 0
   for _, r in ipairs(d.heldout_facts) do facts = facts + #r.triples end
   local l = d.linked
+  local skipped = {}
+  for reason, n in pairs(d.report.skipped) do skipped[#skipped + 1] = string.format("%d %s", n, reason) end
+  table.sort(skipped)
   return string.format("%s; linked %.1f mentions a passage, %.1f%% of passages with a head; %d entities held out " ..
-    "(%d passages), %d held-out facts; %d training sequences, %d held out; %d triples injected; %d records truncated " ..
+    "(%d passages), %d held-out facts; %d training sequences, %d held out; %d triples injected%s; %d records truncated " ..
     "(%d tokens cut); vocabulary %d",
     d.dataset, l.mentions / math.max(l.passages, 1), 100 * l.with_head / math.max(l.passages, 1), d.heldout_entities,
-    #d.heldout, facts, #d.train_seqs, #d.eval_seqs, d.report.injected or 0, d.report.truncated_records,
+    #d.heldout, facts, #d.train_seqs, #d.eval_seqs, d.report.injected or 0,
+    #skipped > 0 and " (not injected: " .. table.concat(skipped, ", ") .. ")" or "", d.report.truncated_records,
     d.report.truncated_tokens, d.tok:size())
 end
 

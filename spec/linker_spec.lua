@@ -1,0 +1,57 @@
+-- gm.data.linker: entity mentions — longest match, aliases, whole words only, case and accent
+-- folding, stop words, and the ranking of an ambiguous name's candidates.
+local linker = require("graphmert.data.linker")
+
+local function with(names)
+  local l = linker.new()
+  for _, n in ipairs(names) do l:add(n[1], n[2], n[3] ~= false, n[4]) end
+  return l:freeze()
+end
+
+describe("gm.data.linker", function()
+  it("takes the longest name at each word, multi-word first, and goes on after it", function()
+    local l = with { { "A", "gall bladder" }, { "B", "bladder" }, { "C", "beta cell" }, { "D", "pancreatic beta cell" } }
+    local m = l:mentions("The gall bladder and the bladder; a pancreatic beta cell, a beta cell.")
+    local got = {}
+    for _, x in ipairs(m) do got[#got + 1] = x.phrase end
+    assert.same({ "gall bladder", "bladder", "pancreatic beta cell", "beta cell" }, got)
+    assert.same({ 2, 2 }, { m[1].first, m[1].words })
+  end)
+
+  it("finds aliases, on word boundaries only", function()
+    local l = with { { "E1", "cat" }, { "E1", "feline", false }, { "E2", "red blood cell" }, { "E2", "erythrocyte", false } }
+    assert.same({ "feline", "erythrocyte" }, l:heads("Concatenate the felines? No: a feline, an erythrocyte."))
+    assert.same({ "E2" }, l:candidates("erythrocyte"))
+    assert.same({}, l:heads("a red blood-cell")) -- "blood - cell" is not "blood cell"
+  end)
+
+  it("folds case and accents alike in names and text", function()
+    local l = with { { "E1", "Café au lait spot" }, { "E2", "Naïve T cell" } }
+    assert.same({ "cafe au lait spot", "naive t cell" }, l:heads("CAFE AU LAIT SPOT; and a NAÏVE T CELL"))
+    assert.same({ "E2" }, l:candidates("naive t cell"))
+    assert.equal("cafe au lait spot", linker.normalize("Café  au Lait Spot"))
+    assert.equal("e1", linker.normalize("E1"))
+  end)
+
+  it("never takes a lone stop word, nor a name without a letter", function()
+    local l = with { { "1", "a" }, { "2", "in" }, { "3", "dog" }, { "4", "in vitro" }, { "5", "42" } }
+    assert.same({ "dog", "in vitro" }, l:heads("A dog in a dog test in vitro, 42 times"))
+    local k = linker.new { stopwords = {} } -- a dataset whose names are short words can turn them off
+    k:add("1", "a", true)
+    k:add("3", "dog", true)
+    assert.same({ "a", "dog" }, k:heads("a dog"))
+  end)
+
+  it("keeps every entity an ambiguous name denotes, preferred names first, then by triple count, then id", function()
+    local l = with { { "R", "cortex", false, 9 }, { "C", "cortex", false, 2 }, { "X", "cortex", true, 0 },
+      { "Z", "cortex", false, 2 } }
+    assert.same({ "X", "R", "C", "Z" }, l:candidates("cortex"))
+    assert.same({ "cortex" }, l:heads("In the brain, the Cortex contains neurons."))
+  end)
+
+  it("keeps mentions to max_words words when asked", function()
+    local l = linker.new { max_words = 2 }
+    l:add("1", "a b c", true); l:add("2", "b c", true)
+    assert.same({ "b c" }, l:heads("x a b c"))
+  end)
+end)

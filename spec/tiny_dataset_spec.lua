@@ -1,0 +1,69 @@
+-- Your own data in five commands, as the README's walkthrough runs them on the tiny example
+-- dataset (experiments/data/tiny): validate, train a few steps, extract a knowledge graph; and
+-- a dataset with bad lines that training reports before it starts.
+local cjson = require "cjson"
+local files = require "spec.files"
+local run, write = files.run, files.write
+
+local BIN = "./build/bin/graphmert "
+
+describe("the tiny example dataset end to end", function()
+  local out = files.tmpname()
+
+  it("validates, trains, extracts a kg.jsonl whose heads are the dataset's entities", function()
+    local text, code = run(BIN .. "experiments/validate.lua --config experiments/configs/tiny.lua --strict")
+    assert.equal(0, code, text)
+    assert.matches("32 passages", text)
+    assert.matches("34 entities %(%d+ aliases%), 43 triples in 5 relations", text)
+    assert.matches("32 of 32 passages %(100%.0%%%) have a head", text)
+
+    text, code = run(BIN .. "experiments/train.lua --config experiments/configs/tiny.lua --out " .. out .. " --steps 6")
+    assert.equal(0, code, text)
+    assert.matches("dataset .*tiny: 32 passages", text)
+    assert.matches("triples injected", text)
+    local runfile = cjson.decode(files.read(out .. "/run.json"))
+    assert.matches("^/.*experiments/configs/%.%./data/tiny$", runfile.data.dir) -- absolute: usable from anywhere
+
+    local kg = out .. "/kg.jsonl"
+    text, code = run("cd / && " .. os.getenv("PWD") .. "/build/bin/graphmert " .. os.getenv("PWD") .. "/experiments/extract.lua --checkpoint " ..
+      out .. " --input " .. os.getenv("PWD") .. "/experiments/data/tiny/corpus.txt --out " .. kg .. " --decoding constrained")
+    assert.equal(0, code, text)
+    local ds = require("graphmert").data.dataset.load { dir = "experiments/data/tiny" }
+    local graph = require("graphmert").data.seed_graph.new(ds)
+    local n = 0
+    for line in io.lines(kg) do
+      local t = cjson.decode(line)
+      local normalize = require("graphmert").data.linker.normalize
+      assert.is_table(graph:candidates(normalize(t.head)), t.head) -- a linked entity name
+      assert.is_table(graph:candidates(normalize(t.tail)), t.tail) -- constrained: an entity name
+      assert.is_true(ds.schema[t.relation] ~= nil, t.relation)
+      n = n + 1
+    end
+    assert.is_true(n > 0)
+    os.execute("rm -rf " .. out)
+  end)
+
+  it("reports bad lines by file and line before training, and stops with on_error = \"stop\"", function()
+    local dir = files.tmpname()
+    os.execute("cp -r experiments/data/tiny " .. dir)
+    local f = assert(io.open(dir .. "/triples.tsv", "a"))
+    f:write("ANAT:0001\tpart_of\n", "ANAT:0001\tdigests\tANAT:0002\n", "ANAT:0099\tpart_of\tANAT:0002\n")
+    f:close()
+    local text, code = run(BIN .. "experiments/validate.lua --data " .. dir)
+    assert.equal(0, code, text)
+    assert.matches("3 lines skipped: 1 fewer than 3 fields, 1 unknown entity, 1 unknown relation", text)
+    assert.matches("triples.tsv:45: fewer than 3 fields", text)
+    text, code = run(BIN .. "experiments/validate.lua --data " .. dir .. " --strict")
+    assert.equal(1, code, text)
+    local config = dir .. "/stop.lua"
+    write(config, 'return { data = { dir = ".", on_error = "stop" }, vocab_size = 300, model = { roots = 8, leaves = 2 }, ' ..
+      'steps = 1, batch = 1, lr = 1e-3 }')
+    text, code = run(BIN .. "experiments/train.lua --config " .. config .. " --out " .. dir .. "/out")
+    assert.is_true(code ~= 0)
+    assert.matches("triples.tsv:45: fewer than 3 fields", text)
+    text, code = run(BIN .. "experiments/validate.lua --data " .. dir .. "/missing")
+    assert.equal(2, code)
+    assert.matches("validate.lua: dataset: .*missing is not a folder", text)
+    os.execute("rm -rf " .. dir)
+  end)
+end)
