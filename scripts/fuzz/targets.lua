@@ -43,6 +43,26 @@ function T.jsonl(data)
   end
 end
 
+-- A dataset folder: the input is entities.tsv, triples.tsv and corpus.jsonl separated by \1 bytes;
+-- what loads is linked and indexed as training would.
+local dataset_dir = scratch .. ".d"
+os.execute("mkdir -p '" .. dataset_dir .. "'")
+function T.dataset(data)
+  local parts = {}
+  for part in (data .. "\1"):gmatch("([^\1]*)\1") do parts[#parts + 1] = part end
+  for i, name in ipairs { "entities.tsv", "triples.tsv", "corpus.jsonl" } do
+    local f = assert(io.open(dataset_dir .. "/" .. name, "wb"))
+    f:write(parts[i] or "")
+    f:close()
+  end
+  local ok, ds = pcall(gm.data.dataset.load, { dir = dataset_dir })
+  if ok then
+    local graph = gm.data.seed_graph.new(ds)
+    for _, p in ipairs(ds.passages) do graph:heads(p.text) end
+    ds:summary()
+  end
+end
+
 -- The API fuzzer: the input is a program. Each call takes a byte for the function (every public
 -- function of gm and every tensor method), a byte for the argument count and a byte per argument
 -- (an index into a pool of tensors, numbers, strings, tables and odd values). Tensor results

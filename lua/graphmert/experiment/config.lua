@@ -87,6 +87,15 @@ local sorted_keys = require("graphmert.nn.check").sorted_keys
 local DATA_KEYS = { files = { dir = "string", corpus = "string", triples = "string", entities = "string",
   relations = "string", on_error = "string" }, wordnet = { pos = "table", limit = "number", dir = "string", on_error = "string" } }
 
+-- a path without "x/../" and "./" steps, so that messages and run.json name files plainly
+local function clean_path(path)
+  path = path:gsub("/%./", "/"):gsub("^%./", "")
+  local n
+  repeat path, n = path:gsub("/[^/]+/%.%./", function(step) return step == "/../../" and nil or "/" end, 1)
+  until n == 0 or path:find("^/%.%./")
+  return path
+end
+
 -- `data` checked, its file paths made absolute against `base` (the config file's folder), so a
 -- config runs the same from any directory and run.json names files a later tool can open
 local function check_data(data, where, base)
@@ -102,7 +111,10 @@ local function check_data(data, where, base)
       end
       if type(data[key]) ~= keys[key] then fail(where, string.format("data.%s must be a %s, got %s", key, keys[key], type(data[key]))) end
       local v = data[key]
-      if key ~= "on_error" and keys[key] == "string" and base and v:sub(1, 1) ~= "/" then v = base .. v end
+      if key ~= "on_error" and keys[key] == "string" then
+        if base and v:sub(1, 1) ~= "/" then v = base .. v end
+        v = clean_path(v)
+      end
       out[key] = v
     end
   end
