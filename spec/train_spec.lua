@@ -92,6 +92,23 @@ describe("experiment.prepare's split", function()
   end)
 end)
 
+describe("experiment.prepare's split of a dataset with sequential ids", function()
+  it("holds out about the share of entities asked (ANAT:0001..0034 are not clustered by the hash)", function()
+    local counts = {}
+    for _, share in ipairs { 0.1, 0.5 } do
+      local cfg = gm.experiment.config.check({ data = { dir = "experiments/data/tiny" }, heldout = share, vocab_size = 300,
+        model = { roots = 64, leaves = 4 }, steps = 1, batch = 1, lr = 1 }, "t")
+      local d = gm.experiment.prepare(cfg)
+      counts[#counts + 1] = d.heldout_entities
+      for _, r in ipairs(d.heldout) do
+        for _, t in ipairs(r.triples) do assert.is_true(t.head_id ~= nil and t.tail_id ~= nil) end
+      end
+    end
+    assert.is_true(counts[1] >= 2 and counts[1] <= 6, "10%: " .. counts[1] .. " of 34")
+    assert.is_true(counts[2] >= 12 and counts[2] <= 22, "50%: " .. counts[2] .. " of 34")
+  end)
+end)
+
 describe("experiment.prepare with the official text pipeline", function()
   it("tokenises with a BERT vocab.txt, packs chunks and masks them with SBO targets", function()
     local cfg = gm.experiment.config.check({ data = { source = "wordnet", pos = { "verb" }, limit = 200 }, heldout = 0.1,

@@ -190,7 +190,12 @@ gm_tensor *gm_tensor_randn(gm_rng *rng, int ndim, const int64_t *shape) {
 gm_tensor *gm_tensor_rand(gm_rng *rng, int ndim, const int64_t *shape) {
   gm_tensor *t = gm_tensor_empty(ndim, shape);
   if (!t) return NULL;
-  for (int64_t i = 0; i < t->numel; i++) t->data[i] = (float)gm_rng_uniform(rng);
+  /* A double just below 1 rounds to 1.0f (one draw in 2^25): kept below 1, as [0, 1) promises
+     (a caller's floor(u * n) + 1 must stay within 1..n). Every other value is rounded as before. */
+  for (int64_t i = 0; i < t->numel; i++) {
+    float u = (float)gm_rng_uniform(rng);
+    t->data[i] = u < 1.0f ? u : 0x1.fffffep-1f;
+  }
   return t;
 }
 

@@ -20,7 +20,8 @@
 --
 --   dataset.load{dir = "experiments/data/tiny", corpus = ..., triples = ..., entities = ...,
 --     relations = ..., on_error = "skip" | "stop"} → Dataset
---   dataset.new(name) → an empty Dataset a source fills (gm.data.wordnet.dataset):
+--   dataset.new(name, {link = linker options, split_hash}) → an empty Dataset a source fills
+--     (gm.data.wordnet.dataset):
 --     ds:add_entity(id, name, type, aliases), ds:add_triple(head_id, relation, tail_id),
 --     ds:add_passage{id, text, entity}, then ds:finish()
 -- A Dataset: entities (id → {id, name, type, aliases}), entity_order (ids in file order),
@@ -41,7 +42,8 @@ local MESSAGES = 20 -- the first messages kept; the counts keep the rest
 function M.new(name, opts)
   opts = opts or {}
   return setmetatable({ name = name, entities = {}, entity_order = {}, triples = {}, passages = {},
-    relation_names = {}, schema = {}, schema_given = false, link = opts.link or {}, on_error = opts.on_error or "skip",
+    relation_names = {}, schema = {}, schema_given = false, link = opts.link or {}, split_hash = opts.split_hash,
+    on_error = opts.on_error or "skip",
     report = { skipped = {}, messages = {}, skipped_total = 0 }, seen_triple = {}, seen_passage = {} }, Dataset)
 end
 
