@@ -11,9 +11,11 @@
 -- entities of the types the relation reaches. A model
 -- trained with `absent` (a relation its head lacks, taught as an empty tail) may answer "none":
 -- only the tails it ranks above the empty one are kept, so it does not assert every relation.
--- Output: kg.jsonl (one triple per line: head, relation, tail, score = mean log-probability per
--- decoded slot, count = passages supporting it, sources = their ids (line numbers), decoding)
--- and kg.tsv beside it, written atomically; Ctrl-C writes what was extracted so far.
+-- Output: kg.jsonl (one triple per line: head, relation, tail — by the dataset's preferred names —,
+-- score = mean log-probability per decoded slot, count = passages supporting it, sources = their
+-- ids (line numbers), decoding, head_id and tail_id = the entities' ids (tail_id absent for a new
+-- tail open decoding wrote), seed = whether the seed graph already holds the triple) and kg.tsv
+-- beside it, written atomically; Ctrl-C writes what was extracted so far.
 local gm = require "graphmert"
 local cjson = require "cjson"
 local ex = gm.experiment
@@ -95,7 +97,14 @@ if args.decoding == "constrained" then opts.tails = graph:known_tails(tok, relat
 local found, done, shown = {}, 0, 0
 local ok, err = pcall(function()
   for _, p in ipairs(passages) do
-    for _, t in ipairs(extract.triples(model, tok, { p }, opts)) do found[#found + 1] = t end
+    for _, t in ipairs(extract.triples(model, tok, { p }, opts)) do
+      -- named as the dataset names them: a head (and a tail naming an entity) by its preferred
+      -- name and id, so that a mention by alias and one by name are one triple
+      local head_id, head = graph:entity(t.head)
+      local tail_id, tail = graph:entity(t.tail)
+      t.head, t.head_id, t.tail, t.tail_id = head or t.head, head_id, tail or t.tail, tail_id
+      found[#found + 1] = t
+    end
     done = done + 1
     local elapsed = gm.clock() - t0
     if elapsed - shown >= 0.5 or done == #passages then -- a progress line twice a second at most
@@ -108,11 +117,13 @@ end)
 if not ok and gm.errors.kind(err) ~= "interrupted" then error(err, 0) end
 
 local kg = extract.merge(found, { top = args.top, min_score = min_score })
-local jsonl, tsv = {}, { "head\trelation\ttail\tscore\tcount\tdecoding\n" }
+local jsonl, tsv = {}, { "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n" }
 for _, t in ipairs(kg) do
+  local seed = graph:holds(t)
   jsonl[#jsonl + 1] = cjson.encode { head = t.head, relation = t.relation, tail = t.tail, score = t.score,
-    count = t.count, sources = t.sources, decoding = t.decoding } .. "\n"
-  tsv[#tsv + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\n", t.head, t.relation, t.tail, t.score, t.count, t.decoding)
+    count = t.count, sources = t.sources, decoding = t.decoding, head_id = t.head_id, tail_id = t.tail_id, seed = seed } .. "\n"
+  tsv[#tsv + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
+    t.decoding, t.head_id or "", t.tail_id or "", seed)
 end
 local tsv_path = args.out:gsub("%.jsonl$", "") .. ".tsv"
 for path, parts in pairs { [args.out] = jsonl, [tsv_path] = tsv } do

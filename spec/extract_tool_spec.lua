@@ -36,7 +36,7 @@ describe("experiments/extract.lua", function()
     local jsonl, tsv = lines(dir .. "/kg.jsonl"), lines(dir .. "/kg.tsv")
     assert.is_true(#jsonl > 0)
     assert.equal(#jsonl + 1, #tsv)
-    assert.equal("head\trelation\ttail\tscore\tcount\tdecoding", tsv[1])
+    assert.equal("head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed", tsv[1])
     local per_pair = {}
     for i, line in ipairs(jsonl) do
       local t = cjson.decode(line)
@@ -45,7 +45,9 @@ describe("experiments/extract.lua", function()
       assert.is_truthy(t.tail:match("%a"))
       local cells = {}
       for cell in (tsv[i + 1] .. "\t"):gmatch("([^\t]*)\t") do cells[#cells + 1] = cell end
-      assert.same({ t.head, t.relation, t.tail }, { cells[1], cells[2], cells[3] })
+      assert.same({ t.head, t.relation, t.tail, t.head_id, t.tail_id or "", tostring(t.seed) },
+        { cells[1], cells[2], cells[3], cells[7], cells[8], cells[9] })
+      assert.matches("^%d+[nvar]$", t.head_id) -- a synset key: the head is a seed-graph entity
       local key = t.head .. "/" .. t.relation
       per_pair[key] = (per_pair[key] or 0) + 1
       assert.is_true(per_pair[key] <= 2)
@@ -60,6 +62,8 @@ describe("experiments/extract.lua", function()
       local t = cjson.decode(line)
       assert.equal("entailment", t.relation)
       assert.is_truthy(graph:candidates(gm.data.linker.normalize(t.tail)), t.tail)
+      assert.equal(graph.name[t.tail_id], t.tail) -- named by the entity's preferred name, with its id
+      assert.is_boolean(t.seed)
     end
   end)
 

@@ -5,6 +5,8 @@
 --   local g = seed_graph.new(dataset)
 --   g:heads(text) → the distinct entity phrases mentioned in the text (normalised), in order
 --   g:candidates(phrase) → the ranked entity ids a name or alias denotes (nil: none)
+--   g:entity(text) → the entity a name or alias (any case, not normalised) denotes first, and its
+--     preferred name (nil: none) — how a knowledge graph names what extraction found
 --   g:relations_for(phrase, names) → the relations of `names` whose schema allows a head of a
 --     type the phrase's entities have
 --   g:present(phrase) → set of the relations the phrase's entities have as heads in the seed graph
@@ -23,8 +25,8 @@ local Graph = {}
 Graph.__index = Graph
 
 function M.new(ds)
-  local g = setmetatable({ type = {}, facts = {}, has = {}, relation_names = ds.relation_names, head_types = {},
-    tail_types = {} }, Graph)
+  local g = setmetatable({ type = {}, name = {}, facts = {}, has = {}, relation_names = ds.relation_names,
+    head_types = {}, tail_types = {} }, Graph)
   local count = {}
   for _, t in ipairs(ds.triples) do
     g.facts[t.head .. "\0" .. t.relation .. "\0" .. t.tail] = true
@@ -36,7 +38,7 @@ function M.new(ds)
   g.linker = linker.new(ds.link)
   for _, id in ipairs(ds.entity_order) do
     local e = ds.entities[id]
-    g.type[id] = e.type
+    g.type[id], g.name[id] = e.type, e.name
     g.linker:add(id, e.name, true, count[id])
     for _, a in ipairs(e.aliases) do g.linker:add(id, a, false, count[id]) end
   end
@@ -47,6 +49,11 @@ end
 function Graph:heads(text) return self.linker:heads(text) end
 
 function Graph:candidates(phrase) return self.linker:candidates(phrase) end
+
+function Graph:entity(text)
+  local ids = self.linker:candidates(linker.normalize(text))
+  if ids then return ids[1], self.name[ids[1]] end
+end
 
 -- whether a phrase names an entity of a type in `types` (a set, or "*" for any)
 local function of_type(g, phrase, types)

@@ -77,7 +77,7 @@ function M.merge(triples, opts)
       local e = by_key[key]
       if not e then
         e = { head = t.head, relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score, count = 0,
-          sources = {}, decoding = t.decoding, seen = {} }
+          sources = {}, decoding = t.decoding, head_id = t.head_id, tail_id = t.tail_id, seen = {} }
         by_key[key] = e
         order[#order + 1] = e
       end
