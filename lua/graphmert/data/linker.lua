@@ -17,13 +17,15 @@
 --
 --   local l = linker.new { max_words = nil, stopwords = linker.english_stopwords }
 --   l:add(id, name, preferred, weight)     -- once per name or alias (weight: its triple count)
---   l:mentions(text) → { {phrase = "glycolytic process", first = 3, words = 2}, ... } in text order
+--   l:mentions(text) → { {phrase = "glycolytic process", first = 3, words = 2}, ... } in text order,
+--     and the text's normalised words
 --   l:heads(text) → the distinct phrases mentioned, in order of first mention
 --   l:candidates(phrase) → the ranked entity ids of a normalised phrase (or nil)
 --   linker.normalize(text) → the normalised phrase ("Hot-Dog" → "hot - dog")
 -- The index is two flat tables of strings (phrase → candidates, word prefixes of names), not a
 -- tree of tables: a 10⁵-name graph adds no objects for the collector to walk during training.
 local bert_text = require "graphmert.data.bert_text"
+local pretokenize = require("graphmert.data.tokenizer").pretokenize
 
 local M = {}
 
@@ -38,15 +40,11 @@ for w in ([[a an the this that these those some any each every no all both eithe
   could may might must not also only very too just more most less least such own same other
   there here where how why one]]):gmatch("%a+") do M.english_stopwords[w] = true end
 
--- printable ASCII text (most of it) takes a short path that gives the same words as BERT's
+-- Printable ASCII text (most of it) takes the trained tokenizer's splitting, which gives the
+-- same words as BERT's there and is several times faster.
 function M.words(text)
   if text:find("[%z\1-\8\11\12\14-\31\127-\255]") then return bert_text.words(text, true) end
-  local out = {}
-  for word, mark in text:lower():gmatch("(%w*)(%p?)") do
-    if word ~= "" then out[#out + 1] = word end
-    if mark ~= "" then out[#out + 1] = mark end
-  end
-  return out
+  return pretokenize(text)
 end
 
 function M.normalize(text) return table.concat(M.words(text), " ") end
@@ -129,7 +127,7 @@ function Linker:mentions(text)
       i = i + 1
     end
   end
-  return out
+  return out, words
 end
 
 function Linker:heads(text)

@@ -29,21 +29,9 @@ Tokenizer.__index = Tokenizer
 -- punctuation marks
 function M.pretokenize(text)
   local out = {}
-  local i, n = 1, #text
-  local lower = text:lower()
-  while i <= n do
-    local c = lower:sub(i, i)
-    if c:match("[%w\128-\255]") then
-      local j = i
-      while j + 1 <= n and lower:sub(j + 1, j + 1):match("[%w\128-\255]") do j = j + 1 end
-      out[#out + 1] = lower:sub(i, j)
-      i = j + 1
-    elseif c:match("%p") then
-      out[#out + 1] = c
-      i = i + 1
-    else
-      i = i + 1
-    end
+  for word, mark in text:lower():gmatch("([%w\128-\255]*)(%p?)") do
+    if word ~= "" then out[#out + 1] = word end
+    if mark ~= "" then out[#out + 1] = mark end
   end
   return out
 end

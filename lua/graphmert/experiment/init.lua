@@ -68,20 +68,21 @@ end
 -- its first triple's head, else its first linked mention's. A triple's head is written as the
 -- passage writes it: the entity's preferred name when the text has it, else its first mention
 -- (an alias), so that it is found in the text.
-local function records_of(ds, graph)
-  local by_head, entities, normalize = ds:triples_by_head(), ds.entities, gm.data.linker.normalize
+-- (names: entity id → its normalised names, the preferred one first)
+local function records_of(ds, graph, names)
+  local by_head, entities = ds:triples_by_head(), ds.entities
   local records, mentions, with_head = {}, 0, 0
   for _, p in ipairs(ds.passages) do
-    local linked = graph.linker:mentions(p.text)
+    local linked, words = graph.linker:mentions(p.text)
     mentions = mentions + #linked
     if #linked > 0 then with_head = with_head + 1 end
-    local text, first_mention = " " .. normalize(p.text) .. " ", {}
+    local text, first_mention = " " .. table.concat(words, " ") .. " ", {}
     for _, m in ipairs(linked) do
       for _, id in ipairs(graph:candidates(m.phrase)) do first_mention[id] = first_mention[id] or m.phrase end
     end
     local function head_of(id)
       local name = entities[id].name
-      if text:find(" " .. normalize(name) .. " ", 1, true) then return name end
+      if text:find(" " .. names[id][1] .. " ", 1, true) then return name end
       return first_mention[id] or name
     end
     local triples, entity = {}, p.entity
@@ -158,16 +159,16 @@ function M.prepare(cfg, tok)
   local data = gm.data
   local ds = M.dataset(cfg.data)
   local graph = data.seed_graph.new(ds)
-  local records, linked = records_of(ds, graph)
-  local d = split(records, ds, cfg)
-  d.dataset, d.dataset_name, d.linked, d.graph = ds:summary(), ds.name, linked, graph
-  d.names = {} -- entity id → its names, normalised (the phrases the linker finds)
+  local names = {} -- entity id → its names, normalised (the phrases the linker finds)
   for _, id in ipairs(ds.entity_order) do
     local e = ds.entities[id]
     local list = { data.linker.normalize(e.name) }
     for _, a in ipairs(e.aliases) do list[#list + 1] = data.linker.normalize(a) end
-    d.names[id] = list
+    names[id] = list
   end
+  local records, linked = records_of(ds, graph, names)
+  local d = split(records, ds, cfg)
+  d.dataset, d.dataset_name, d.linked, d.graph, d.names = ds:summary(), ds.name, linked, graph, names
   if not tok and cfg.bert_vocab then
     tok = data.tokenizer.from_vocab(cfg.bert_vocab)
   elseif not tok then
