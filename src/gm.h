@@ -428,9 +428,27 @@ gm_tensor *gm_solve(gm_tensor *a, gm_tensor *b);
 /* ---- files (gm_io.c) ------------------------------------------------------------------------ */
 
 /* Writes the chunks to path.tmp.<pid>, fsyncs, renames over path, fsyncs the directory: the file
- * on disk is always either the old complete one or the new complete one. */
+ * on disk is always either the old complete one or the new complete one. Ctrl-C, SIGTERM, SIGHUP
+ * and SIGQUIT take effect once the write is done; temporary files of writers that were killed
+ * (their pid gone) are removed on the next write to the same path. */
 gm_status gm_file_write_atomic(const char *path, const void *const *chunks, const size_t *sizes,
                                int count);
+/* Several files as one: every one written and synced before the first rename, the renames back
+ * to back with signals deferred, so the files on disk are all old or all new (short of SIGKILL
+ * or power loss in the microseconds between two renames). */
+typedef struct gm_file_parts {
+  const char *path;
+  const void *const *chunks;
+  const size_t *sizes;
+  int count;
+} gm_file_parts;
+gm_status gm_file_write_atomic_all(const gm_file_parts *files, int n);
+/* Opens path for reading when it is a regular file (a symlink to one included) without ever
+ * blocking: a FIFO, a device (/dev/zero), a socket or a directory is refused before a byte is
+ * read. The caller closes *fd. */
+gm_status gm_file_open(const char *path, int *fd, uint64_t *size);
+/* Exactly n bytes at offset (a short file is an error naming `name`). */
+gm_status gm_file_read(int fd, const char *name, uint64_t offset, void *buf, size_t n);
 /* Floating-point element types of files (safetensors names); all become float32 tensors. */
 typedef enum gm_dtype { GM_DTYPE_F32, GM_DTYPE_F64, GM_DTYPE_F16, GM_DTYPE_BF16 } gm_dtype;
 const char *gm_dtype_name(gm_dtype dtype); /* "F32" */
@@ -440,6 +458,10 @@ void gm_convert_to_f32(float *dst, const void *src, int64_t n, gm_dtype dtype);
 /* A new tensor from little-endian bytes of dtype, converted; the byte count must match. */
 gm_tensor *gm_tensor_from_bytes(const void *data, size_t bytes, int ndim, const int64_t *shape,
                                 gm_dtype dtype);
+/* The same from `bytes` at `offset` of a regular file (gm_file_open): float32 is read straight
+ * into the tensor, other types through a 1 MiB buffer, so the peak is the tensor itself. */
+gm_tensor *gm_tensor_from_file(const char *path, uint64_t offset, size_t bytes, int ndim,
+                               const int64_t *shape, gm_dtype dtype);
 
 /* ---- PyTorch checkpoints (gm_torch.c, gm_unpickle.c, gm_zip.c) ------------------------------- */
 

@@ -1,10 +1,15 @@
-/* gm_io.c — crash-safe file writes and tensors from raw little-endian bytes of each float type
- * (the pieces the safetensors reader and writer in lua/graphmert/safetensors.lua and the
- * PyTorch checkpoint reader gm_torch.c stand on). */
+/* gm_io.c — crash-safe file writes, files opened for reading that never block, and tensors from
+ * raw little-endian bytes of each float type, in memory or in a file (the pieces the
+ * safetensors reader and writer in lua/graphmert/safetensors.lua and the PyTorch checkpoint
+ * reader gm_torch.c stand on). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gm_internal.h"
@@ -25,29 +30,134 @@ static gm_status write_all(int fd, const void *data, size_t size, const char *pa
   return GM_OK;
 }
 
-gm_status gm_file_write_atomic(const char *path, const void *const *chunks, const size_t *sizes,
-                               int count) {
-  char tmp[4096], dir[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
-    return gm_fail(GM_ERR_IO, 1, "path too long: %s", path);
+/* Temporary files <name>.tmp.<pid> left beside path by a process that no longer runs (killed
+ * with SIGKILL mid-write) are removed; a live writer's are left alone. */
+static void remove_stale_temps(const char *path) {
+  char dir[4096], base[4096], full[8192];
+  snprintf(dir, sizeof dir, "%s", path);
+  snprintf(base, sizeof base, "%s", path);
+  const char *name = basename(base), *folder = dirname(dir);
+  size_t len = strlen(name);
+  DIR *d = opendir(folder);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    const char *rest = e->d_name + len;
+    if (strncmp(e->d_name, name, len) != 0 || strncmp(rest, ".tmp.", 5) != 0) continue;
+    char *end;
+    long pid = strtol(rest + 5, &end, 10);
+    if (*end || end == rest + 5 || pid <= 0 || pid == (long)getpid()) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    snprintf(full, sizeof full, "%s/%s", folder, e->d_name);
+    unlink(full);
+  }
+  closedir(d);
+}
+
+/* Ctrl-C, SIGTERM, SIGHUP and SIGQUIT wait until the files are complete: a handler records the
+ * signal, and the previous handlers are back and the signal raised again once the renames are
+ * done (sigaction is process-wide, so this holds whichever thread a signal reaches). */
+static const int deferred_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define DEFERRED_COUNT ((int)(sizeof deferred_signals / sizeof deferred_signals[0]))
+static volatile sig_atomic_t deferred_signal;
+static void defer_signal(int sig) { deferred_signal = sig; }
+
+static void defer_signals(struct sigaction *saved) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = defer_signal;
+  sigemptyset(&sa.sa_mask);
+  deferred_signal = 0;
+  for (int i = 0; i < DEFERRED_COUNT; i++) sigaction(deferred_signals[i], &sa, &saved[i]);
+}
+
+static void restore_signals(const struct sigaction *saved) {
+  for (int i = 0; i < DEFERRED_COUNT; i++) sigaction(deferred_signals[i], &saved[i], NULL);
+  if (deferred_signal) raise(deferred_signal);
+}
+
+static gm_status write_temp(const gm_file_parts *f, char *tmp, size_t tmp_size) {
+  if (snprintf(tmp, tmp_size, "%s.tmp.%d", f->path, (int)getpid()) >= (int)tmp_size)
+    return gm_fail(GM_ERR_IO, 1, "path too long: %s", f->path);
+  remove_stale_temps(f->path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return gm_fail(GM_ERR_IO, 1, "%s: %s", tmp, strerror(errno));
   gm_status st = GM_OK;
-  for (int i = 0; i < count && st == GM_OK; i++) st = write_all(fd, chunks[i], sizes[i], tmp);
+  for (int i = 0; i < f->count && st == GM_OK; i++) st = write_all(fd, f->chunks[i], f->sizes[i], tmp);
   if (st == GM_OK && fsync(fd) != 0) st = gm_fail(GM_ERR_IO, 1, "%s: fsync: %s", tmp, strerror(errno));
   if (close(fd) != 0 && st == GM_OK) st = gm_fail(GM_ERR_IO, 1, "%s: %s", tmp, strerror(errno));
-  /* the old file stays whole until this rename replaces it in one step */
-  if (st == GM_OK && rename(tmp, path) != 0)
-    st = gm_fail(GM_ERR_IO, 1, "%s: rename: %s", path, strerror(errno));
-  if (st != GM_OK) {
-    unlink(tmp);
+  if (st != GM_OK) unlink(tmp);
+  return st;
+}
+
+gm_status gm_file_write_atomic_all(const gm_file_parts *files, int n) {
+  char(*tmp)[4096] = gm_malloc(sizeof *tmp * (size_t)(n > 0 ? n : 1)), dir[4096];
+  if (!tmp) return gm_last_status();
+  struct sigaction saved[DEFERRED_COUNT];
+  defer_signals(saved);
+  gm_status st = GM_OK;
+  int written = 0, renamed = 0;
+  for (; written < n && st == GM_OK; written++) {
+    st = write_temp(&files[written], tmp[written], sizeof tmp[written]);
+    if (st != GM_OK) break;
+  }
+  /* every old file stays whole until the renames replace them, back to back */
+  for (; st == GM_OK && renamed < n; renamed++)
+    if (rename(tmp[renamed], files[renamed].path) != 0)
+      st = gm_fail(GM_ERR_IO, 1, "%s: rename: %s", files[renamed].path, strerror(errno));
+  for (int i = renamed; i < written; i++) unlink(tmp[i]);
+  for (int i = 0; i < renamed; i++) { /* make the renames themselves durable */
+    snprintf(dir, sizeof dir, "%s", files[i].path);
+    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      fsync(dfd);
+      close(dfd);
+    }
+  }
+  restore_signals(saved);
+  gm_free(tmp);
+  return st;
+}
+
+gm_status gm_file_write_atomic(const char *path, const void *const *chunks, const size_t *sizes,
+                               int count) {
+  gm_file_parts f = {path, chunks, sizes, count};
+  return gm_file_write_atomic_all(&f, 1);
+}
+
+gm_status gm_file_open(const char *path, int *fd, uint64_t *size) {
+  *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not wait for a writer */
+  if (*fd < 0) return gm_fail(GM_ERR_IO, 0, "%s: %s", path, strerror(errno));
+  struct stat sb;
+  const char *kind = NULL;
+  if (fstat(*fd, &sb) != 0) {
+    gm_status st = gm_fail(GM_ERR_IO, 0, "%s: %s", path, strerror(errno));
+    close(*fd);
     return st;
   }
-  snprintf(dir, sizeof dir, "%s", path); /* make the rename itself durable */
-  int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
+  if (S_ISDIR(sb.st_mode)) kind = "a directory";
+  else if (S_ISFIFO(sb.st_mode)) kind = "a FIFO";
+  else if (S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode)) kind = "a device";
+  else if (!S_ISREG(sb.st_mode)) kind = "a socket";
+  if (kind) {
+    close(*fd);
+    *fd = -1;
+    return gm_fail(GM_ERR_IO, 0, "%s: %s, not a regular file", path, kind);
+  }
+  fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK);
+  *size = (uint64_t)sb.st_size;
+  return GM_OK;
+}
+
+gm_status gm_file_read(int fd, const char *name, uint64_t offset, void *buf, size_t n) {
+  char *p = buf;
+  while (n > 0) {
+    ssize_t got = pread(fd, p, n > (1u << 30) ? (1u << 30) : n, (off_t)offset);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return gm_fail(GM_ERR_IO, 0, "%s: %s", name, strerror(errno));
+    if (got == 0) return gm_fail(GM_ERR_IO, 0, "%s: the file shrank while being read", name);
+    p += got;
+    n -= (size_t)got;
+    offset += (uint64_t)got;
   }
   return GM_OK;
 }
@@ -129,5 +239,47 @@ gm_tensor *gm_tensor_from_bytes(const void *data, size_t bytes, int ndim, const 
   gm_tensor *t = gm_tensor_empty(ndim, shape);
   if (!t) return NULL;
   gm_convert_to_f32(t->data, data, numel, dtype);
+  return t;
+}
+
+gm_tensor *gm_tensor_from_file(const char *path, uint64_t offset, size_t bytes, int ndim,
+                               const int64_t *shape, gm_dtype dtype) {
+  char buf[GM_SHAPE_BUF];
+  if (gm_check_shape(ndim, shape, 2) != GM_OK) return NULL;
+  int64_t numel = gm_numel_of(ndim, shape);
+  size_t width = gm_dtype_size(dtype);
+  if (numel < 0 || bytes / width != (uint64_t)numel || bytes % width) {
+    gm_fail(GM_ERR_IO, 0, "%s: %zu bytes for a %s tensor of size %s", path, bytes,
+            gm_dtype_name(dtype), gm_shape_str(ndim, shape, buf, sizeof buf));
+    return NULL;
+  }
+  int fd;
+  uint64_t size;
+  if (gm_file_open(path, &fd, &size) != GM_OK) return NULL;
+  gm_tensor *t = NULL;
+  if (offset > size || bytes > size - offset) {
+    gm_fail(GM_ERR_IO, 0, "%s: bytes %llu to %llu lie past the end of the file (%llu bytes)", path,
+            (unsigned long long)offset, (unsigned long long)(offset + bytes),
+            (unsigned long long)size);
+  } else if ((t = gm_tensor_empty(ndim, shape)) != NULL) {
+    /* float32 straight into the tensor; the other types through a bounded buffer */
+    enum { CHUNK = 1 << 20 };
+    unsigned char *chunk = dtype == GM_DTYPE_F32 ? NULL : gm_malloc(CHUNK);
+    gm_status st = dtype == GM_DTYPE_F32 ? gm_file_read(fd, path, offset, t->data, bytes)
+                   : chunk               ? GM_OK
+                                         : gm_last_status();
+    for (int64_t done = 0; chunk && st == GM_OK && done < numel;) {
+      int64_t n = numel - done < (int64_t)(CHUNK / width) ? numel - done : (int64_t)(CHUNK / width);
+      st = gm_file_read(fd, path, offset + (uint64_t)done * width, chunk, (size_t)n * width);
+      if (st == GM_OK) gm_convert_to_f32(t->data + done, chunk, n, dtype);
+      done += n;
+    }
+    gm_free(chunk);
+    if (st != GM_OK) {
+      gm_tensor_release(t);
+      t = NULL;
+    }
+  }
+  close(fd);
   return t;
 }

@@ -3,9 +3,7 @@
  * from its storage entry <prefix>/data/<key> with pread, straight into the new tensor when it is
  * a contiguous float32 run, else through a buffer of the span it covers; so the peak is the
  * weights plus the largest such span, never a copy of the archive. */
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "gm_internal.h"
@@ -100,7 +98,7 @@ static void gather(float *dst, const unsigned char *span, const gm_pvalue *t,
 }
 
 static gm_tensor *read_tensor(const gm_source *src, const gm_zip *zip, const char *prefix,
-                              const char *name, const gm_pvalue *t) {
+                              const char *name, const gm_pvalue *t, uint64_t *budget) {
   char a[GM_SHAPE_BUF * 2], entry_name[512];
   const gm_pvalue *s = t->u.tensor.storage;
   storage_type ty = type_of(s->u.storage.type);
@@ -148,6 +146,16 @@ static gm_tensor *read_tensor(const gm_source *src, const gm_zip *zip, const cha
             (long long)last, (unsigned long long)numel_storage);
     return NULL;
   }
+  if ((uint64_t)numel > *budget / sizeof(float)) {
+    gm_fail(GM_ERR_IO, 1,
+            "%s: %s: size %s (%lld float32 elements) is more than a file of %llu bytes "
+            "justifies (its tensors may take %llu bytes in all; a stride-0 or overlapping view?)",
+            src->name, name, dims_str(n, t->u.tensor.size, a, sizeof a), (long long)numel,
+            (unsigned long long)src->size,
+            (unsigned long long)(src->size > UINT64_MAX / 2 ? UINT64_MAX : 2 * src->size));
+    return NULL;
+  }
+  *budget -= (uint64_t)numel * sizeof(float);
   gm_tensor *out = gm_tensor_empty(n, t->u.tensor.size);
   if (!out) {
     char why[512];
@@ -230,47 +238,56 @@ static char *copy_string(const char *s) {
   return c;
 }
 
-static int same_view(const gm_pvalue *x, const gm_pvalue *y) {
-  if (x->u.tensor.storage->u.storage.key != y->u.tensor.storage->u.storage.key &&
-      strcmp(x->u.tensor.storage->u.storage.key, y->u.tensor.storage->u.storage.key) != 0)
-    return 0;
-  if (x->u.tensor.offset != y->u.tensor.offset || x->u.tensor.ndim != y->u.tensor.ndim) return 0;
-  for (int i = 0; i < x->u.tensor.ndim; i++)
-    if (x->u.tensor.size[i] != y->u.tensor.size[i] ||
-        x->u.tensor.stride[i] != y->u.tensor.stride[i])
-      return 0;
-  return 1;
+/* Tied weights (entries with one view of one storage) are found by sorting the entries by view:
+ * O(n log n) whatever the file holds (a hash of the views could be steered into one probe chain
+ * by a crafted pickle and made quadratic). Equal views end up side by side, the earliest entry
+ * first. */
+typedef struct view_entry {
+  const gm_pvalue *view;
+  int64_t index; /* into the root dict */
+} view_entry;
+
+static int compare_i64(int64_t a, int64_t b) { return (a > b) - (a < b); }
+
+static int compare_views(const void *pa, const void *pb) {
+  const view_entry *a = pa, *b = pb;
+  const gm_pvalue *x = a->view, *y = b->view;
+  const gm_pvalue *sx = x->u.tensor.storage, *sy = y->u.tensor.storage;
+  int c = strcmp(sx->u.storage.key, sy->u.storage.key);
+  if (!c) c = compare_i64(sx->u.storage.type, sy->u.storage.type);
+  if (!c) c = compare_i64(x->u.tensor.offset, y->u.tensor.offset);
+  if (!c) c = compare_i64(x->u.tensor.ndim, y->u.tensor.ndim);
+  for (int i = 0; !c && i < x->u.tensor.ndim; i++) {
+    c = compare_i64(x->u.tensor.size[i], y->u.tensor.size[i]);
+    if (!c) c = compare_i64(x->u.tensor.stride[i], y->u.tensor.stride[i]);
+  }
+  return c ? c : compare_i64(a->index, b->index);
 }
 
-/* Tied weights are found through a hash of the views read so far (a hostile pickle with
- * millions of entries must not make this quadratic): FNV-1a over the storage key, offset, sizes
- * and strides; slots hold 1 + the index into the state dict, 0 when free. */
-static uint64_t view_hash(const gm_pvalue *t) {
-  uint64_t h = 1469598103934665603ull;
-  for (const unsigned char *c = (const unsigned char *)t->u.tensor.storage->u.storage.key; *c; c++)
-    h = (h ^ *c) * 1099511628211ull;
-  int64_t words[1 + 2 * GM_MAX_DIMS] = {t->u.tensor.offset};
-  memcpy(words + 1, t->u.tensor.size, sizeof(int64_t) * (size_t)t->u.tensor.ndim);
-  memcpy(words + 1 + t->u.tensor.ndim, t->u.tensor.stride,
-         sizeof(int64_t) * (size_t)t->u.tensor.ndim);
-  for (int i = 0; i < 1 + 2 * t->u.tensor.ndim; i++)
-    h = (h ^ (uint64_t)words[i]) * 1099511628211ull;
-  return h;
-}
-
-typedef struct view_table {
-  const gm_pvalue **views; /* by state dict index */
-  int *slots;
-  size_t mask;
-} view_table;
-
-/* The state dict index of an equal view read before, or -1 (then *slot is where to put it). */
-static int view_find(const view_table *vt, const gm_pvalue *t, size_t *slot) {
-  size_t i = (size_t)view_hash(t) & vt->mask;
-  for (; vt->slots[i]; i = (i + 1) & vt->mask)
-    if (same_view(vt->views[vt->slots[i] - 1], t)) return vt->slots[i] - 1;
-  *slot = i;
-  return -1;
+/* first[i]: the earliest entry with entry i's view (i itself when none before it); entries that
+ * are not tensors are their own. */
+static int64_t *first_of_views(const gm_pvalue *root, int64_t n) {
+  int64_t *first = gm_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  view_entry *sorted = gm_malloc(sizeof(view_entry) * (size_t)(n ? n : 1));
+  if (!first || !sorted) {
+    gm_free(first);
+    gm_free(sorted);
+    return NULL;
+  }
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; i++) {
+    first[i] = i;
+    const gm_pvalue *val = root->u.seq.items[2 * i + 1];
+    if (val->kind == GM_P_TENSOR) sorted[m++] = (view_entry){val, i};
+  }
+  qsort(sorted, (size_t)m, sizeof *sorted, compare_views);
+  for (int64_t j = 1; j < m; j++) {
+    view_entry probe = sorted[j];
+    probe.index = sorted[j - 1].index; /* equal but for the index: the same view */
+    if (compare_views(&probe, &sorted[j - 1]) == 0) first[sorted[j].index] = first[sorted[j - 1].index];
+  }
+  gm_free(sorted);
+  return first;
 }
 
 static const char *kind_name(gm_pkind k) {
@@ -283,16 +300,16 @@ static const char *kind_name(gm_pkind k) {
 static gm_status fill(const gm_source *src, const gm_zip *zip, const char *prefix,
                       const gm_pvalue *root, int skip_non_float, gm_state_dict *sd) {
   int64_t n = root->u.seq.n / 2;
-  view_table vt = {.mask = 1};
-  while (vt.mask + 1 < 2 * (size_t)n) vt.mask = 2 * vt.mask + 1;
-  vt.views = gm_malloc(sizeof(gm_pvalue *) * (size_t)(n ? n : 1));
-  vt.slots = gm_malloc(sizeof(int) * (vt.mask + 1));
-  if (!vt.views || !vt.slots) {
-    gm_free(vt.views);
-    gm_free(vt.slots);
+  int64_t *first = first_of_views(root, n);
+  int *slot_of = gm_malloc(sizeof(int) * (size_t)(n ? n : 1)); /* entry → state dict index */
+  if (!first || !slot_of) {
+    gm_free(first);
+    gm_free(slot_of);
     return gm_last_status();
   }
-  memset(vt.slots, 0, sizeof(int) * (vt.mask + 1));
+  /* the budget: every element of a 16-bit storage becomes 4 bytes, so no honest file's tensors
+   * take more than twice its size; stride-0 views past that are refused */
+  uint64_t budget = src->size > UINT64_MAX / 2 ? UINT64_MAX : 2 * src->size;
   gm_status st = GM_OK;
   for (int64_t i = 0; i < n && st == GM_OK; i++) {
     const gm_pvalue *key = root->u.seq.items[2 * i], *val = root->u.seq.items[2 * i + 1];
@@ -329,23 +346,21 @@ static gm_status fill(const gm_source *src, const gm_zip *zip, const char *prefi
       }
       continue;
     }
-    size_t slot = 0;
-    int tied = view_find(&vt, val, &slot); /* tied weights: one tensor under both names */
-    gm_tensor *t = tied >= 0 ? sd->tensors[tied] : read_tensor(src, zip, prefix, name, val);
-    if (tied >= 0) gm_tensor_retain(t);
+    int tied = first[i] != i; /* tied weights: one tensor under both names */
+    gm_tensor *t = tied ? sd->tensors[slot_of[first[i]]] : read_tensor(src, zip, prefix, name, val, &budget);
+    if (tied) gm_tensor_retain(t);
     char *copy = t ? copy_string(name) : NULL;
     if (!copy) {
       gm_tensor_release(t);
       st = gm_last_status();
       break;
     }
-    if (tied < 0) vt.slots[slot] = sd->count + 1;
-    vt.views[sd->count] = val;
+    slot_of[i] = sd->count;
     sd->names[sd->count] = copy;
     sd->tensors[sd->count++] = t;
   }
-  gm_free(vt.views);
-  gm_free(vt.slots);
+  gm_free(first);
+  gm_free(slot_of);
   return st;
 }
 
@@ -412,20 +427,11 @@ done:
 }
 
 gm_state_dict *gm_torch_load(const char *path, int skip_non_float) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    gm_fail(GM_ERR_IO, 1, "%s: %s", path, strerror(errno));
-    return NULL;
-  }
-  struct stat sb;
-  gm_state_dict *sd = NULL;
-  if (fstat(fd, &sb) != 0)
-    gm_fail(GM_ERR_IO, 1, "%s: %s", path, strerror(errno));
-  else if (!S_ISREG(sb.st_mode))
-    gm_fail(GM_ERR_IO, 1, "%s: not a regular file", path);
-  else
-    sd = gm_torch_load_source(&(gm_source){.name = path, .fd = fd, .size = (uint64_t)sb.st_size},
-                              skip_non_float);
+  int fd;
+  uint64_t size;
+  if (gm_file_open(path, &fd, &size) != GM_OK) return NULL;
+  gm_state_dict *sd = gm_torch_load_source(&(gm_source){.name = path, .fd = fd, .size = size},
+                                           skip_non_float);
   close(fd);
   return sd;
 }

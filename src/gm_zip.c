@@ -6,9 +6,6 @@
  * dependency). That needs the directory and local headers only, about 200 lines; every offset
  * and size read from the file is checked against the file's size before it is used. A compressed
  * or encrypted entry is refused by name. */
-#include <errno.h>
-#include <unistd.h>
-
 #include "gm_internal.h"
 #include "gm_torch.h"
 
@@ -22,20 +19,8 @@
 #define MAX_DIRECTORY ((uint64_t)256 << 20)
 
 gm_status gm_source_read(const gm_source *src, uint64_t offset, void *buf, size_t n) {
-  if (src->mem) {
-    memcpy(buf, src->mem + offset, n);
-    return GM_OK;
-  }
-  char *p = buf;
-  while (n > 0) {
-    ssize_t got = pread(src->fd, p, n > (1u << 30) ? (1u << 30) : n, (off_t)offset);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return gm_fail(GM_ERR_IO, 1, "%s: %s", src->name, strerror(errno));
-    if (got == 0) return gm_fail(GM_ERR_IO, 1, "%s: the file shrank while being read", src->name);
-    p += got;
-    n -= (size_t)got;
-    offset += (uint64_t)got;
-  }
+  if (!src->mem) return gm_file_read(src->fd, src->name, offset, buf, n);
+  memcpy(buf, src->mem + offset, n);
   return GM_OK;
 }
 

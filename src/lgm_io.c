@@ -1,17 +1,22 @@
-/* lgm_io.c — atomic file writes and tensors from and to raw bytes. */
+/* lgm_io.c — atomic file writes, files read without blocking, and tensors from and to raw bytes. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "lgm.h"
 
-/* gm.write_atomic(path, {string or tensor, ...}): tensors are written as raw float32 */
-static int l_write_atomic(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  int n = (int)luaL_len(L, 2);
-  luaL_argcheck(L, n >= 0 && n < 1 << 20, 2, "too many parts");
+/* The parts of one file from a Lua table of strings and tensors (tensors as raw float32); the
+ * arrays are userdata on the stack and the table keeps each part alive. */
+static gm_file_parts check_parts(lua_State *L, const char *path, int idx, int arg) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  int n = (int)luaL_len(L, idx);
+  luaL_argcheck(L, n >= 0 && n < 1 << 20, arg, "too many parts");
   const void **chunks = lua_newuserdatauv(L, sizeof(void *) * (size_t)(n + 1), 0);
   size_t *sizes = lua_newuserdatauv(L, sizeof(size_t) * (size_t)(n + 1), 0);
   for (int i = 0; i < n; i++) {
-    lua_geti(L, 2, i + 1); /* the table keeps each part alive */
+    lua_geti(L, idx, i + 1);
     if (lua_type(L, -1) == LUA_TSTRING) {
       chunks[i] = lua_tolstring(L, -1, &sizes[i]);
     } else if (lgm_is_tensor(L, -1)) {
@@ -19,18 +24,124 @@ static int l_write_atomic(lua_State *L) {
       chunks[i] = t->data;
       sizes[i] = (size_t)t->numel * sizeof(float);
     } else {
-      lua_pushfstring(L, "part %d is neither a string nor a tensor", i + 1);
-      return luaL_argerror(L, 2, lua_tostring(L, -1));
+      lua_pushfstring(L, "%s: part %d is neither a string nor a tensor", path, i + 1);
+      luaL_argerror(L, arg, lua_tostring(L, -1));
     }
     lua_pop(L, 1);
   }
-  if (gm_file_write_atomic(path, chunks, sizes, n) != GM_OK) {
+  return (gm_file_parts){path, chunks, sizes, n};
+}
+
+/* gm.write_atomic(path, {string or tensor, ...}) or gm.write_atomic{{path, parts}, ...}: the
+ * second form writes several files as one (all old or all new) → true, or nil and a message */
+static int l_write_atomic(lua_State *L) {
+  gm_file_parts *files;
+  int n = 1;
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    files = lua_newuserdatauv(L, sizeof *files, 0);
+    files[0] = check_parts(L, lua_tostring(L, 1), 2, 2);
+  } else {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    n = (int)luaL_len(L, 1);
+    luaL_argcheck(L, n >= 1 && n <= 64, 1, "1 to 64 {path, parts} pairs expected");
+    files = lua_newuserdatauv(L, sizeof *files * (size_t)n, 0);
+    for (int i = 0; i < n; i++) {
+      luaL_checkstack(L, 8, "too many files");
+      if (lua_geti(L, 1, i + 1) != LUA_TTABLE || lua_geti(L, -1, 1) != LUA_TSTRING ||
+          lua_geti(L, -2, 2) != LUA_TTABLE)
+        luaL_argerror(L, 1, lua_pushfstring(L, "entry %d is not a {path, parts} pair", i + 1));
+      /* the pair table (below its path and parts) stays on the stack: it keeps them alive */
+      files[i] = check_parts(L, lua_tostring(L, -2), lua_gettop(L), 1);
+    }
+  }
+  if (gm_file_write_atomic_all(files, n) != GM_OK) {
     lua_pushnil(L);
     lua_pushstring(L, gm_last_error());
     return 2;
   }
   lua_pushboolean(L, 1);
   return 1;
+}
+
+/* gm.stat(path) → {type = "file" | "directory" | "fifo" | "device" | "socket", size = bytes,
+ * link = whether path itself is a symbolic link}, following links; or nil and a message. Never
+ * opens the file, so a FIFO cannot block it. */
+static int l_stat(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  struct stat sb, lsb;
+  if (stat(path, &sb) != 0) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  const char *type = S_ISREG(sb.st_mode)   ? "file"
+                     : S_ISDIR(sb.st_mode) ? "directory"
+                     : S_ISFIFO(sb.st_mode) ? "fifo"
+                     : S_ISSOCK(sb.st_mode) ? "socket"
+                                            : "device";
+  lua_createtable(L, 0, 3);
+  lua_pushstring(L, type);
+  lua_setfield(L, -2, "type");
+  lua_pushinteger(L, (lua_Integer)sb.st_size);
+  lua_setfield(L, -2, "size");
+  lua_pushboolean(L, lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode));
+  lua_setfield(L, -2, "link");
+  return 1;
+}
+
+/* gm.realpath(path) → the absolute path with every symbolic link resolved, or nil and a message */
+static int l_realpath(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  char *real = realpath(path, NULL);
+  if (!real) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_pushstring(L, real);
+  free(real);
+  return 1;
+}
+
+/* gm.read_file(path[, offset = 0[, length = the rest]]) → string: a regular file's bytes
+ * (gm_file_open: never blocks on a FIFO, refuses devices); a range past the end is an error */
+static int l_read_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  lua_Integer offset = luaL_optinteger(L, 2, 0), length = luaL_optinteger(L, 3, -1);
+  luaL_argcheck(L, offset >= 0, 2, "offset must be >= 0");
+  luaL_argcheck(L, length >= -1, 3, "length must be >= 0");
+  int fd;
+  uint64_t size;
+  if (gm_file_open(path, &fd, &size) != GM_OK) return luaL_error(L, "%s", gm_last_error());
+  if ((uint64_t)offset > size || (length >= 0 && (uint64_t)length > size - (uint64_t)offset)) {
+    close(fd);
+    return luaL_error(L, "%s: bytes %I to %I lie past the end of the file (%I bytes)", path, offset,
+                      offset + (length < 0 ? 0 : length), (lua_Integer)size);
+  }
+  size_t n = length >= 0 ? (size_t)length : (size_t)(size - (uint64_t)offset);
+  luaL_Buffer b;
+  char *p = luaL_buffinitsize(L, &b, n);
+  gm_status st = gm_file_read(fd, path, (uint64_t)offset, p, n);
+  close(fd);
+  if (st != GM_OK) return luaL_error(L, "%s", gm_last_error());
+  luaL_pushresultsize(&b, n);
+  return 1;
+}
+
+static const char *const dtype_names[] = {"F32", "F64", "F16", "BF16", NULL}; /* gm_dtype order */
+
+/* gm.tensor_from_file(path, offset, nbytes, shape[, dtype = "F32"]): offset counts from 0 */
+static int l_tensor_from_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  lua_Integer offset = luaL_checkinteger(L, 2), nbytes = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, offset >= 0, 2, "offset must be >= 0");
+  luaL_argcheck(L, nbytes >= 0, 3, "byte count must be >= 0");
+  int64_t shape[GM_MAX_DIMS];
+  luaL_checktype(L, 4, LUA_TTABLE);
+  int ndim = lgm_check_shape(L, 4, shape);
+  gm_dtype dtype = (gm_dtype)luaL_checkoption(L, 5, "F32", dtype_names);
+  lgm_box *b = lgm_new_box(L);
+  return lgm_finish(L, b, gm_tensor_from_file(path, (uint64_t)offset, (size_t)nbytes, ndim, shape, dtype));
 }
 
 /* gm.tensor_from_bytes(s, offset, nbytes, shape[, dtype = "F32"]): offset counts from 0 */
@@ -44,8 +155,7 @@ static int l_tensor_from_bytes(lua_State *L) {
   int64_t shape[GM_MAX_DIMS];
   luaL_checktype(L, 4, LUA_TTABLE);
   int ndim = lgm_check_shape(L, 4, shape);
-  static const char *const dtypes[] = {"F32", "F64", "F16", "BF16", NULL}; /* gm_dtype order */
-  gm_dtype dtype = (gm_dtype)luaL_checkoption(L, 5, "F32", dtypes);
+  gm_dtype dtype = (gm_dtype)luaL_checkoption(L, 5, "F32", dtype_names);
   lgm_box *b = lgm_new_box(L);
   return lgm_finish(L, b, gm_tensor_from_bytes(s + offset, (size_t)nbytes, ndim, shape, dtype));
 }
@@ -57,7 +167,11 @@ static int t_to_bytes(lua_State *L) {
 }
 
 static const luaL_Reg io_functions[] = {{"write_atomic", l_write_atomic},
+                                        {"stat", l_stat},
+                                        {"realpath", l_realpath},
+                                        {"read_file", l_read_file},
                                         {"tensor_from_bytes", l_tensor_from_bytes},
+                                        {"tensor_from_file", l_tensor_from_file},
                                         {NULL, NULL}};
 
 static const luaL_Reg io_methods[] = {{"to_bytes", t_to_bytes}, {NULL, NULL}};

@@ -7,7 +7,8 @@
 -- save(path, tensors, metadata): tensors maps names to tensors; writes atomically (temporary
 --   file, fsync, rename), so the file on disk is the old one or the new one, never a mix.
 -- load(path) → tensors, metadata: validates the header, dtypes (F32; F64, F16, BF16 converted),
---   shapes and offsets, and raises a clear error on any mismatch or truncation.
+--   shapes and offsets, and raises a clear error on any mismatch or truncation; a FIFO or a
+--   device is refused unread.
 local gm = require "graphmert"
 local cjson = require "cjson"
 
@@ -53,20 +54,26 @@ end
 local MAX_HEADER = 100 * 1024 * 1024
 local BYTES = { F32 = 4, F64 = 8, F16 = 2, BF16 = 2 }
 
+-- The file is never read whole: its header is read, checked, and each tensor read from its
+-- range straight into the tensor (gm.tensor_from_file), so the peak is the tensors themselves.
+-- Every tensor's bytes lie in the file and no two overlap, so what a load allocates is bounded
+-- by the file: twice its size at most, when every tensor is 16-bit. Messages never quote the
+-- file's bytes.
 function M.load(path)
-  local f, err = io.open(path, "rb")
-  if not f then error("load: " .. err, 2) end
-  local data = f:read("a")
-  f:close()
+  if type(path) ~= "string" then error("bad argument #1 to 'load' (path expected)", 2) end
   local function fail(msg) error(string.format("load: %s: %s", path, msg), 3) end
-  if #data < 8 then fail("truncated: no header length") end
-  local n = string.unpack("<I8", data)
-  if n > MAX_HEADER or 8 + n > #data then
-    fail(string.format("header length %d does not fit a file of %d bytes", n, #data))
+  local ok, head = pcall(gm.read_file, path, 0, 0) -- refuses a FIFO or a device before reading
+  if not ok then error("load: " .. tostring(head), 2) end
+  local size = gm.stat(path).size
+  if size < 8 then fail("truncated: no header length") end
+  local n = string.unpack("<I8", gm.read_file(path, 0, 8))
+  -- unsigned: a length of 2^63 or more is negative here
+  if n < 0 or n > MAX_HEADER or n > size - 8 then
+    fail(string.format("the header length (its first 8 bytes) does not fit a file of %d bytes: not a safetensors file?", size))
   end
-  local ok, header = pcall(cjson.decode, data:sub(9, 8 + n))
-  if not ok or type(header) ~= "table" then fail("the header is not a JSON object") end
-  local base, data_size = 8 + n, #data - 8 - n
+  local decoded, header = pcall(cjson.decode, gm.read_file(path, 8, n))
+  if not decoded or type(header) ~= "table" then fail("the header is not a JSON object") end
+  local base, data_size = 8 + n, size - 8 - n
   local tensors, metadata, spans = {}, {}, {}
   for name, e in pairs(header) do
     if type(name) ~= "string" then fail("the header is not a JSON object") end
@@ -81,13 +88,19 @@ function M.load(path)
       local width = BYTES[e.dtype]
       if not width then fail(string.format("%s: dtype %s is not supported (F32, F64, F16, BF16)", name, tostring(e.dtype))) end
       if type(e.shape) ~= "table" then fail(name .. ": no shape") end
+      -- sizes as integers; their product checked against the data before it could overflow
       local numel, shape = 1, {}
       for i, d in ipairs(e.shape) do
-        if type(d) ~= "number" or d ~= math.floor(d) or d < 0 then
-          fail(name .. ": shape is not a list of sizes")
+        local size_i = math.tointeger(d)
+        if not size_i or size_i < 0 then fail(name .. ": shape is not a list of sizes") end
+        shape[i] = size_i
+      end
+      for _, d in ipairs(shape) do
+        if d == 0 then numel = 0 break end
+        if numel > data_size // d then
+          fail(string.format("%s: shape [%s] needs more than the file's %d data bytes", name, table.concat(shape, ","), data_size))
         end
-        shape[i] = math.tointeger(d)
-        numel = numel * shape[i]
+        numel = numel * d
       end
       local o = e.data_offsets
       if type(o) ~= "table" or #o ~= 2 then fail(name .. ": no data_offsets") end
@@ -100,13 +113,14 @@ function M.load(path)
         fail(string.format("%s: %d bytes for shape [%s] of %s", name, en - b, table.concat(shape, ","), e.dtype))
       end
       if en > b then spans[#spans + 1] = { b, en, name } end
-      tensors[name] = gm.tensor_from_bytes(data, base + b, en - b, shape, e.dtype)
+      tensors[name] = { base + b, en - b, shape, e.dtype }
     end
   end
   table.sort(spans, function(x, y) return x[1] < y[1] end)
   for i = 2, #spans do
     if spans[i][1] < spans[i - 1][2] then fail(spans[i - 1][3] .. " and " .. spans[i][3] .. " overlap") end
   end
+  for name, r in pairs(tensors) do tensors[name] = gm.tensor_from_file(path, r[1], r[2], r[3], r[4]) end
   return tensors, metadata
 end
 
