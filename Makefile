@@ -145,8 +145,8 @@ gene-ontology: $(if $(filter 1,$(SETUP)),setup)
 	sh scripts/gene_ontology.sh
 	./build/bin/graphmert experiments/train.lua --config experiments/configs/gene_ontology.lua \
 	  --out out/gene_ontology
-	./build/bin/graphmert experiments/extract_eval.lua --checkpoint out/gene_ontology --decoding constrained \
-	  --passages 300
+	./build/bin/graphmert experiments/extract_eval.lua --checkpoint out/gene_ontology \
+	  --config experiments/configs/gene_ontology.lua --decoding constrained --passages 300
 
 bench: all build/bin/bench_sgemm
 	./build/bin/graphmert scripts/bench_core.lua

@@ -1,8 +1,9 @@
 -- extract.lua — a knowledge graph from a corpus with a trained GraphMERT (a folder written by
--- experiments/train.lua: run.json, tokenizer.txt, checkpoint.safetensors).
+-- experiments/train.lua: run.json, tokenizer.txt, checkpoint.safetensors, seed_graph/; only these
+-- are read from it, and the seed graph is the folder's own unless --data or --config names one).
 --   graphmert experiments/extract.lua --checkpoint out/wordnet_10min --input passages.txt --out kg.jsonl
 --       [--relations all|hypernym,part_meronym] [--top 5] [--min-score S] [--batch 16]
---       [--decoding open|constrained]
+--       [--decoding open|constrained] [--data DIR | --config FILE]
 -- Input: plain text (one passage per line) or the JSONL corpus format (a line per record with a
 -- "text" field). Heads are the seed graph's entity names and aliases found in each passage (the
 -- run's dataset, gm.data.linker: longest match, multi-word, case and accents folded); relations
@@ -15,7 +16,8 @@
 -- score = mean log-probability per decoded slot, count = passages supporting it, sources = their
 -- ids (line numbers), decoding, head_id and tail_id = the entities' ids (tail_id absent for a new
 -- tail open decoding wrote), seed = whether the seed graph already holds the triple) and kg.tsv
--- beside it, written atomically; Ctrl-C writes what was extracted so far.
+-- beside it, written as one (both old or both new), into a folder checked writable before the
+-- first passage; Ctrl-C writes what was extracted so far.
 local gm = require "graphmert"
 local cjson = require "cjson"
 local ex = gm.experiment
@@ -31,18 +33,25 @@ local args = ex.args.parse(arg, {
   { "min-score", nil, "drop triples scoring below this (mean log-probability per slot, <= 0)" },
   { "batch", 16, "sequences per forward", type = "integer" },
   { "decoding", "open", "open (new tails) or constrained (the seed graph's entity names)" },
+  { "data", nil, "a dataset folder whose seed graph to use instead of the run's own" },
+  { "config", nil, "a config whose dataset's seed graph to use instead of the run's own" },
 })
 local function fail(msg) io.stderr:write("extract.lua: ", msg, "\n"); os.exit(2) end
 if not args.checkpoint then fail("--checkpoint is required (see --help)") end
 if not args.input then fail("--input is required (see --help)") end
 if args.decoding ~= "open" and args.decoding ~= "constrained" then fail("--decoding must be open or constrained") end
+if args.data and args.config then fail("give --data or --config, not both") end
 local min_score = args["min-score"] and tonumber(args["min-score"])
 if args["min-score"] and not min_score then fail("--min-score must be a number, got " .. args["min-score"]) end
 
 -- passages {id, text}: ids are line numbers. A file whose first non-empty line starts with "{"
 -- is the JSONL corpus format (gm.data.corpus.read_jsonl), any other one passage per line.
 local function read_passages(path)
-  local f, err = io.open(path, "r")
+  local info, err = gm.stat(path)
+  if not info then fail(err) end
+  if info.type ~= "file" then fail(path .. " is a " .. info.type .. ", not a file of passages") end
+  local f
+  f, err = io.open(path, "r")
   if not f then fail(err) end
   local passages, n, jsonl = {}, 0, nil
   for line in f:lines() do
@@ -62,17 +71,46 @@ local function read_passages(path)
   return passages
 end
 
-local run_ok, run = pcall(ex.read_run, args.checkpoint)
-if not run_ok then fail(tostring(run)) end
-local tok_ok, tok = pcall(gm.data.tokenizer.load, args.checkpoint .. "/tokenizer.txt")
-if not tok_ok then fail(tostring(tok)) end
-if tok:size() ~= math.tointeger(run.model.vocab) then
-  fail(string.format("the tokenizer in %s has %d pieces, the model %d: they are not from one run", args.checkpoint,
-    tok:size(), math.tointeger(run.model.vocab)))
+-- the outputs' folder must take files before any work is done
+local tsv_path = args.out:gsub("%.jsonl$", "") .. ".tsv"
+local function check_writable(path)
+  local info = gm.stat(path)
+  if info and info.type ~= "file" then fail(path .. " is a " .. info.type .. "; --out names the output file") end
+  local dir = path:match("^(.*)/[^/]*$") or "."
+  local probe = string.format("%s/.extract-probe.%d", dir, math.random(1 << 30))
+  local ok, err = gm.write_atomic(probe, { "" })
+  if not ok then fail("cannot write " .. path .. ": " .. err) end
+  os.remove(probe)
 end
-local model = gm.nn.GraphMERT(run.model)
-local load_ok, load_err = pcall(gm.checkpoint.load, args.checkpoint .. "/checkpoint.safetensors", { model = model })
-if not load_ok then fail(tostring(load_err)) end
+check_writable(args.out)
+check_writable(tsv_path)
+
+local function try(fn, ...)
+  local ok, value = pcall(fn, ...)
+  if not ok then fail(tostring(value)) end
+  return value
+end
+local run = try(ex.read_run, args.checkpoint)
+local tok = try(ex.load_tokenizer, args.checkpoint, run)
+local model = try(ex.load_model, args.checkpoint, run)
+local passages = read_passages(args.input)
+
+-- the seed graph: the run's own, or the dataset the user names (whose relations must be the run's)
+local t0 = gm.clock()
+local graph = try(function()
+  local ds
+  if args.data or args.config then
+    local data_cfg = args.data and { dir = args.data } or ex.config.load(args.config).data
+    ds = ex.dataset(data_cfg)
+  else
+    ds = ex.run_seed_graph(args.checkpoint)
+  end
+  if table.concat(ds.relation_names, ",") ~= table.concat(run.relations, ",") then
+    error(string.format("the seed graph's relations (%s) are not the run's (%s)", table.concat(ds.relation_names, ", "),
+      table.concat(run.relations, ", ")), 0)
+  end
+  return gm.data.seed_graph.new(ds)
+end)
 
 local relations = {}
 for id, name in ipairs(run.relations) do relations[name] = id end
@@ -85,10 +123,6 @@ if args.relations ~= "all" then
   end
 end
 
-local passages = read_passages(args.input)
-local t0 = gm.clock()
-local data_ok, graph = pcall(function() return gm.data.seed_graph.new(ex.dataset(run.data)) end)
-if not data_ok then fail(tostring(graph)) end
 local opts = { graph = graph, relations = relations, only = only, mode = args.decoding, top = args.top,
   batch = args.batch, tail_end = run.tail_end, empty = (run.absent or 0) > 0 }
 if args.decoding == "constrained" then opts.tails = graph:known_tails(tok, relations, model.layout.leaves) end
@@ -125,11 +159,8 @@ for _, t in ipairs(kg) do
   tsv[#tsv + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
     t.decoding, t.head_id or "", t.tail_id or "", seed)
 end
-local tsv_path = args.out:gsub("%.jsonl$", "") .. ".tsv"
-for path, parts in pairs { [args.out] = jsonl, [tsv_path] = tsv } do
-  local written, werr = gm.write_atomic(path, parts)
-  if not written then fail(werr) end
-end
+local written, werr = gm.write_atomic { { args.out, jsonl }, { tsv_path, tsv } }
+if not written then fail(werr) end
 local multi = 0
 for _, t in ipairs(kg) do if t.tail:find(" ") then multi = multi + 1 end end
 print(string.format("\n%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s",

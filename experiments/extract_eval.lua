@@ -11,8 +11,13 @@
 -- and precision/recall over score thresholds (pr.csv, pr.png through gnuplot). Throughput is
 -- passages per second of extraction at the machine's threads. Tails are decoded without being
 -- told their length (gm.eval.decode).
---   graphmert experiments/extract_eval.lua --checkpoint out/wordnet_10min [--passages 300]
+--   graphmert experiments/extract_eval.lua --checkpoint out/wordnet_10min
+--       --config experiments/configs/wordnet_10min.lua [--data DIR] [--passages 300]
 --       [--decoding open|constrained] [--answer-all] [--out DIR (default: CHECKPOINT/extraction)]
+-- The held-out passages come from the dataset the run was trained on, which the user names with
+-- --config (and --data when training had it): run.json records it, but a run folder from
+-- elsewhere must not choose which files are read. A config whose data differs from the run's is
+-- refused.
 -- A model trained with absent relations may answer "none" (gm.eval.decode's empty tail); its
 -- triples are then only those it ranks above "none", unless --answer-all.
 local gm = require "graphmert"
@@ -26,14 +31,34 @@ local args = ex.args.parse(arg, {
   { "decoding", "open", "open or constrained" },
   { "answer-all", false, "ignore a model's empty answer (trained with absent): every (head, relation) gets its best tail", flag = true },
   { "out", nil, "output folder (default CHECKPOINT/extraction)" },
+  { "config", nil, "the config the run was trained with (run.json records which)" },
+  { "data", nil, "the dataset folder, when the run was trained with --data" },
 })
-if not args.checkpoint then error("extract_eval.lua: --checkpoint is required (see --help)", 0) end
+local function fail(msg) io.stderr:write("extract_eval.lua: ", msg, "\n"); os.exit(2) end
+if not args.checkpoint then fail("--checkpoint is required (see --help)") end
 local out_dir = args.out or args.checkpoint .. "/extraction"
 os.execute("mkdir -p '" .. out_dir .. "'")
 
-local run = ex.read_run(args.checkpoint)
-local cfg = ex.config.load(run.config, { data = run.data }) -- the data it was trained on (a --data override included)
-local tok = gm.data.tokenizer.load(args.checkpoint .. "/tokenizer.txt")
+local run_ok, run = pcall(ex.read_run, args.checkpoint)
+if not run_ok then fail(run) end
+if not args.config then
+  fail(string.format("--config is required: the config the run was trained with (run.json records %s%s)", tostring(run.config),
+    run.data.dir and (", with data " .. tostring(run.data.dir)) or ""))
+end
+local cfg_ok, cfg = pcall(ex.config.load, args.config, args.data and { data = { dir = args.data } })
+if not cfg_ok then fail(cfg) end
+local function same(a, b)
+  if type(a) ~= "table" or type(b) ~= "table" then return a == b end
+  for k, v in pairs(a) do if not same(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+if not same(cfg.data, run.data) then
+  fail(string.format("%s names data %s, but the run was trained on %s (pass --data when training had it)", args.config,
+    require("cjson").encode(cfg.data), require("cjson").encode(run.data)))
+end
+local tok_ok, tok = pcall(ex.load_tokenizer, args.checkpoint, run)
+if not tok_ok then fail(tok) end
 gm.manual_seed(cfg.seed)
 local d = ex.prepare(cfg, tok)
 local graph = d.graph
@@ -55,15 +80,14 @@ local opts = { graph = graph, relations = relations, mode = args.decoding, top =
   empty = (run.absent or 0) > 0 and not args["answer-all"] }
 local systems = { { name = "GraphMERT", dir = args.checkpoint } }
 local baseline_dir = args.checkpoint .. "/baseline"
-if io.open(baseline_dir .. "/run.json") then systems[2] = { name = "no decay, no H-GAT", dir = baseline_dir } end
+if gm.stat(baseline_dir .. "/run.json") then systems[2] = { name = "no decay, no H-GAT", dir = baseline_dir } end
 systems[#systems + 1] = { name = "most frequent tail" }
 
 for _, system in ipairs(systems) do
   local units, t0 = {}, gm.clock()
   local model
   if system.dir then
-    model = gm.nn.GraphMERT(ex.read_run(system.dir).model)
-    gm.checkpoint.load(system.dir .. "/checkpoint.safetensors", { model = model })
+    model = ex.load_model(system.dir)
     if args.decoding == "constrained" and not opts.tails then
       opts.tails = graph:known_tails(tok, relations, model.layout.leaves)
     end

@@ -2,10 +2,11 @@
 # setup.sh — installs the Debian packages graphmert needs, only those missing. Idempotent:
 # a second run installs nothing. Used by `make test`, `make demo` and .ci/run. libdnnl-dev is
 # optional at run time (gm_dnnl.c loads it if present): it speeds up the "medium" precision.
-# sqlite3 exports the Gene Ontology (scripts/gene_ontology.sh).
+# sqlite3 exports the Gene Ontology (scripts/gene_ontology.sh); strace lets the hostile-folder
+# specs see which files a load opens.
 set -e
 PACKAGES="build-essential pkg-config lua5.4 liblua5.4-dev libopenblas-dev libopenmpi-dev openmpi-bin lua-lpeg lua-busted \
-lua-cjson libreadline-dev wordnet-base gnuplot-nox libdnnl-dev sqlite3"
+lua-cjson libreadline-dev wordnet-base gnuplot-nox libdnnl-dev sqlite3 strace"
 missing=""
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -119,7 +119,7 @@ describe("experiments/extract_eval.lua", function()
     local out, code = run(BIN .. "experiments/train.lua --config " .. config .. " --out " .. dir)
     assert.equal(0, code, out)
     assert.is_true(require("graphmert").json.read(dir .. "/run.json").absent == 0.5)
-    out, code = run(BIN .. "experiments/extract_eval.lua --checkpoint " .. dir .. " --passages 6 --decoding constrained")
+    out, code = run(BIN .. "experiments/extract_eval.lua --checkpoint " .. dir .. " --config " .. config .. " --passages 6 --decoding constrained")
     assert.equal(0, code, out)
     local report = io.open(dir .. "/extraction/extraction.md"):read("a")
     for _, system in ipairs { "GraphMERT", "no decay, no H%-GAT", "most frequent tail" } do

@@ -9,6 +9,8 @@
  * and nothing recurses, so a hostile pickle ends in an error, not in exhausted memory. */
 #include <stdarg.h>
 
+#include <stddef.h>
+
 #include "gm_internal.h"
 #include "gm_torch.h"
 
@@ -104,10 +106,28 @@ static void *arena_alloc(machine *m, size_t bytes) {
   return p;
 }
 
+/* A value takes only its kind's member of the union: a tensor's sizes and strides (150 bytes)
+ * would make every int and tuple of a crafted pickle cost as much. */
+static size_t value_size(gm_pkind kind) {
+  const gm_pvalue *v = NULL;
+  size_t member;
+  switch (kind) {
+    case GM_P_TENSOR: member = sizeof v->u.tensor; break;
+    case GM_P_STORAGE: member = sizeof v->u.storage; break;
+    case GM_P_TUPLE:
+    case GM_P_LIST:
+    case GM_P_DICT: member = sizeof v->u.seq; break;
+    case GM_P_STRING: member = sizeof v->u.str; break;
+    default: member = sizeof v->u.i; break; /* None, bool, int, float, global */
+  }
+  return offsetof(gm_pvalue, u) + member;
+}
+
 static gm_pvalue *new_value(machine *m, gm_pkind kind) {
-  gm_pvalue *v = arena_alloc(m, sizeof *v);
+  size_t size = value_size(kind);
+  gm_pvalue *v = arena_alloc(m, size);
   if (v) {
-    memset(v, 0, sizeof *v);
+    memset(v, 0, size);
     v->kind = kind;
   }
   return v;

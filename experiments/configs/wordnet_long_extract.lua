@@ -9,7 +9,7 @@
 --                     relation the lemma lacks with an empty tail, so the model can say "none".
 -- None of the three is in the official code. The README's extraction evaluation ran on this run.
 --   graphmert experiments/train.lua --config experiments/configs/wordnet_long_extract.lua --out out/wordnet_long_extract
---   graphmert experiments/extract_eval.lua --checkpoint out/wordnet_long_extract --decoding constrained --passages 100
+--   graphmert experiments/extract_eval.lua --checkpoint out/wordnet_long_extract --config experiments/configs/wordnet_long_extract.lua --decoding constrained --passages 100
 return {
   extends = "wordnet_long.lua",
   tail_end = true,

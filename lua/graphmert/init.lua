@@ -1,7 +1,7 @@
 -- graphmert — graph-aware transformer attention on a float32 C core with autograd.
 --   local gm = require "graphmert"
 -- Returns a table and sets no globals. Submodules load on first use: the library (nn, optim,
--- layout, safetensors, checkpoint, gradcheck, errors, class) and the GraphMERT application that
+-- layout, safetensors, checkpoint, folder, json, gradcheck, errors, class) and the GraphMERT application that
 -- uses it (data, eval, experiment).
 local core = require "graphmert.core"
 
@@ -30,7 +30,7 @@ function gm.embedding(weight, ids)
 end
 
 local submodules = { nn = true, optim = true, layout = true, safetensors = true, checkpoint = true,
-  gradcheck = true, errors = true, class = true, distributed = true, json = true,
+  gradcheck = true, errors = true, class = true, distributed = true, json = true, folder = true,
   data = true, eval = true, experiment = true }
 return setmetatable(gm, {
   __index = function(t, k)

@@ -1,17 +1,24 @@
 -- json.lua — a whole JSON file as a Lua table (lua-cjson), with errors that name the caller and
 -- the file.
---   json.read(path, who) → table; errors "who: <why it cannot be opened>" or
---   "who: path is not a JSON object"
+--   json.read(path, who) → table; errors "who: <why it cannot be opened>" (a FIFO or a device
+--   is refused unread, a file over 64 MiB is not a config) or "who: path is not a JSON object"
+local gm = require "graphmert"
 local cjson = require "cjson"
 
 local M = {}
 
+local MAX_BYTES = 64 * 2 ^ 20
+
 function M.read(path, who)
-  local f, err = io.open(path, "r")
-  if not f then error(string.format("%s: %s", who, err), 0) end
-  local text = f:read("a")
-  f:close()
-  local ok, value = pcall(cjson.decode, text)
+  local info, err = gm.stat(path)
+  if info and info.type == "file" and info.size > MAX_BYTES then
+    err = string.format("%s: %d bytes, more than a JSON config or index holds (64 MiB)", path, info.size)
+  end
+  local ok, text = false, err
+  if not err then ok, text = pcall(gm.read_file, path) end
+  if not ok then error(string.format("%s: %s", who, text), 0) end
+  local value
+  ok, value = pcall(cjson.decode, text)
   if not ok or type(value) ~= "table" then error(string.format("%s: %s is not a JSON object", who, path), 0) end
   return value
 end

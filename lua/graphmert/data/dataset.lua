@@ -29,6 +29,7 @@
 -- triples, source = "file:line"}), relation_names (sorted), schema (relation → {head = set of
 -- types, tail = set}), link (the linker's options), report ({skipped = reason → count, messages}).
 -- ds:summary() says it all in one paragraph.
+local gm = require "graphmert"
 local cjson = require "cjson"
 local normalize = require("graphmert.data.linker").normalize
 
@@ -143,6 +144,8 @@ local function fail(msg) error(msg, 0) end
 
 -- each non-blank, non-comment line of a text file with its number; CR before LF dropped
 local function lines_of(path)
+  local info = gm.stat(path)
+  if info and info.type ~= "file" then fail("dataset: " .. path .. " is a " .. info.type .. ", not a regular file") end
   local f, err = io.open(path, "rb")
   if not f then fail("dataset: " .. err) end
   local n = 0
@@ -158,21 +161,13 @@ local function lines_of(path)
   end
 end
 
+-- (gm.stat: a FIFO is never opened, so it cannot block)
 local function is_dir(path)
-  local ok, _, code = os.rename(path, path)
-  if not ok and code == 2 then return false end
-  local f = io.open(path, "rb")
-  if not f then return ok end
-  local _, _, read_code = f:read(1)
-  f:close()
-  return read_code == 21 -- EISDIR
+  local info = gm.stat(path)
+  return info ~= nil and info.type == "directory"
 end
 
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return is_dir(path)
-end
+local function exists(path) return gm.stat(path) ~= nil end
 
 -- the files of a folder, in name order (one level; hidden files left out)
 local function folder_files(dir)
@@ -405,7 +400,9 @@ function M.load(spec)
   if type(spec) ~= "table" then fail("dataset.load: expected a folder or a table of files, got " .. type(spec)) end
   for key, v in pairs(spec) do
     if not LOAD_KEYS[key] then fail("dataset.load: unknown option '" .. tostring(key) .. "' (known: corpus, dir, entities, on_error, relations, triples)") end
-    if type(v) ~= "string" then fail("dataset.load: " .. key .. " must be a string, got " .. type(v)) end
+    if type(v) ~= "string" and not (key == "corpus" and v == false) then
+      fail("dataset.load: " .. key .. " must be a string, got " .. type(v))
+    end
   end
   if spec.on_error and spec.on_error ~= "skip" and spec.on_error ~= "stop" then
     fail("dataset.load: on_error must be \"skip\" or \"stop\", got \"" .. spec.on_error .. "\"")
@@ -415,11 +412,12 @@ function M.load(spec)
   local files = {}
   for key, names in pairs { corpus = { "corpus.jsonl", "corpus.txt", "corpus" }, triples = { "triples.tsv", "triples.jsonl" },
     entities = { "entities.tsv", "entities.jsonl" }, relations = { "relations.tsv", "relations.jsonl" } } do
-    files[key] = spec[key] or (dir and find(dir, names))
+    files[key] = spec[key] or (dir and spec[key] == nil and find(dir, names))
     if spec[key] and not exists(spec[key]) then fail("dataset: " .. key .. " file " .. spec[key] .. " does not exist") end
   end
-  if not files.corpus then fail("dataset" .. (dir and (" " .. dir) or "") .. ": no corpus (corpus.txt, corpus.jsonl or corpus/)") end
-  local ds = M.new(dir or files.corpus, { on_error = spec.on_error })
+  local seed_only = spec.corpus == false
+  if not files.corpus and not seed_only then fail("dataset" .. (dir and (" " .. dir) or "") .. ": no corpus (corpus.txt, corpus.jsonl or corpus/)") end
+  local ds = M.new(dir or files.corpus or files.triples, { on_error = spec.on_error })
   local implicit = not files.entities -- without an entities file, names make the entities
   if files.entities then read_entities(ds, files.entities) end
   -- an empty result names its first bad line: "no entities" alone would hide why
@@ -428,17 +426,70 @@ function M.load(spec)
   if files.relations then read_relations(ds, files.relations) end
   if files.relations and next(ds.schema) == nil then fail("dataset: " .. files.relations .. " has no relations" .. first_bad()) end
   if files.triples then read_triples(ds, files.triples, implicit) end
-  local corpus_files = is_dir(files.corpus) and folder_files(files.corpus) or { files.corpus }
-  if #corpus_files == 0 then fail("dataset: " .. files.corpus .. " holds no .txt or .jsonl file") end
-  for _, path in ipairs(corpus_files) do
-    read_corpus_file(ds, path, #corpus_files > 1 and path:match("([^/]*)$"), implicit)
+  if not seed_only then
+    local corpus_files = is_dir(files.corpus) and folder_files(files.corpus) or { files.corpus }
+    if #corpus_files == 0 then fail("dataset: " .. files.corpus .. " holds no .txt or .jsonl file") end
+    for _, path in ipairs(corpus_files) do
+      read_corpus_file(ds, path, #corpus_files > 1 and path:match("([^/]*)$"), implicit)
+    end
+    if #ds.passages == 0 then fail("dataset: the corpus " .. files.corpus .. " has no passages" .. first_bad()) end
   end
-  if #ds.passages == 0 then fail("dataset: the corpus " .. files.corpus .. " has no passages" .. first_bad()) end
   if #ds.triples == 0 then
     fail("dataset " .. ds.name .. ": the seed graph has no triples (triples.tsv or triples.jsonl, or per-passage triples " ..
       "in a corpus.jsonl)" .. first_bad())
   end
   return ds:finish()
+end
+
+-- The seed graph alone ------------------------------------------------------------------------
+
+local SEED_FILES = { "entities.jsonl", "triples.jsonl", "relations.jsonl", "dataset.json" }
+
+local function sorted_types(set)
+  if set == "*" then return "*" end
+  local list = {}
+  for t in pairs(set) do list[#list + 1] = t end
+  table.sort(list)
+  return list
+end
+
+-- Writes the seed graph (entities, triples by id, the relation schema, and in dataset.json the
+-- dataset's name and linker options) into `dir` as JSONL that load_seed_graph reads back: what a
+-- training output keeps, so that extraction reads nothing outside it. The four files are written
+-- as one (all old or all new).
+function Dataset:save_seed_graph(dir)
+  os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
+  local entities, triples, relations = {}, {}, {}
+  for i, id in ipairs(self.entity_order) do
+    local e = self.entities[id]
+    local aliases = {} -- a JSON array even when empty (cjson writes {} for an empty table)
+    for j, a in ipairs(e.aliases) do aliases[j] = cjson.encode(a) end
+    entities[i] = string.format('{"id":%s,"name":%s,"type":%s,"aliases":[%s]}\n', cjson.encode(e.id), cjson.encode(e.name),
+      cjson.encode(e.type), table.concat(aliases, ","))
+  end
+  for i, t in ipairs(self.triples) do triples[i] = cjson.encode { head = t.head, relation = t.relation, tail = t.tail } .. "\n" end
+  for i, name in ipairs(self.relation_names) do
+    local s = self.schema[name]
+    relations[i] = cjson.encode { name = name, head_types = sorted_types(s.head), tail_types = sorted_types(s.tail) } .. "\n"
+  end
+  local meta = { cjson.encode { name = self.name, link = self.link, split_hash = self.split_hash } }
+  local ok, err = gm.write_atomic { { dir .. "/" .. SEED_FILES[1], entities }, { dir .. "/" .. SEED_FILES[2], triples },
+    { dir .. "/" .. SEED_FILES[3], relations }, { dir .. "/" .. SEED_FILES[4], meta } }
+  if not ok then error("save_seed_graph: " .. err, 2) end
+end
+
+-- A Dataset with no passages from a folder save_seed_graph wrote (its files must be regular files
+-- inside it: graphmert.folder).
+function M.load_seed_graph(dir)
+  local folder = require "graphmert.folder"
+  local paths = {}
+  for i, name in ipairs(SEED_FILES) do paths[i] = folder.need(dir, name, "dataset") end
+  local meta = require("graphmert.json").read(paths[4], "dataset")
+  local ds = M.load { entities = paths[1], triples = paths[2], relations = paths[3], corpus = false, on_error = "stop" }
+  ds.name = type(meta.name) == "string" and meta.name or dir
+  ds.link = type(meta.link) == "table" and meta.link or {}
+  ds.split_hash = meta.split_hash ~= cjson.null and meta.split_hash or nil
+  return ds
 end
 
 return M

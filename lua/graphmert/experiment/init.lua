@@ -154,7 +154,8 @@ end
 
 -- cfg: a checked config (data, heldout, heldout_triples, vocab_size or bert_vocab, copies,
 -- packing, leaf_rate, masking_spans, model.roots/leaves); tok: an existing tokenizer or nil.
--- d.graph is the seed graph's index (gm.data.seed_graph) that extraction and evaluation ask.
+-- d.graph is the seed graph's index (gm.data.seed_graph) that extraction and evaluation ask, d.dataset
+-- the Dataset itself (a training run saves its seed graph from it).
 function M.prepare(cfg, tok)
   local data = gm.data
   local ds = M.dataset(cfg.data)
@@ -168,7 +169,7 @@ function M.prepare(cfg, tok)
   end
   local records, linked = records_of(ds, graph, names)
   local d = split(records, ds, cfg)
-  d.dataset, d.dataset_name, d.linked, d.graph, d.names = ds:summary(), ds.name, linked, graph, names
+  d.dataset, d.dataset_name, d.linked, d.graph, d.names = ds, ds.name, linked, graph, names
   if not tok and cfg.bert_vocab then
     tok = data.tokenizer.from_vocab(cfg.bert_vocab)
   elseif not tok then
@@ -207,7 +208,7 @@ function M.summary(d)
   return string.format("%s; linked %.1f mentions a passage, %.1f%% of passages with a head; %d entities held out " ..
     "(%d passages), %d held-out facts; %d training sequences, %d held out; %d triples injected%s; %d records truncated " ..
     "(%d tokens cut); vocabulary %d",
-    d.dataset, l.mentions / math.max(l.passages, 1), 100 * l.with_head / math.max(l.passages, 1), d.heldout_entities,
+    d.dataset:summary(), l.mentions / math.max(l.passages, 1), 100 * l.with_head / math.max(l.passages, 1), d.heldout_entities,
     #d.heldout, facts, #d.train_seqs, #d.eval_seqs, d.report.injected or 0,
     #skipped > 0 and " (not injected: " .. table.concat(skipped, ", ") .. ")" or "", d.report.truncated_records,
     d.report.truncated_tokens, d.tok:size())
@@ -257,20 +258,29 @@ function M.apply_settings(cfg)
   gm.set_attention_keep_scores(cfg.attention_keep_scores)
 end
 
--- run.json in a training output folder: what a later tool needs to rebuild the run's model and
--- read its outputs (the config file, the model's options, the relation names in id order, the
--- config's `data`, its paths absolute). Written atomically.
+-- A training output folder: run.json (what a later tool needs to rebuild the run's model and
+-- read its outputs: the config file, the model's options, the relation names in id order, the
+-- config's `data` with absolute paths — a record, never followed by the tools below),
+-- tokenizer.txt, checkpoint.safetensors and seed_graph/ (the dataset's seed graph,
+-- Dataset:save_seed_graph). A folder may come from elsewhere, so the tools read only its own
+-- regular files (graphmert.folder) and check what it declares before allocating for it.
 function M.write_run(dir, run)
   local ok, err = gm.write_atomic(dir .. "/run.json", { require("cjson").encode(run) })
   if not ok then error("write_run: " .. err, 2) end
 end
 
+local HINT = " (experiments/train.lua writes it into its output folder)"
+
 function M.read_run(dir)
-  local path = dir .. "/run.json"
+  local found, path = pcall(gm.folder.need, dir, "run.json", "read_run")
+  if not found then error(path .. HINT, 0) end
   local ok, run = pcall(require("graphmert.json").read, path, "read_run")
-  if not ok then error(run .. " (experiments/train.lua writes run.json into its output folder)", 0) end
+  if not ok then error(run .. HINT, 0) end
   if type(run.model) ~= "table" or type(run.relations) ~= "table" then
     error(path .. " is not a run description (model and relations expected)", 0)
+  end
+  for i, name in ipairs(run.relations) do
+    if type(name) ~= "string" then error(string.format("%s: relation %d is not a name", path, i), 0) end
   end
   -- a run written before datasets: its seed graph was WordNet's
   if run.data == nil and type(run.wordnet) == "table" then
@@ -279,6 +289,42 @@ function M.read_run(dir)
   end
   if type(run.data) ~= "table" then error(path .. " names no dataset (data expected)", 0) end
   return run
+end
+
+-- The run's model with its trained weights (eval mode). run.json's model options are checked by
+-- GraphMERT and must not declare more than checkpoint.safetensors holds (4 bytes a parameter)
+-- before the model is built.
+function M.load_model(dir, run)
+  run = run or M.read_run(dir)
+  local path, bytes = gm.folder.need(dir, "checkpoint.safetensors", "load_model")
+  local declared = gm.nn.GraphMERT.declared_elements(run.model)
+  if declared * 4 > bytes then
+    error(string.format("%s/run.json declares a model of more than %.0f parameters, which the %d bytes of %s cannot hold",
+      dir, declared, bytes, path), 0)
+  end
+  local ok, model = pcall(gm.nn.GraphMERT, run.model)
+  if not ok then error(string.format("%s/run.json: %s", dir, tostring(model):gsub("^[^:]*:%d+: ", "")), 0) end
+  gm.checkpoint.load(path, { model = model })
+  return model:eval()
+end
+
+-- The run's tokenizer, which must be the model's (as many pieces as its vocabulary).
+function M.load_tokenizer(dir, run)
+  run = run or M.read_run(dir)
+  local tok = gm.data.tokenizer.load(gm.folder.need(dir, "tokenizer.txt", "load_tokenizer"))
+  if tok:size() ~= math.tointeger(run.model.vocab) then
+    error(string.format("the tokenizer in %s has %d pieces, the model %s: they are not from one run", dir, tok:size(),
+      tostring(run.model.vocab)), 0)
+  end
+  return tok
+end
+
+-- The run's seed graph from its own seed_graph/ folder (a Dataset without passages).
+function M.run_seed_graph(dir)
+  if not gm.stat(dir .. "/seed_graph") then
+    error(dir .. " has no seed_graph/ (train.lua writes it); name the run's dataset with --data DIR or --config FILE", 0)
+  end
+  return gm.data.dataset.load_seed_graph(dir .. "/seed_graph")
 end
 
 function M.model(d, cfg)

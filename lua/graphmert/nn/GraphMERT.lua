@@ -28,6 +28,8 @@
 -- decoder still does; "auto": 1 with init = "official", false otherwise),
 -- relation_dropout_mask = "table" | "triple" (one relation-dropout mask per table and forward,
 -- or, as the official code, an independent one for each triple occurrence, drawn inside gm.hgat).
+-- GraphMERT.declared_elements(config): the elements of the model's larger tensors, counted from a
+-- config without building it (a loader compares it with the bytes of the weights it is given).
 -- GraphMERT.from_pretrained(dir) / model:save_pretrained(dir): official checkpoint folders
 -- (config.json + model.safetensors with the official names, nn/pretrained.lua).
 --
@@ -78,6 +80,23 @@ function GraphMERT:__init(config)
   -- "auto": the official init's [PAD] row (official id 0, ours 1), none with the torch init
   if c.pad_id == "auto" then c.pad_id = c.init == "official" and 1 end
   if c.pad_id then c.pad_id = check.integer("GraphMERT", "pad_id", c.pad_id, 1) end
+  -- every value checked before the first tensor is made: a config may come from a file
+  if c.hidden % c.heads ~= 0 then error(string.format("GraphMERT: heads %d does not divide hidden %d", c.heads, c.hidden), 2) end
+  for _, key in ipairs { "dropout", "attention_dropout", "relation_dropout" } do
+    local v = c[key]
+    if type(v) ~= "number" or not (v >= 0 and v < 1) then
+      error(string.format("GraphMERT: %s must be a number in [0, 1), got %s", key, tostring(v)), 2)
+    end
+  end
+  for _, key in ipairs { "hgat", "hgat_interleaved", "positions", "compact", "sbo", "graph_token" } do
+    if type(c[key]) ~= "boolean" then error(string.format("GraphMERT: %s must be true or false, got %s", key, tostring(c[key])), 2) end
+  end
+  if c.lambda ~= false and (type(c.lambda) ~= "number" or not (c.lambda > 0 and c.lambda <= 1)) then
+    error("GraphMERT: lambda must be a number in (0, 1] or false, got " .. tostring(c.lambda), 2)
+  end
+  if type(c.init_std) ~= "number" or not (c.init_std >= 0 and c.init_std < math.huge) then
+    error("GraphMERT: init_std must be a number >= 0, got " .. tostring(c.init_std), 2)
+  end
   self.config = c
   self.layout = gm.layout { roots = c.roots, leaves = c.leaves }
   local H, std = c.hidden, c.init_std
@@ -120,6 +139,20 @@ function GraphMERT:__init(config)
   end)
   if c.init == "official" then self:_official_attention_init() end
   self.graph = gm.leafy_chain { roots = c.roots, leaves = c.leaves, leaf_edges = c.leaf_edges }
+end
+
+-- token embeddings, the relation tables, each layer's attention and feed-forward weights, the
+-- graph token's distances: a lower bound of the parameters (biases and norms left out); a
+-- number, so a hostile config cannot overflow it
+function GraphMERT.declared_elements(config)
+  local function n(key, default)
+    local v = config[key]
+    if v == nil then v = default end
+    return type(v) == "number" and v >= 0 and v or 0
+  end
+  local H, layers = n("hidden", defaults.hidden), n("layers", defaults.layers)
+  return n("vocab", 1) * H + n("relations", defaults.relations) * (H * H + 2 * H)
+    + layers * (4 * H * H + 2 * H * n("ffn", defaults.ffn)) + n("roots", defaults.roots) * (n("leaves", defaults.leaves) + 1) + 0.0
 end
 
 -- GraphMertMultiheadAttention.reset_parameters: q, k and v each xavier_uniform with gain 1/√2,

@@ -14,12 +14,18 @@
 --   pad_token_id + 1 (no lookup gradient to that row) and relation_dropout_mask = "triple". lm_head.decoder.* may be absent (the official
 --   checkpoints tie the decoder to the token embedding and leave it out) or equal to what it
 --   is tied to.
+-- A folder is untrusted input and is checked in an order that costs nothing first: config.json
+--   (every value's type and range, heads dividing hidden), then the weight files (regular files,
+--   inside the folder or its Hugging Face cache repository: graphmert.folder), then the size the
+--   config declares against the bytes the weights have, then the tensors (whose loaders never
+--   allocate more than twice the file), and only then the model.
 -- save(model, dir): the same layout back (padding rows zero, no lm_head.decoder.*), written
 --   atomically, so a model trained here opens with the official from_pretrained.
 local gm = require "graphmert"
 local cjson = require "cjson"
 local safetensors = require "graphmert.safetensors"
 local check = require "graphmert.nn.check"
+local folder = require "graphmert.folder"
 
 local M = {}
 
@@ -77,16 +83,35 @@ local function rules(model)
   return list
 end
 
-local function read_json(path) return require("graphmert.json").read(path, "from_pretrained") end
+local function member(dir, name) return folder.member(dir, name, "from_pretrained") end
 
--- config.json → GraphMERT options; refuses what this model cannot reproduce
+local function read_json(dir, name)
+  local path = folder.need(dir, name, "from_pretrained")
+  return require("graphmert.json").read(path, "from_pretrained"), path
+end
+
+-- config.json → GraphMERT options; refuses what this model cannot reproduce and every value of
+-- the wrong type or range, before anything is allocated
 local function options(cfg, path)
+  local function bad(key, what) error(string.format("from_pretrained: %s: %s must be %s, got %s", path, key, what, cjson.encode(cfg[key])), 0) end
   local function need(key)
     if cfg[key] == nil then error(string.format("from_pretrained: %s has no '%s'", path, key), 0) end
     return cfg[key]
   end
   local function integer(key, min)
     return check.integer("from_pretrained: " .. path, key, need(key), min)
+  end
+  local function flag(key, default)
+    local v = cfg[key]
+    if v == nil or v == cjson.null then return default end
+    if type(v) ~= "boolean" then bad(key, "true or false") end
+    return v
+  end
+  local function rate(key, default)
+    local v = cfg[key]
+    if v == nil then return default end
+    if type(v) ~= "number" or not (v >= 0 and v < 1) then bad(key, "a number in [0, 1)") end
+    return v
   end
   local function refuse_unless(ok, what)
     if not ok then error(string.format("from_pretrained: %s: %s is not supported", path, what), 0) end
@@ -95,38 +120,69 @@ local function options(cfg, path)
   if nodes % roots ~= 0 then
     error(string.format("from_pretrained: %s: max_nodes %d is not a multiple of root_nodes %d", path, nodes, roots), 0)
   end
-  local lambda = cfg._exp_mask_base
-  if lambda == nil then lambda = cfg.exp_mask_base end
+  local lambda_key = cfg._exp_mask_base ~= nil and "_exp_mask_base" or "exp_mask_base"
+  local lambda = cfg[lambda_key]
   if lambda == nil then
     error("from_pretrained: " .. path .. " has neither '_exp_mask_base' nor 'exp_mask_base' (λ of the decay mask)", 0)
   end
-  if lambda == cjson.null then lambda = false end
-  refuse_unless(not cfg.pre_layernorm, "pre_layernorm = true")
-  refuse_unless(not cfg.encoder_normalize_before, "encoder_normalize_before = true")
+  if lambda == cjson.null then lambda = false
+  elseif type(lambda) ~= "number" or not (lambda > 0 and lambda <= 1) then bad(lambda_key, "a number in (0, 1] or null") end
+  refuse_unless(not flag("pre_layernorm", false), "pre_layernorm = true")
+  refuse_unless(not flag("encoder_normalize_before", false), "encoder_normalize_before = true")
   refuse_unless(cfg.embed_scale == nil or cfg.embed_scale == cjson.null, "embed_scale")
   refuse_unless(cfg.activation_fn == nil or cfg.activation_fn == "gelu", "activation_fn " .. tostring(cfg.activation_fn))
   local leaves = nodes // roots - 1
   local upper = cfg.span_upper_length
   refuse_unless(upper == nil or upper == cjson.null or upper == leaves, "span_upper_length other than leaves per root")
-  local dropout = cfg.dropout ~= nil and cfg.dropout or 0.1
+  local vocab, hidden, heads = integer("vocab_size", 1), integer("hidden_size", 1), integer("num_attention_heads", 1)
+  if hidden % heads ~= 0 then
+    error(string.format("from_pretrained: %s: num_attention_heads %d does not divide hidden_size %d", path, heads, hidden), 0)
+  end
+  local pad = check.integer("from_pretrained: " .. path, "pad_token_id", cfg.pad_token_id or 0, 0)
+  if pad >= vocab then bad("pad_token_id", "below vocab_size " .. vocab) end
+  local dropout = rate("dropout", 0.1)
   return {
-    vocab = integer("vocab_size", 1), hidden = integer("hidden_size", 1), layers = integer("num_hidden_layers", 0),
-    heads = integer("num_attention_heads", 1), ffn = integer("intermediate_size", 1), roots = roots, leaves = leaves,
+    vocab = vocab, hidden = hidden, layers = integer("num_hidden_layers", 0),
+    heads = heads, ffn = integer("intermediate_size", 1), roots = roots, leaves = leaves,
     relations = integer("num_relationships", 1), lambda = lambda,
     -- the official attention dropout is config.dropout (attention_dropout is unused there)
     dropout = dropout, attention_dropout = dropout,
-    relation_dropout = cfg.relation_emb_dropout ~= nil and cfg.relation_emb_dropout or 0.3,
-    sbo = cfg.mlm_sbo ~= false, head = "official", graph_token = true,
+    relation_dropout = rate("relation_emb_dropout", 0.3),
+    sbo = flag("mlm_sbo", true), head = "official", graph_token = true,
     -- training it goes on as the official code does: padding_idx, one relation mask per triple
-    pad_id = check.integer("from_pretrained: " .. path, "pad_token_id", cfg.pad_token_id or 0, 0) + 1,
-    relation_dropout_mask = "triple",
+    pad_id = pad + 1, relation_dropout_mask = "triple",
   }
 end
 
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
+-- the weight files: a single one, or an index (→ its weight_map) and its shards; total bytes
+local function weight_files(dir)
+  for _, name in ipairs { "model.safetensors", "pytorch_model.bin" } do
+    local path, size = member(dir, name)
+    if path then return { path }, size, path end
+  end
+  for _, index in ipairs { "model.safetensors.index.json", "pytorch_model.bin.index.json" } do
+    if member(dir, index) then
+      local json, path = read_json(dir, index)
+      local map = json.weight_map
+      if type(map) ~= "table" then error("from_pretrained: " .. path .. " has no weight_map", 0) end
+      local files, total, seen = {}, 0, {}
+      for name, shard in pairs(map) do
+        if type(shard) ~= "string" or shard == "" or shard == "." or shard == ".." or shard:find("[/%z]") then
+          error(string.format("from_pretrained: %s: the shard of '%s' is not a file name in the folder", path, tostring(name)), 0)
+        end
+        if not seen[shard] then
+          local shard_path, size = member(dir, shard)
+          if not shard_path then error(string.format("from_pretrained: %s names %s, which %s lacks", path, shard, dir), 0) end
+          seen[shard] = shard_path
+          files[#files + 1] = shard_path
+          total = total + size
+        end
+      end
+      table.sort(files)
+      return files, total, path, map, seen
+    end
+  end
+  error("from_pretrained: " .. dir .. " has no model.safetensors, pytorch_model.bin or sharded index", 0)
 end
 
 local function read_tensors(path)
@@ -134,38 +190,38 @@ local function read_tensors(path)
   return (safetensors.load(path))
 end
 
--- name → tensor from the folder's weights, and the path named in errors
-local function read_weights(dir)
-  for _, file in ipairs { "model.safetensors", "pytorch_model.bin" } do
-    if exists(dir .. "/" .. file) then return read_tensors(dir .. "/" .. file), dir .. "/" .. file end
-  end
-  for _, index in ipairs { "model.safetensors.index.json", "pytorch_model.bin.index.json" } do
-    local path = dir .. "/" .. index
-    if exists(path) then
-      local map = read_json(path).weight_map
-      if type(map) ~= "table" then error("from_pretrained: " .. path .. " has no weight_map", 0) end
-      local tensors, shards = {}, {}
-      for name, shard in pairs(map) do
-        if type(shard) ~= "string" or shard:find("/") then error(string.format("from_pretrained: %s: bad shard for '%s'", path, name), 0) end
-        if not shards[shard] then shards[shard] = read_tensors(dir .. "/" .. shard) end
-        tensors[name] = shards[shard][name]
-        if not tensors[name] then error(string.format("from_pretrained: %s/%s has no tensor '%s' (%s says it does)", dir, shard, name, index), 0) end
+-- name → tensor from the weight files; an index must say where every tensor is
+local function read_weights(files, index_path, map, shard_paths)
+  if not map then return read_tensors(files[1]) end
+  local tensors, by_path = {}, {}
+  for shard, path in pairs(shard_paths) do by_path[path] = shard end
+  for _, path in ipairs(files) do
+    for name, t in pairs(read_tensors(path)) do
+      if map[name] ~= by_path[path] then
+        error(string.format("from_pretrained: %s holds '%s', which %s does not map there", path, name, index_path), 0)
       end
-      for shard, list in pairs(shards) do
-        for name in pairs(list) do
-          if map[name] ~= shard then error(string.format("from_pretrained: %s/%s holds '%s', which %s does not map there", dir, shard, name, index), 0) end
-        end
-      end
-      return tensors, path
+      tensors[name] = t
     end
   end
-  error("from_pretrained: " .. dir .. " has no model.safetensors, pytorch_model.bin or sharded index", 0)
+  for name, shard in pairs(map) do
+    if not tensors[name] then error(string.format("from_pretrained: %s has no tensor '%s' (%s says it does)", shard_paths[shard], name, index_path), 0) end
+  end
+  return tensors
 end
 
 function M.load(GraphMERT, dir)
-  local config_path = dir .. "/config.json"
-  local model = GraphMERT(options(read_json(config_path), config_path))
-  local official, weights_path = read_weights(dir)
+  if type(dir) ~= "string" then error("from_pretrained: a folder expected, got " .. type(dir), 0) end
+  local cfg, config_path = read_json(dir, "config.json")
+  local o = options(cfg, config_path)
+  local files, bytes, weights_path, map, shard_paths = weight_files(dir)
+  -- weights of 16-bit floats or wider hold at least 2 bytes per parameter
+  local declared = GraphMERT.declared_elements(o)
+  if declared > bytes / 2 then
+    error(string.format("from_pretrained: %s declares a model of more than %.0f parameters, which the %d bytes of %s cannot hold",
+      config_path, declared, bytes, weights_path), 0)
+  end
+  local official = read_weights(files, weights_path, map, shard_paths)
+  local model = GraphMERT(o)
   local state, used, own = {}, {}, model:state_dict()
   for _, rule in ipairs(rules(model)) do
     local inputs = {}
