@@ -174,7 +174,7 @@ long-run: all
 	./build/bin/graphmert scripts/long_run.lua 10000
 
 # libFuzzer harnesses (clang): the core and binding rebuilt with ASan, UBSan and coverage.
-FUZZ_TARGETS := safetensors tokenizer wordnet jsonl dataset api
+FUZZ_TARGETS := safetensors from_pretrained tokenizer wordnet jsonl dataset api
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS := -O1 -g -Wno-pass-failed -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
               $(LUA_CFLAGS) $(BLAS_CFLAGS)

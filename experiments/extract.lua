@@ -49,7 +49,7 @@ if args["min-score"] and not min_score then fail("--min-score must be a number, 
 local function read_passages(path)
   local info, err = gm.stat(path)
   if not info then fail(err) end
-  if info.type ~= "file" then fail(path .. " is a " .. info.type .. ", not a file of passages") end
+  if info.type == "directory" then fail(path .. " is a directory, not a file of passages") end
   local f
   f, err = io.open(path, "r")
   if not f then fail(err) end

@@ -88,12 +88,73 @@ describe("experiments/extract.lua", function()
       { extract .. passages .. " --relations hypernym,nonsense", "unknown relation nonsense" },
       { BIN .. "experiments/extract.lua --checkpoint " .. dir .. "/nowhere --input " .. passages, "nowhere/run.json" },
       { extract .. dir .. "/missing.txt", "missing.txt" },
+      { extract .. dir, "is a directory, not a file of passages" },
     }
     for _, c in ipairs(cases) do
       local out, code = run(c[1] .. " --out " .. dir .. "/x.jsonl")
       assert.equal(2, code, out)
       assert.matches(c[2], out)
     end
+  end)
+
+  it("reads nothing outside the run folder unless told to, and checks what run.json declares", function()
+    local other, canary = dir .. ".hostile", dir .. ".canary"
+    os.execute("rm -rf " .. other .. " " .. canary .. " && cp -r " .. dir .. " " .. other .. " && mkdir " .. canary)
+    local run_json = cjson.decode(files.read(dir .. "/run.json"))
+    local function with_run(edit)
+      local r = cjson.decode(cjson.encode(run_json))
+      edit(r)
+      write(other .. "/run.json", cjson.encode(r))
+    end
+    local cmd = BIN .. "experiments/extract.lua --checkpoint " .. other .. " --input " .. passages .. " --out " .. other .. "/x.jsonl"
+    -- its own seed graph is used; run.json's data (here a folder elsewhere) is never followed
+    with_run(function(r) r.data = { dir = canary } end)
+    local trace = dir .. ".trace"
+    local out, code = run("strace -f -qq -e trace=open,openat,stat,newfstatat -o " .. trace .. " " .. cmd)
+    assert.equal(0, code, out)
+    assert.is_nil(files.read(trace):find(canary, 1, true), "the data run.json names was looked at")
+    -- without seed_graph/, the user names the dataset
+    os.execute("rm -rf " .. other .. "/seed_graph")
+    out, code = run(cmd)
+    assert.equal(2, code, out)
+    assert.matches("has no seed_graph/ %(train.lua writes it%); name the run's dataset with %-%-data DIR or %-%-config FILE", out)
+    out, code = run(cmd .. " --config " .. config)
+    assert.equal(0, code, out)
+    -- a model far larger than the checkpoint is refused before it is built
+    with_run(function(r) r.model.hidden, r.model.ffn, r.model.heads = 65536, 65536, 2 end)
+    out, code = run(cmd .. " --config " .. config)
+    assert.equal(2, code, out)
+    assert.matches("run.json declares a model of more than %d+ parameters, which the %d+ bytes of .*checkpoint.safetensors cannot hold", out)
+    with_run(function(r) r.model.dropout = "x" end)
+    out, code = run(cmd .. " --config " .. config)
+    assert.equal(2, code, out)
+    assert.matches("run.json: GraphMERT: dropout must be a number in %[0, 1%), got x", out)
+    -- a tokenizer linked from outside the folder is refused
+    with_run(function() end)
+    os.execute("mv " .. other .. "/tokenizer.txt " .. canary .. "/ && ln -s " .. canary .. "/tokenizer.txt " .. other .. "/tokenizer.txt")
+    out, code = run(cmd .. " --config " .. config)
+    assert.equal(2, code, out)
+    assert.matches("tokenizer.txt links to a file outside", out)
+    os.execute("rm -rf " .. other .. " " .. canary .. " " .. trace)
+  end)
+
+  it("checks the output folder before any work, and leaves no temporary file behind", function()
+    local t0 = os.time()
+    local out, code = run(extract .. passages .. " --out " .. dir .. "/no/such/folder/kg.jsonl")
+    assert.equal(2, code, out)
+    assert.matches("cannot write .*no/such/folder/kg.jsonl", out)
+    assert.is_nil(out:find("passages/s"), "passages were processed first")
+    out, code = run(extract .. passages .. " --out " .. dir)
+    assert.equal(2, code, out)
+    assert.matches("is a directory; %-%-out names the output file", out)
+    assert.is_true(os.time() - t0 < 30)
+    -- a temporary file of a writer that was killed (its process gone) is removed by the next write
+    local dead = files.run("sh -c 'echo $$'"):match("%d+")
+    write(dir .. "/kgt.jsonl.tmp." .. dead, "half a file")
+    out, code = run(extract .. passages .. " --out " .. dir .. "/kgt.jsonl")
+    assert.equal(0, code, out)
+    assert.is_nil(io.open(dir .. "/kgt.jsonl.tmp." .. dead), "the dead writer's temporary file is still there")
+    assert.is_not_nil(io.open(dir .. "/kgt.tsv"))
   end)
 
   it("refuses a tokenizer that is not the checkpoint's", function()

@@ -96,3 +96,52 @@ describe("safetensors", function()
     assert.error_matches(function() st.load(path) end, "load: .*No such file")
   end)
 end)
+
+describe("gm.write_atomic", function()
+  it("writes several files as one: a failure leaves every old file whole and no temporary file", function()
+    local dir = tmpfile()
+    os.execute("mkdir -p " .. dir)
+    write(dir .. "/a.jsonl", "old a")
+    write(dir .. "/a.tsv", "old tsv")
+    assert.is_true(gm.write_atomic { { dir .. "/a.jsonl", { "new ", "a" } }, { dir .. "/a.tsv", { "new tsv" } } })
+    assert.equal("new a", read(dir .. "/a.jsonl"))
+    assert.equal("new tsv", read(dir .. "/a.tsv"))
+    -- the second file cannot be written: the first is not replaced either
+    local ok, err = gm.write_atomic { { dir .. "/a.jsonl", { "newer" } }, { dir .. "/missing/a.tsv", { "x" } } }
+    assert.is_nil(ok)
+    assert.matches("missing/a.tsv.tmp.%d+: No such file or directory", err)
+    assert.equal("new a", read(dir .. "/a.jsonl"))
+    local listing = files.run("ls -A " .. dir)
+    assert.equal("a.jsonl\na.tsv\n", listing)
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("lets SIGTERM take effect only once the files are complete, wherever it lands", function()
+    local dir = tmpfile()
+    os.execute("mkdir -p " .. dir)
+    write(dir .. "/w.lua", [[
+local gm = require "graphmert"
+local t = gm.ones(32 * 2 ^ 20)
+io.write("ready\n") io.flush()
+gm.write_atomic { { arg[1] .. "/big", { t } }, { arg[1] .. "/small", { "done" } } }
+io.write("finished\n")
+]])
+    for _, delay in ipairs { "0", "0.05", "0.15", "0.3" } do
+      os.execute("rm -f " .. dir .. "/big " .. dir .. "/small " .. dir .. "/log")
+      files.run(string.format("./build/bin/graphmert %s/w.lua %s > %s/log & pid=$!; " ..
+        "while ! grep -q ready %s/log 2>/dev/null; do sleep 0.01; done; sleep %s; kill -TERM $pid; wait $pid",
+        dir, dir, dir, dir, delay))
+      local listing = files.run("ls -A " .. dir)
+      assert.is_nil(listing:find(".tmp.", 1, true), "a temporary file is left: " .. listing)
+      local big = io.open(dir .. "/big", "rb")
+      if big then -- written: whole, and its pair too
+        assert.equal(128 * 2 ^ 20, big:seek("end"))
+        big:close()
+        assert.equal("done", read(dir .. "/small"))
+      else
+        assert.is_nil(io.open(dir .. "/small"), "half the pair")
+      end
+    end
+    os.execute("rm -rf " .. dir)
+  end)
+end)

@@ -65,6 +65,7 @@ static void defer_signals(struct sigaction *saved) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = defer_signal;
+  sa.sa_flags = SA_RESTART; /* a write or fsync under way carries on */
   sigemptyset(&sa.sa_mask);
   deferred_signal = 0;
   for (int i = 0; i < DEFERRED_COUNT; i++) sigaction(deferred_signals[i], &sa, &saved[i]);

@@ -63,6 +63,34 @@ function T.dataset(data)
   end
 end
 
+-- A model folder for GraphMERT.from_pretrained: the input is config.json, a NUL byte, then the
+-- weights: a pytorch_model.bin when they start as a zip does, a sharded index when they start
+-- with "{" (model.safetensors.index.json up to the next NUL, its one shard
+-- model-00001-of-00001.safetensors after it), else model.safetensors. What loads runs a forward.
+local model_dir = scratch .. ".model"
+function T.from_pretrained(data)
+  local config, weights = data:match("^([^%z]*)%z(.*)$")
+  os.execute("rm -rf '" .. model_dir .. "' && mkdir -p '" .. model_dir .. "'")
+  local function put(name, bytes)
+    local f = assert(io.open(model_dir .. "/" .. name, "wb"))
+    f:write(bytes)
+    f:close()
+  end
+  put("config.json", config or data)
+  if weights and weights:sub(1, 1) == "{" then
+    local index, shard = weights:match("^([^%z]*)%z?(.*)$")
+    put("model.safetensors.index.json", index)
+    put("model-00001-of-00001.safetensors", shard)
+  elseif weights then
+    put(weights:sub(1, 2) == "PK" and "pytorch_model.bin" or "model.safetensors", weights)
+  end
+  local ok, model = pcall(gm.nn.GraphMERT.from_pretrained, model_dir)
+  if ok then
+    local n = model.layout.nodes
+    model:forward { ids = gm.ones(1, n), valid = gm.ones(1, n), relation = { {} }, head_length = { {} } }
+  end
+end
+
 -- The API fuzzer: the input is a program. Each call takes a byte for the function (every public
 -- function of gm and every tensor method), a byte for the argument count and a byte per argument
 -- (an index into a pool of tensors, numbers, strings, tables and odd values). Tensor results
