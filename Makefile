@@ -14,6 +14,9 @@ BUSTED      ?= $(LUA) /usr/bin/busted
 LUADIR      ?= $(PREFIX)/share/lua/$(LUA_VERSION)
 LIBDIR      ?= $(PREFIX)/lib/lua/$(LUA_VERSION)
 BINDIR      ?= $(PREFIX)/bin
+# the commands' scripts, configs and example data (graphmert train, graphmert configs, ...): the
+# binary looks in ../share/graphmert beside itself
+DATADIR     ?= $(PREFIX)/share/graphmert
 # A portable binary by default: x86-64-v2 (SSE4.2, any x86-64 CPU since about 2009), with the hot
 # loops also built for AVX2 and AVX-512 and chosen at load time (GM_HOT in src/gm_internal.h).
 # `make NATIVE=1` builds for this machine's CPU only (-march=native), e.g. for a local benchmark;
@@ -199,9 +202,11 @@ install: all
 	cd lua && for f in $$(find graphmert -name '*.lua'); do \
 	  install -D -m 644 $$f $(DESTDIR)$(LUADIR)/$$f; done
 	install -m 755 build/bin/graphmert $(DESTDIR)$(BINDIR)/graphmert
+	for f in experiments/*.lua experiments/configs/*.lua experiments/data/tiny/*; do \
+	  install -D -m 644 $$f $(DESTDIR)$(DATADIR)/$$f; done
 
 uninstall:
-	rm -rf $(DESTDIR)$(LIBDIR)/graphmert $(DESTDIR)$(LUADIR)/graphmert $(DESTDIR)$(BINDIR)/graphmert
+	rm -rf $(DESTDIR)$(LIBDIR)/graphmert $(DESTDIR)$(LUADIR)/graphmert $(DESTDIR)$(BINDIR)/graphmert $(DESTDIR)$(DATADIR)
 
 clean:
 	rm -rf build

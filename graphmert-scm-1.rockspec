@@ -29,5 +29,6 @@ build = {
     LUADIR = "$(LUADIR)",
     LIBDIR = "$(LIBDIR)",
     BINDIR = "$(BINDIR)",
+    DATADIR = "$(PREFIX)/share/graphmert",
   },
 }

@@ -4,8 +4,8 @@
 --   graphmert experiments/extract.lua --checkpoint out/wordnet_10min --input passages.txt --out kg.jsonl
 --       [--relations all|hypernym,part_meronym] [--top 5] [--min-score S] [--batch 16]
 --       [--decoding open|constrained] [--data DIR | --config FILE]
--- Input: plain text (one passage per line) or the JSONL corpus format (a line per record with a
--- "text" field). Heads are the seed graph's entity names and aliases found in each passage (the
+-- Input: plain text (one passage per line) or, for a .jsonl file (or --format jsonl), the JSONL
+-- corpus format (a line per record with a "text" field); the format assumed is printed. Heads are the seed graph's entity names and aliases found in each passage (the
 -- run's dataset, gm.data.linker: longest match, multi-word, case and accents folded); relations
 -- are those the schema allows for heads of their type (or --relations); tails are decoded over
 -- all leaf slots of the head's root (gm.eval.decode), open or constrained to the names of the
@@ -17,7 +17,8 @@
 -- ids (line numbers), decoding, head_id and tail_id = the entities' ids (tail_id absent for a new
 -- tail open decoding wrote), seed = whether the seed graph already holds the triple) and kg.tsv
 -- beside it, written as one (both old or both new), into a folder checked writable before the
--- first passage; Ctrl-C writes what was extracted so far.
+-- first passage. Ctrl-C writes what was extracted so far to OUT.partial.jsonl and .partial.tsv
+-- (never over a complete output), whole even when Ctrl-C comes again.
 local gm = require "graphmert"
 local cjson = require "cjson"
 local ex = gm.experiment
@@ -27,42 +28,43 @@ local args = ex.args.parse(arg, {
   script = "extract.lua", about = "A knowledge graph from text with a trained GraphMERT.",
   { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
   { "input", nil, "passages: plain text, one per line, or JSONL records with a \"text\" field" },
+  { "format", "auto", "the input's format: text, jsonl, or auto (jsonl for a .jsonl file, else text)", choices = { "auto", "text", "jsonl" } },
   { "out", "kg.jsonl", "output JSONL (a .tsv is written beside it)" },
   { "relations", "all", "all, or a comma-separated list of relation names" },
-  { "top", 5, "tails kept per (head, relation)", type = "integer" },
-  { "min-score", nil, "drop triples scoring below this (mean log-probability per slot, <= 0)" },
-  { "batch", 16, "sequences per forward", type = "integer" },
-  { "decoding", "open", "open (new tails) or constrained (the seed graph's entity names)" },
+  { "top", 5, "tails kept per (head, relation)", type = "integer", min = 1 },
+  { "min-score", nil, "drop triples scoring below this (mean log-probability per slot, <= 0)", type = "number", max = 0 },
+  { "batch", 16, "sequences per forward", type = "integer", min = 1, max = 4096 },
+  { "decoding", "open", "open (new tails) or constrained (the seed graph's entity names)", choices = { "open", "constrained" } },
   { "data", nil, "a dataset folder whose seed graph to use instead of the run's own" },
   { "config", nil, "a config whose dataset's seed graph to use instead of the run's own" },
 })
-local function fail(msg) io.stderr:write("extract.lua: ", msg, "\n"); os.exit(2) end
+local function fail(msg) ex.args.fail("extract.lua", msg) end
 if not args.checkpoint then fail("--checkpoint is required (see --help)") end
 if not args.input then fail("--input is required (see --help)") end
-if args.decoding ~= "open" and args.decoding ~= "constrained" then fail("--decoding must be open or constrained") end
 if args.data and args.config then fail("give --data or --config, not both") end
-local min_score = args["min-score"] and tonumber(args["min-score"])
-if args["min-score"] and not min_score then fail("--min-score must be a number, got " .. args["min-score"]) end
+local min_score = args["min-score"]
 
--- passages {id, text}: ids are line numbers. A file whose first non-empty line starts with "{"
--- is the JSONL corpus format (gm.data.corpus.read_jsonl), any other one passage per line.
+-- passages {id, text}: ids are line numbers. The format is the file's (a .jsonl file holds JSONL
+-- corpus records, gm.data.corpus.read_jsonl; any other file one passage per line), or --format's.
 local function read_passages(path)
   local info, err = gm.stat(path)
   if not info then fail(err) end
   if info.type == "directory" then fail(path .. " is a directory, not a file of passages") end
-  local f
-  f, err = io.open(path, "r")
-  if not f then fail(err) end
-  local passages, n, jsonl = {}, 0, nil
-  for line in f:lines() do
-    n = n + 1
-    if jsonl == nil and line:match("%S") then jsonl = line:match("^%s*{") ~= nil end
-    if jsonl then break end
-    if not utf8.len(line) then fail(string.format("%s:%d: not UTF-8 text", path, n)) end
-    if line:match("%S") then passages[#passages + 1] = { id = n, text = line } end
-  end
-  f:close()
-  if jsonl then
+  local jsonl = args.format == "jsonl" or (args.format == "auto" and path:match("%.jsonl$") ~= nil)
+  io.stderr:write(string.format("reading %s as %s%s\n", path, jsonl and "JSONL records" or "plain text, one passage per line",
+    args.format == "auto" and " (--format to choose)" or ""))
+  local passages, n = {}, 0
+  if not jsonl then
+    local f
+    f, err = io.open(path, "r")
+    if not f then fail(err) end
+    for line in f:lines() do
+      n = n + 1
+      if not utf8.len(line) then fail(string.format("%s:%d: not UTF-8 text", path, n)) end
+      if line:match("%S") then passages[#passages + 1] = { id = n, text = line } end
+    end
+    f:close()
+  else
     local ok, records = pcall(gm.data.corpus.read_jsonl, path, { on_error = "stop" })
     if not ok then fail(tostring(records)) end
     for i, rec in ipairs(records) do passages[i] = { id = rec.line, text = rec.text } end
@@ -128,7 +130,8 @@ local opts = { graph = graph, relations = relations, only = only, mode = args.de
 if args.decoding == "constrained" then opts.tails = graph:known_tails(tok, relations, model.layout.leaves) end
 
 -- one passage at a time, so that an interruption keeps everything finished before it
-local found, done, shown = {}, 0, 0
+local found, done = {}, 0
+local progress = ex.progress.new { stream = io.stderr, total = #passages }
 local ok, err = pcall(function()
   for _, p in ipairs(passages) do
     for _, t in ipairs(extract.triples(model, tok, { p }, opts)) do
@@ -141,28 +144,33 @@ local ok, err = pcall(function()
     end
     done = done + 1
     local elapsed = gm.clock() - t0
-    if elapsed - shown >= 0.5 or done == #passages then -- a progress line twice a second at most
-      shown = elapsed
-      io.stderr:write(string.format("\r%d/%d passages  %.1f passages/s  ETA %ds   ", done, #passages, done / elapsed,
-        math.floor((#passages - done) * elapsed / done)))
-    end
+    progress:update(done, string.format("%d/%d passages  %.1f passages/s  ETA %ds", done, #passages, done / elapsed,
+      math.floor((#passages - done) * elapsed / done)))
   end
 end)
 if not ok and gm.errors.kind(err) ~= "interrupted" then error(err, 0) end
 
-local kg = extract.merge(found, { top = args.top, min_score = min_score })
-local jsonl, tsv = {}, { "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n" }
-for _, t in ipairs(kg) do
-  local seed = graph:holds(t)
-  jsonl[#jsonl + 1] = cjson.encode { head = t.head, relation = t.relation, tail = t.tail, score = t.score,
-    count = t.count, sources = t.sources, decoding = t.decoding, head_id = t.head_id, tail_id = t.tail_id, seed = seed } .. "\n"
-  tsv[#tsv + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
-    t.decoding, t.head_id or "", t.tail_id or "", seed)
+progress:finish()
+-- an interrupted run never replaces a complete output: its triples go to OUT.partial.jsonl and
+-- .partial.tsv, written whole even if Ctrl-C comes again
+local out_path, out_tsv = args.out, tsv_path
+if not ok then out_path, out_tsv = args.out:gsub("%.jsonl$", "") .. ".partial.jsonl", tsv_path:gsub("%.tsv$", "") .. ".partial.tsv" end
+local function write_outputs()
+  local kg = extract.merge(found, { top = args.top, min_score = min_score })
+  local jsonl, tsv = {}, { "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n" }
+  for _, t in ipairs(kg) do
+    local seed = graph:holds(t)
+    jsonl[#jsonl + 1] = cjson.encode { head = t.head, relation = t.relation, tail = t.tail, score = t.score,
+      count = t.count, sources = t.sources, decoding = t.decoding, head_id = t.head_id, tail_id = t.tail_id, seed = seed } .. "\n"
+    tsv[#tsv + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
+      t.decoding, t.head_id or "", t.tail_id or "", seed)
+  end
+  local written, werr = gm.write_atomic { { out_path, jsonl }, { out_tsv, tsv } }
+  if not written then fail(werr) end
+  local multi = 0
+  for _, t in ipairs(kg) do if t.tail:find(" ") then multi = multi + 1 end end
+  print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s",
+    ok and "" or "interrupted: ", done, #kg, multi, out_path, out_tsv, gm.clock() - t0))
 end
-local written, werr = gm.write_atomic { { args.out, jsonl }, { tsv_path, tsv } }
-if not written then fail(werr) end
-local multi = 0
-for _, t in ipairs(kg) do if t.tail:find(" ") then multi = multi + 1 end end
-print(string.format("\n%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s",
-  ok and "" or "interrupted: ", done, #kg, multi, args.out, tsv_path, gm.clock() - t0))
+gm.without_interrupts(write_outputs)
 if not ok then os.exit(130) end

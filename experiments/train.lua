@@ -25,7 +25,8 @@ local args = ex.args.parse(arg, ex.args.training("train.lua",
   "Train GraphMERT on a dataset, then the baseline model; print the evaluation table.", "out/wordnet_small",
   { { "resume", false, "continue from the checkpoints in the output folder", flag = true } }))
 
-local cfg = ex.config.load(args.config, args.data and { data = { dir = args.data } })
+local config_path = ex.commands.config_path(args.config) -- a file, or a shipped config's name
+local cfg = ex.config.load(config_path, args.data and { data = { dir = args.data } })
 if args.steps then cfg.steps = args.steps end
 ex.apply_settings(cfg)
 os.execute("mkdir -p " .. args.out)
@@ -49,7 +50,7 @@ local function train(run)
   gm.manual_seed(cfg.seed)
   local model = ex.model(d, c)
   if main then
-    ex.write_run(run.out, { config = args.config:sub(1, 1) == "/" and args.config or ex.config.cwd() .. args.config, model = model.config, relations = d.relation_names,
+    ex.write_run(run.out, { config = config_path:sub(1, 1) == "/" and config_path or ex.config.cwd() .. config_path, model = model.config, relations = d.relation_names,
       data = cfg.data, tail_end = cfg.tail_end, absent = cfg.absent })
     d.dataset:save_seed_graph(run.out .. "/seed_graph") -- extraction reads the run folder alone
   end
@@ -65,6 +66,7 @@ local function train(run)
   if log and not resuming then log:write("step,loss,lr,tokens_per_s\n") end
   local t_start, tokens_done, last_step = gm.clock(), 0, nil
   local train_step = ex.trainer(d, c, model, opt)
+  local progress = ex.progress.new { stream = io.stdout, total = c.steps, enabled = main }
   local function save(step)
     if main then gm.checkpoint.save(ckpt_path, { model = model, optimizer = opt, step = step }) end
   end
@@ -72,19 +74,18 @@ local function train(run)
     for step = start, c.steps do
       local t0 = gm.clock()
       local loss, tokens, skipped = train_step(step)
-      if skipped then say(string.format("\n  step %d skipped: non-finite loss or gradient\n", step)) end
+      if skipped then progress:say(string.format("  step %d skipped: non-finite loss or gradient", step)) end
       tokens_done = tokens_done + tokens
       local elapsed = gm.clock() - t_start
       if log then
         log:write(string.format("%d,%.6f,%.3g,%.1f\n", step, loss, opt:get_lr(), tokens / (gm.clock() - t0)))
         log:flush()
       end
-      say(string.format("\r%s: step %d/%d  loss %.4f  lr %.2e  %.0f tokens/s  ETA %ds   ", run.name, step, c.steps,
-        loss, opt:get_lr(), tokens_done / elapsed, math.floor((c.steps - step) * elapsed / (step - start + 1))))
-      if main then io.flush() end
+      progress:update(step, string.format("%s: step %d/%d  loss %.4f  lr %.2e  %.0f tokens/s  ETA %ds", run.name, step,
+        c.steps, loss, opt:get_lr(), tokens_done / elapsed, math.floor((c.steps - step) * elapsed / (step - start + 1))))
       if step % c.eval_every == 0 or step == c.steps then
         local acc, n = ex.masked_accuracy(d, c, model)
-        say(string.format("\n  eval at step %d: masked-token accuracy %.3f over %d held-out tokens\n", step, acc, n))
+        progress:say(string.format("  eval at step %d: masked-token accuracy %.3f over %d held-out tokens", step, acc, n))
       end
       if step % c.checkpoint_every == 0 or step == c.steps then save(step) end
       last_step = step
@@ -94,11 +95,12 @@ local function train(run)
   if not ok then
     if errors.kind(err) == "interrupted" and last_step then
       save(last_step)
-      say(string.format("\ninterrupted: checkpoint at step %d written to %s (continue with --resume)\n", last_step, ckpt_path))
+      progress:say(string.format("interrupted: checkpoint at step %d written to %s (continue with --resume)", last_step, ckpt_path))
       os.exit(130)
     end
     if errors.kind(err) == "nonfinite" then
-      if main then io.stderr:write("\n", tostring(err), "\n") end
+      progress:finish()
+      if main then io.stderr:write(tostring(err), "\n") end
       os.exit(1)
     end
     error(err, 0)
@@ -117,7 +119,7 @@ rows[#rows + 1] = { name = "most frequent tail", tails = ex.baseline_metrics(d, 
 local report = ex.table(rows)
 print("\n" .. report)
 local f = assert(io.open(args.out .. "/results.md", "w"))
-f:write(string.format("# %s, %d steps of batch %d, seed %d\n\n%s\n\n%s\n", args.config, cfg.steps, cfg.batch, cfg.seed,
+f:write(string.format("# %s, %d steps of batch %d, seed %d\n\n%s\n\n%s\n", config_path, cfg.steps, cfg.batch, cfg.seed,
   ex.summary(d), report))
 f:close()
 print("done: " .. args.out .. "/checkpoint.safetensors")

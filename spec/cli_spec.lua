@@ -78,4 +78,35 @@ describe("make install", function()
     assert.matches("^graphmert", out)
     run("rm -rf " .. prefix)
   end)
+
+  it("installs the commands: train and extract run from any folder, with a shipped config by name", function()
+    local prefix, work = files.tmpname(), files.tmpname()
+    local out, code = run("make -s install PREFIX=" .. prefix .. " && mkdir -p " .. work)
+    assert.equal(0, code, out)
+    local gm_bin = "cd " .. work .. " && " .. prefix .. "/bin/graphmert "
+    out, code = run(gm_bin .. "configs")
+    assert.equal(0, code, out)
+    assert.matches("\ntiny +The tiny example dataset", out)
+    out, code = run(gm_bin .. "train --config tiny --steps 2 --out run > train.log; cat train.log")
+    assert.equal(0, code, out)
+    assert.is_nil(out:find("\r", 1, true), "a progress line rewrote itself in a log")
+    assert.matches("GraphMERT: step 2/2", out)
+    out, code = run(gm_bin .. "extract --checkpoint run --input " .. prefix .. "/share/graphmert/experiments/data/tiny/corpus.txt --out kg.jsonl")
+    assert.equal(0, code, out)
+    assert.matches("reading .*corpus.txt as plain text", out)
+    assert.is_not_nil(io.open(work .. "/kg.jsonl"))
+    -- usage errors: one line, status 2
+    for _, c in ipairs {
+      { "tarin", "unknown command 'tarin' %(did you mean 'train'%?%)" },
+      { "extract --checkpoint=run --top 0", "^extract.lua: %-%-top must be at least 1, got 0 %(see %-%-help%)\n$" },
+      { "extract --chekpoint run", "^extract.lua: unknown argument %-%-chekpoint %(did you mean %-%-checkpoint%?%)" },
+      { "train --config tiny --steps x", "^train.lua: %-%-steps must be an integer, got x" },
+    } do
+      out, code = run(gm_bin .. c[1])
+      assert.equal(2, code, c[1] .. ": " .. out)
+      assert.matches(c[2], out)
+      assert.is_nil(out:find("traceback"), out)
+    end
+    run("rm -rf " .. prefix .. " " .. work)
+  end)
 end)

@@ -42,7 +42,7 @@ describe("help", function()
       if not repl.doc(name) then missing[#missing + 1] = name end
     end
     local methods = {
-      Tensor = getmetatable(gm.ones(1)).__index,
+      Tensor = getmetatable(gm.ones(1)).methods,
       Graph = getmetatable(env.g).__index,
       Distances = getmetatable(env.g:distances()).__index,
     }
@@ -65,5 +65,40 @@ describe("help", function()
     assert.equal(repl.describe("gm.decay_mask"), repl.describe(gm.decay_mask))
     assert.equal(2, select(2, repl.describe("num_nodes"):gsub("\n", "")) + 1)
     assert.is_nil(repl.describe("no_such_function"))
+  end)
+
+  local function printed(fn, ...)
+    local lines, print0 = {}, _G.print
+    _G.print = function(...) lines[#lines + 1] = table.concat({ ... }, "\t") end
+    local ok, err = pcall(fn, ...)
+    _G.print = print0
+    assert(ok, err)
+    return table.concat(lines, "\n")
+  end
+
+  it("gives an overview for ?gm whose every name exists, and a tensor's size and methods", function()
+    local overview = printed(repl.help, "gm")
+    assert.matches("^gm — graphmert", overview)
+    for name in overview:gsub("\n[^ ][^\n]*", ""):gmatch("gm%.([%w_.]+)") do -- the section lines' names
+      local v = gm
+      for part in name:gmatch("[^.]+") do v = v[part] end
+      assert.is_not_nil(v, "gm." .. name)
+    end
+    assert.equal(overview, printed(repl.help, gm))
+    local help_t = printed(repl.help, gm.ones(2, 3))
+    assert.matches("^a graphmert.Tensor of size 2x3; %?t:name for one of its %d+ methods:", help_t)
+    assert.matches(" matmul ", help_t)
+    assert.matches("%(%?gm for an overview%)", printed(repl.help, "no_such_thing"))
+  end)
+
+  it("prints a size as a list, and indexes a tensor by its first dimension", function()
+    local t = gm.tensor { { 1, 2, 3 }, { 4, 5, 6 } }
+    assert.equal("{2, 3}\tx\t3\tnil", printed(repl.show, t:size(), "x", 3, nil))
+    assert.same({ 4, 5, 6 }, t[2]:totable())
+    assert.equal(6, t[-1][3]:item())
+    assert.same({}, t[1][1]:shape())
+    assert.error_matches(function() return t[3] end, "index 3 out of range for a tensor of size 2x3 %(dimension 1 has 2%)")
+    assert.error_matches(function() return gm.tensor(1)[1] end, "a 0%-dimensional tensor has no slices")
+    assert.is_nil(t.no_such_method)
   end)
 end)

@@ -443,6 +443,10 @@ typedef struct gm_file_parts {
   int count;
 } gm_file_parts;
 gm_status gm_file_write_atomic_all(const gm_file_parts *files, int n);
+/* Ctrl-C, SIGTERM, SIGHUP and SIGQUIT held: recorded, not acted on, until the outermost release,
+ * which puts the previous handlers back and raises a recorded signal again (holds nest). */
+void gm_signals_hold(void);
+void gm_signals_release(void);
 /* Opens path for reading when it is a regular file (a symlink to one included) without ever
  * blocking: a FIFO, a device (/dev/zero), a socket or a directory is refused before a byte is
  * read. The caller closes *fd. */
@@ -471,8 +475,9 @@ gm_tensor *gm_tensor_from_file(const char *path, uint64_t offset, size_t bytes, 
  * callable by name. Float32, float64, float16 and bfloat16 storages become float32 tensors
  * (contiguous copies of strided views; entries with the same view, a tied pair, share one
  * tensor); an integer or bool tensor is refused, or left out and listed in skipped when
- * skip_non_float is set. Storages are read from the file one at a time. Messages start with the
- * path. */
+ * skip_non_float is set. Storages are read from the file one at a time. The tensors together never
+ * take more than twice the file's bytes (what 16-bit storages justify): a stride-0 or overlapping
+ * view past that is refused, as are a FIFO or a device. Messages start with the path. */
 typedef struct gm_state_dict {
   int count;
   char **names;         /* in the pickle's order */

@@ -53,27 +53,31 @@ static void remove_stale_temps(const char *path) {
   closedir(d);
 }
 
-/* Ctrl-C, SIGTERM, SIGHUP and SIGQUIT wait until the files are complete: a handler records the
- * signal, and the previous handlers are back and the signal raised again once the renames are
- * done (sigaction is process-wide, so this holds whichever thread a signal reaches). */
-static const int deferred_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-#define DEFERRED_COUNT ((int)(sizeof deferred_signals / sizeof deferred_signals[0]))
-static volatile sig_atomic_t deferred_signal;
-static void defer_signal(int sig) { deferred_signal = sig; }
+/* Signals held: a handler records the signal, and once the outermost hold is released the
+ * previous handlers are back and the signal raised again (sigaction is process-wide, so this holds
+ * whichever thread a signal reaches; the calls come from one thread, the Lua one). */
+static const int held_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define HELD_COUNT ((int)(sizeof held_signals / sizeof held_signals[0]))
+static volatile sig_atomic_t pending_signal;
+static struct sigaction saved_actions[HELD_COUNT];
+static int hold_depth;
+static void record_signal(int sig) { pending_signal = sig; }
 
-static void defer_signals(struct sigaction *saved) {
+void gm_signals_hold(void) {
+  if (hold_depth++ > 0) return;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = defer_signal;
+  sa.sa_handler = record_signal;
   sa.sa_flags = SA_RESTART; /* a write or fsync under way carries on */
   sigemptyset(&sa.sa_mask);
-  deferred_signal = 0;
-  for (int i = 0; i < DEFERRED_COUNT; i++) sigaction(deferred_signals[i], &sa, &saved[i]);
+  pending_signal = 0;
+  for (int i = 0; i < HELD_COUNT; i++) sigaction(held_signals[i], &sa, &saved_actions[i]);
 }
 
-static void restore_signals(const struct sigaction *saved) {
-  for (int i = 0; i < DEFERRED_COUNT; i++) sigaction(deferred_signals[i], &saved[i], NULL);
-  if (deferred_signal) raise(deferred_signal);
+void gm_signals_release(void) {
+  if (hold_depth == 0 || --hold_depth > 0) return;
+  for (int i = 0; i < HELD_COUNT; i++) sigaction(held_signals[i], &saved_actions[i], NULL);
+  if (pending_signal) raise(pending_signal);
 }
 
 static gm_status write_temp(const gm_file_parts *f, char *tmp, size_t tmp_size) {
@@ -91,10 +95,10 @@ static gm_status write_temp(const gm_file_parts *f, char *tmp, size_t tmp_size) 
 }
 
 gm_status gm_file_write_atomic_all(const gm_file_parts *files, int n) {
-  char(*tmp)[4096] = gm_malloc(sizeof *tmp * (size_t)(n > 0 ? n : 1)), dir[4096];
+  char(*tmp)[4096] = gm_malloc(sizeof *tmp * (size_t)(n > 0 ? n : 1)); /* the temporary paths */
+  char dir[4096];
   if (!tmp) return gm_last_status();
-  struct sigaction saved[DEFERRED_COUNT];
-  defer_signals(saved);
+  gm_signals_hold(); /* Ctrl-C and the like wait until the files are complete */
   gm_status st = GM_OK;
   int written = 0, renamed = 0;
   for (; written < n && st == GM_OK; written++) {
@@ -114,7 +118,7 @@ gm_status gm_file_write_atomic_all(const gm_file_parts *files, int n) {
       close(dfd);
     }
   }
-  restore_signals(saved);
+  gm_signals_release();
   gm_free(tmp);
   return st;
 }

@@ -128,6 +128,26 @@ static int l_read_file(lua_State *L) {
   return 1;
 }
 
+/* gm.without_interrupts(fn, ...) → fn(...)'s results: Ctrl-C, SIGTERM, SIGHUP and SIGQUIT
+ * wait until fn returns or fails (then a held signal takes effect), so that what fn writes is
+ * written whole */
+static int l_without_interrupts(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  gm_signals_hold();
+  int status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+  gm_signals_release();
+  if (status != LUA_OK) return lua_error(L);
+  return lua_gettop(L);
+}
+
+/* gm.isatty(fd) → whether file descriptor fd (0, 1, 2: stdin, stdout, stderr) is a terminal */
+static int l_isatty(lua_State *L) {
+  lua_Integer fd = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, fd >= 0 && fd <= 1 << 20, 1, "a file descriptor expected");
+  lua_pushboolean(L, isatty((int)fd));
+  return 1;
+}
+
 static const char *const dtype_names[] = {"F32", "F64", "F16", "BF16", NULL}; /* gm_dtype order */
 
 /* gm.tensor_from_file(path, offset, nbytes, shape[, dtype = "F32"]): offset counts from 0 */
@@ -168,6 +188,8 @@ static int t_to_bytes(lua_State *L) {
 
 static const luaL_Reg io_functions[] = {{"write_atomic", l_write_atomic},
                                         {"stat", l_stat},
+                                        {"isatty", l_isatty},
+                                        {"without_interrupts", l_without_interrupts},
                                         {"realpath", l_realpath},
                                         {"read_file", l_read_file},
                                         {"tensor_from_bytes", l_tensor_from_bytes},

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <readline/history.h>
@@ -22,7 +23,11 @@ void lgm_preload_lua(lua_State *L); /* build/gen/embedded_lua.c */
 static const char *progname = "graphmert";
 static lua_State *global_L = NULL;
 
-/* Ctrl-C while Lua runs: stop at the next hook with an error, as lua.c does. */
+/* Ctrl-C while Lua runs: stop at the next hook with an error, as lua.c does. A second Ctrl-C
+ * while the script is still finishing what the first interrupted (writing its partial results) is
+ * absorbed, so two quick ones do not lose that work; a third ends the process at once. */
+static volatile sig_atomic_t interrupts;
+
 static void stop_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
   lua_sethook(L, NULL, 0, 0);
@@ -30,14 +35,28 @@ static void stop_hook(lua_State *L, lua_Debug *ar) {
 }
 
 static void on_interrupt(int sig) {
-  signal(sig, SIG_DFL);
-  lua_sethook(global_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+  if (++interrupts == 1) {
+    lua_sethook(global_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+  } else if (interrupts == 2) {
+    static const char note[] = "\n(finishing what was interrupted; Ctrl-C again to quit at once)\n";
+    if (write(2, note, sizeof note - 1) < 0) { /* nothing to do about it in a handler */ }
+  } else {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
 }
+
+/* an error object of kind "usage" (gm.errors.raise("usage", ...): a bad command line or config)
+ * ends the process with status 2, as getopt tools do */
+static int usage_failure = 0;
 
 static void report(lua_State *L, int status) {
   if (status != LUA_OK) {
     const char *msg = lua_tostring(L, -1);
-    fprintf(stderr, "%s: %s\n", progname, msg ? msg : "(error object is not a string)");
+    if (usage_failure) /* the message names the script or command already */
+      fprintf(stderr, "%s\n", msg ? msg : "(error object is not a string)");
+    else
+      fprintf(stderr, "%s: %s\n", progname, msg ? msg : "(error object is not a string)");
     fflush(stderr);
     lua_pop(L, 1);
   }
@@ -46,7 +65,11 @@ static void report(lua_State *L, int status) {
 static int traceback_handler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    if (lua_istable(L, 1) && lua_getfield(L, 1, "kind") == LUA_TSTRING &&
+        strcmp(lua_tostring(L, -1), "usage") == 0)
+      usage_failure = 1;
+    lua_settop(L, 1);
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1; /* no traceback */
     msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
   luaL_traceback(L, L, msg, 1);
@@ -58,6 +81,7 @@ static int docall(lua_State *L, int nargs, int nres) {
   lua_pushcfunction(L, traceback_handler);
   lua_insert(L, base);
   global_L = L;
+  interrupts = 0;
   signal(SIGINT, on_interrupt);
   int status = lua_pcall(L, nargs, nres, base);
   signal(SIGINT, SIG_DFL);
@@ -104,6 +128,30 @@ static int run_script(lua_State *L, char **argv, int script, int argc) {
     }
     lua_remove(L, -1 - n);
     status = docall(L, n, LUA_MULTRET);
+  }
+  report(L, status);
+  return status;
+}
+
+/* A bare word that names no file ("train", "configs") is a subcommand: the Lua module
+ * graphmert.experiment.commands runs the shipped script for it (a script file of that name, given
+ * as ./train, still runs as lua(1) would). */
+static int is_command(const char *word) {
+  if (!word[0] || word[0] == '-' || strchr(word, '/') || strchr(word, '.')) return 0;
+  struct stat sb;
+  return stat(word, &sb) != 0;
+}
+
+static int run_command(lua_State *L, char **argv, int script, int argc) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "graphmert.experiment.commands");
+  int status = docall(L, 1, 1);
+  if (status == LUA_OK) {
+    lua_getfield(L, -1, "main");
+    lua_remove(L, -2);
+    luaL_checkstack(L, argc - script, "too many arguments");
+    for (int i = script; i < argc; i++) lua_pushstring(L, argv[i]);
+    status = docall(L, argc - script, 0);
   }
   report(L, status);
   return status;
@@ -158,6 +206,7 @@ static int read_line(lua_State *L, int first) {
 /* TAB: the completions of the word before the cursor, from graphmert.repl's complete (kept in
  * the registry by repl()). Readline frees the strings it is given. */
 #define REPL_COMPLETE_KEY "graphmert.repl.complete"
+#define REPL_SHOW_KEY "graphmert.repl.show" /* how the REPL prints results */
 static lua_State *completion_L;
 static int completion_next, completion_count;
 
@@ -201,6 +250,8 @@ static void repl_helpers_open(lua_State *L) {
   lua_setglobal(L, "help");
   lua_getfield(L, -1, "complete");
   lua_setfield(L, LUA_REGISTRYINDEX, REPL_COMPLETE_KEY);
+  lua_getfield(L, -1, "show");
+  lua_setfield(L, LUA_REGISTRYINDEX, REPL_SHOW_KEY);
   lua_pop(L, 1);
   completion_L = L;
   /* '.' and ':' stay inside a word, so gm.nn.Li and t:ma complete as one */
@@ -274,7 +325,11 @@ static void print_results(lua_State *L) {
   int n = lua_gettop(L);
   if (n > 0) {
     luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
-    lua_getglobal(L, "print");
+    lua_getfield(L, LUA_REGISTRYINDEX, REPL_SHOW_KEY); /* graphmert.repl's show, else print */
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      lua_getglobal(L, "print");
+    }
     lua_insert(L, 1);
     if (lua_pcall(L, n, 0, 0) != LUA_OK)
       fprintf(stderr, "%s: error calling 'print' (%s)\n", progname, lua_tostring(L, -1));
@@ -312,7 +367,7 @@ static void print_version(void) {
 static void usage(const char *badopt) {
   fprintf(stderr, "%s: unrecognized option '%s'\n", progname, badopt);
   fprintf(stderr,
-          "usage: %s [options] [script [args]]\n"
+          "usage: %s [options] [script [args]]   or   %s COMMAND [options] (graphmert help)\n"
           "  -e stat   execute string 'stat'\n"
           "  -i        enter interactive mode after running script\n"
           "  -l mod    require library 'mod' into global 'mod' (or -l g=mod)\n"
@@ -320,7 +375,7 @@ static void usage(const char *badopt) {
           "  -E        ignore environment variables (LUA_INIT)\n"
           "  --        stop handling options\n"
           "  -         stop handling options and execute stdin\n",
-          progname);
+          progname, progname);
 }
 
 typedef struct {
@@ -374,7 +429,11 @@ static int pmain(lua_State *L) {
     int st = a[1] == 'e' ? dochunk(L, luaL_loadstring(L, value)) : require_global(L, value);
     if (st != LUA_OK) return 0;
   }
-  if (script < argc && run_script(L, argv, script, argc) != LUA_OK) return 0;
+  if (script < argc && is_command(argv[script])) {
+    if (run_command(L, argv, script, argc) != LUA_OK) return 0;
+  } else if (script < argc && run_script(L, argv, script, argc) != LUA_OK) {
+    return 0;
+  }
   if (interactive) {
     repl(L);
   } else if (script == argc && !has_exec && !version) {
@@ -417,5 +476,6 @@ int main(int argc, char **argv) {
   report(L, status);
   lua_close(L);
   main_arena_release();
+  if (usage_failure) return 2;
   return status == LUA_OK && ma.status ? EXIT_SUCCESS : EXIT_FAILURE;
 }

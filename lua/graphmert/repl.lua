@@ -26,6 +26,15 @@ local function resolve(env, path)
   return value
 end
 
+-- the table behind t's __index (a tensor's __index is a function over its `methods` table)
+local function index_table(t)
+  local mt = getmetatable(t)
+  if type(mt) ~= "table" then return nil end
+  local index = rawget(mt, "__index")
+  if type(index) == "table" then return index end
+  return rawget(mt, "methods")
+end
+
 -- Adds the identifier keys of t (and of the __index tables behind it) that start with partial;
 -- only functions when methods_only.
 local function add_fields(found, t, partial, methods_only)
@@ -38,8 +47,7 @@ local function add_fields(found, t, partial, methods_only)
         found[k] = true
       end
     end
-    local mt = getmetatable(t)
-    t = type(mt) == "table" and rawget(mt, "__index") or nil
+    t = index_table(t)
   end
 end
 
@@ -79,9 +87,8 @@ function repl.complete(word, env)
     local value = resolve(env, path)
     if value == nil then return {} end
     if sep == ":" then
-      local mt = getmetatable(value)
       add_fields(found, type(value) == "table" and value or nil, partial, true)
-      add_fields(found, type(mt) == "table" and rawget(mt, "__index") or nil, partial, true)
+      add_fields(found, index_table(value), partial, true)
     elseif type(value) == "table" then
       add_fields(found, value, partial)
       add_submodules(found, value, partial)
@@ -97,7 +104,7 @@ end
 local function object_methods(gm)
   local g = gm.graph(1, {})
   return {
-    Tensor = getmetatable(gm.ones(1)).__index,
+    Tensor = getmetatable(gm.ones(1)).methods,
     Graph = getmetatable(g).__index,
     Distances = getmetatable(g:distances { cache = false }).__index,
   }
@@ -153,14 +160,63 @@ function repl.describe(what, gm)
   return #lines > 0 and table.concat(lines, "\n") or nil
 end
 
--- help(name or function): prints the doc lines; help() says how to use it.
+local OVERVIEW = [[
+gm — graphmert: float32 tensors with autograd, the attention families, and GraphMERT
+  tensors     gm.tensor{{1, 2}}, gm.zeros(2, 3), gm.randn(2, 3), t:matmul(u), t:sum(), t:backward(), t[1]
+  nn          gm.nn.Linear, gm.nn.MultiheadAttention, gm.nn.GraphMERT (.from_pretrained, :save_pretrained)
+  optim       gm.optim.adamw, gm.optim.sgd
+  attention   gm.attention(q, k, v, opts), gm.decay_mask, gm.graph, gm.leafy_chain
+  files       gm.safetensors.load / save, gm.torch_load, gm.checkpoint, gm.write_atomic
+  data        gm.data.dataset.load (your corpus and seed graph), gm.data.tokenizer, gm.data.linker
+  eval        gm.eval.extract, gm.eval.decode, gm.eval.stats
+  experiment  gm.experiment: configs, data preparation, training (the `graphmert train` command)
+?gm.name or ?t:name prints one line of doc; TAB completes (gm.nn.Li<TAB>, t:ma<TAB>).]]
+
+-- a tensor's help: its size and its methods
+local function tensor_help(t)
+  local names = {}
+  for name in pairs(getmetatable(t).methods) do if not name:match("^_") then names[#names + 1] = name end end
+  table.sort(names)
+  local lines, line = { string.format("a graphmert.Tensor of size %s; ?t:name for one of its %d methods:", t:shape_string(), #names) }, " "
+  for _, name in ipairs(names) do
+    if #line + #name > 96 then lines[#lines + 1], line = line, " " end
+    line = line .. " " .. name
+  end
+  lines[#lines + 1] = line
+  return table.concat(lines, "\n")
+end
+
+-- help(name or value): prints the doc lines (an overview for gm, size and methods for a
+-- tensor); help() says how to use it.
 function repl.help(what)
+  local gm = require "graphmert"
   if what == nil then
     print("help(name) or ?name prints the signature and a line of doc, e.g. ?gm.attention or ?t:matmul;\n" ..
-      "TAB completes globals, fields (gm.nn.Li<TAB>) and methods (t:ma<TAB>).")
-    return
+      "?gm gives an overview; TAB completes globals, fields (gm.nn.Li<TAB>) and methods (t:ma<TAB>).")
+  elseif what == "gm" or what == gm then
+    print(OVERVIEW)
+  elseif gm.is_tensor(what) then
+    print(tensor_help(what))
+  else
+    print(repl.describe(what) or ("no help for " .. tostring(what) .. " (?gm for an overview)"))
   end
-  print(repl.describe(what) or ("no help for " .. tostring(what)))
+end
+
+-- The REPL's way of printing results: a list of numbers (t:size(), t:shape()) as {2, 3}, the
+-- rest as print does.
+function repl.show(...)
+  local out = {}
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    local list = type(v) == "table" and getmetatable(v) == nil and #v > 0
+    if list then
+      for k, x in pairs(v) do
+        if math.type(k) ~= "integer" or k < 1 or k > #v or type(x) ~= "number" then list = false break end
+      end
+    end
+    out[i] = list and ("{" .. table.concat(v, ", ") .. "}") or tostring(v)
+  end
+  print(table.concat(out, "\t"))
 end
 
 return repl

@@ -157,4 +157,25 @@ return function(core)
   -- t:type(): the type name, as torch7 users expect
   function methods.type() return "graphmert.Tensor" end
   function methods.sigmoid(self) return 1 / (1 + (-self):exp()) end
+
+  -- t[i]: the i-th slice along the first dimension (a tensor of one dimension fewer: a 0-dim
+  -- one for a vector, whose :item() is the number), -1 the last; any other key is a method's
+  -- name. The methods table stays reachable as the metatable's `methods` (completion, specs).
+  local function slice(t, i)
+    if t:dim() == 0 then error("a 0-dimensional tensor has no slices (use t:item())", 3) end
+    local n = t:size(1)
+    local at = i < 0 and n + 1 + i or i
+    if at < 1 or at > n then
+      error(string.format("index %d out of range for a tensor of size %s (dimension 1 has %d)", i, shape_string(t), n), 3)
+    end
+    local shape = t:shape()
+    table.remove(shape, 1)
+    return t:narrow(1, at, 1):reshape(shape)
+  end
+  meta.methods = methods
+  meta.__index = function(t, key)
+    local m = methods[key]
+    if m == nil and math.type(key) == "integer" then return slice(t, key) end
+    return m
+  end
 end

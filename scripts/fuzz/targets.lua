@@ -68,9 +68,12 @@ end
 -- with "{" (model.safetensors.index.json up to the next NUL, its one shard
 -- model-00001-of-00001.safetensors after it), else model.safetensors. What loads runs a forward.
 local model_dir = scratch .. ".model"
+os.execute("mkdir -p '" .. model_dir .. "'")
+local model_files = { "config.json", "model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
+  "model-00001-of-00001.safetensors" }
 function T.from_pretrained(data)
   local config, weights = data:match("^([^%z]*)%z(.*)$")
-  os.execute("rm -rf '" .. model_dir .. "' && mkdir -p '" .. model_dir .. "'")
+  for _, name in ipairs(model_files) do os.remove(model_dir .. "/" .. name) end
   local function put(name, bytes)
     local f = assert(io.open(model_dir .. "/" .. name, "wb"))
     f:write(bytes)
@@ -113,7 +116,7 @@ local names = {}
 for name, v in pairs(gm) do
   if type(v) == "function" and not skip[name] then names[#names + 1] = { name, v } end
 end
-for name, v in pairs(getmetatable(gm.ones(1)).__index) do
+for name, v in pairs(getmetatable(gm.ones(1)).methods) do
   if type(v) == "function" then names[#names + 1] = { "method " .. name, v } end
 end
 table.sort(names, function(a, b) return a[1] < b[1] end)

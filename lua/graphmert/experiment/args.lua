@@ -5,15 +5,55 @@
 --     { "steps", nil, "override the config's step count", type = "integer" },
 --     { "resume", false, "continue from the checkpoint", flag = true },
 --   })
--- Options are --name value (or --name for a flag); --help prints the usage and exits. An unknown
--- option, a missing value or a value of the wrong type is an error naming it.
+-- Options are --name value or --name=value (or --name for a flag); --help prints the usage and
+-- exits. An option may carry type = "integer" | "number", min and max, and choices = {...}. An
+-- unknown option (with the nearest known name), a missing value, a value of the wrong type or
+-- range is a usage error (gm.errors kind "usage": the graphmert binary prints its one line,
+-- "script: message (see --help)", with no traceback and exits with status 2). M.fail(script, msg)
+-- and M.try(script, fn, ...) give scripts the same ending for what they check themselves.
+local errors = require "graphmert.errors"
+
 local M = {}
+
+-- the known name nearest `name` by edit distance, when it is close enough to be a typo
+function M.suggest(name, known)
+  local best, best_d = nil, math.max(2, #name // 3) + 1
+  for _, k in ipairs(known) do
+    local prev = {}
+    for j = 0, #k do prev[j] = j end
+    for i = 1, #name do
+      local cur = { [0] = i }
+      for j = 1, #k do
+        local cost = name:byte(i) == k:byte(j) and 0 or 1
+        cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+      end
+      prev = cur
+    end
+    if prev[#k] < best_d then best, best_d = k, prev[#k] end
+  end
+  return best
+end
+
+-- a usage error: one line, exit status 2
+function M.fail(script, msg) errors.raise("usage", script .. ": " .. msg) end
+
+-- fn(...)'s results, or a usage error with its message (a "file:line: " prefix dropped: the
+-- message is for the user, not a traceback); Ctrl-C passes through
+function M.try(script, fn, ...)
+  local res = table.pack(pcall(fn, ...))
+  if not res[1] then
+    local kind = errors.kind(res[2])
+    if kind == "usage" or kind == "interrupted" then error(res[2], 0) end
+    M.fail(script, (tostring(res[2]):gsub("^[%w_./-]+%.lua:%d+: ", "")))
+  end
+  return table.unpack(res, 2, res.n)
+end
 
 function M.usage(spec)
   local lines = { string.format("usage: graphmert experiments/%s [options]", spec.script) }
   if spec.about then lines[#lines + 1] = spec.about end
   for _, o in ipairs(spec) do
-    local value = o.flag and "" or " " .. (o.type == "integer" and "N" or "VALUE")
+    local value = o.flag and "" or " " .. ((o.type == "integer" or o.type == "number") and "N" or "VALUE")
     local default = o[2] ~= nil and o[2] ~= false and string.format(" (default %s)", tostring(o[2])) or ""
     lines[#lines + 1] = string.format("  --%-22s %s%s", o[1] .. value, o[3], default)
   end
@@ -24,7 +64,7 @@ end
 -- The spec of a script that trains from a config: --config, --data, --out and --steps, then `extra`.
 function M.training(script, about, out, extra)
   local spec = { script = script, about = about,
-    { "config", "experiments/configs/wordnet_small.lua", "config file (keys: lua/graphmert/experiment/config.lua)" },
+    { "config", "wordnet_small", "config file, or a shipped config's name (graphmert configs)" },
     { "data", nil, "a dataset folder to train on instead of the config's data (docs/datasets.md)" },
     { "out", out, "output folder" },
     { "steps", nil, "override the config's step count", type = "integer" } }
@@ -32,34 +72,55 @@ function M.training(script, about, out, extra)
   return spec
 end
 
+local function check_value(o, v, fail)
+  local name = "--" .. o[1]
+  if o.type == "integer" or o.type == "number" then
+    local n = tonumber(v)
+    if o.type == "integer" then n = n and math.tointeger(n) end
+    if not n or n ~= n then fail(string.format("%s must be %s, got %s", name, o.type == "integer" and "an integer" or "a number", v)) end
+    if o.min and n < o.min then fail(string.format("%s must be at least %s, got %s", name, tostring(o.min), v)) end
+    if o.max and n > o.max then fail(string.format("%s must be at most %s, got %s", name, tostring(o.max), v)) end
+    return n
+  end
+  if o.choices then
+    for _, c in ipairs(o.choices) do if c == v then return v end end
+    fail(string.format("%s must be %s, got %s", name, table.concat(o.choices, " or "), v))
+  end
+  return v
+end
+
 function M.parse(argv, spec)
-  local by_name, out = {}, {}
+  local by_name, out, names = {}, {}, {}
   for _, o in ipairs(spec) do
     by_name[o[1]] = o
     out[o[1]] = o[2]
+    names[#names + 1] = o[1]
   end
-  local function fail(msg) error(string.format("%s: %s (see --help)", spec.script, msg), 0) end
+  local function fail(msg) M.fail(spec.script, msg .. " (see --help)") end
   local i = 1
   while i <= #argv do
-    local name = argv[i]:match("^%-%-(.+)$")
+    local name, inline = argv[i]:match("^%-%-([^=]+)=(.*)$")
+    name = name or argv[i]:match("^%-%-(.+)$")
     if name == "help" then
       print(M.usage(spec))
       os.exit(0)
     end
     local o = by_name[name]
-    if not o then fail("unknown argument " .. argv[i]) end
+    if not o then
+      local near = name and M.suggest(name, names)
+      fail("unknown argument " .. argv[i] .. (near and (" (did you mean --" .. near .. "?)") or ""))
+    end
     if o.flag then
+      if inline then fail("--" .. name .. " takes no value") end
       out[name] = true
     else
-      local v = argv[i + 1]
-      if v == nil then fail("--" .. name .. " needs a value") end
-      if o.type == "integer" then
-        local n = math.tointeger(tonumber(v))
-        if not n then fail("--" .. name .. " must be an integer, got " .. v) end
-        v = n
+      local v = inline
+      if v == nil then
+        v = argv[i + 1]
+        if v == nil then fail("--" .. name .. " needs a value") end
+        i = i + 1
       end
-      out[name] = v
-      i = i + 1
+      out[name] = check_value(o, v, fail)
     end
     i = i + 1
   end

@@ -48,7 +48,15 @@ M.schema = {
   grid = { {}, "table", "experiments/ablation.lua's grid: lambdas (false = no decay), hgat (true/false), seeds, reference = {lambda, hgat} (the cell the others are compared with), passages (held-out passages to extract from), probe_sequences (held-out sequences for attention by distance)" },
 }
 
-local function fail(where, msg) error(string.format("%s: %s", where, msg), 0) end
+-- a config's mistakes are the user's: a usage error (one line, exit status 2, no traceback)
+local function fail(where, msg) require("graphmert.errors").raise("usage", string.format("%s: %s", where, msg)) end
+
+-- "unknown key 'x' (did you mean 'y'?; known: ...)"
+local function unknown(what, key, known)
+  local near = type(key) == "string" and require("graphmert.experiment.args").suggest(key, known)
+  return string.format("unknown %s '%s' (%sknown: %s)", what, tostring(key), near and ("did you mean '" .. near .. "'?; ") or "",
+    table.concat(known, ", "))
+end
 
 -- the grid's keys and their defaults (config key `grid`)
 M.grid_defaults = { lambdas = { false, 0.4, 0.6, 0.8, 0.9 }, hgat = { true, false }, seeds = { 1, 2, 3 },
@@ -59,7 +67,7 @@ local function check_grid(grid, where)
   for key, default in pairs(M.grid_defaults) do out[key] = default end
   for key, v in pairs(grid) do
     if M.grid_defaults[key] == nil then
-      fail(where, string.format("unknown grid key '%s' (known: lambdas, hgat, seeds, reference, passages, probe_sequences)", tostring(key)))
+      fail(where, unknown("grid key", key, { "lambdas", "hgat", "seeds", "reference", "passages", "probe_sequences" }))
     end
     out[key] = v
   end
@@ -106,8 +114,7 @@ local function check_data(data, where, base)
   for _, key in ipairs(sorted_keys(data)) do
     if key ~= "source" then
       if not keys[key] then
-        fail(where, string.format("unknown data key '%s' for the %s source (known: %s)", tostring(key), source,
-          table.concat(sorted_keys(keys), ", ")))
+        fail(where, unknown("data key", key, sorted_keys(keys)) .. " for the " .. source .. " source")
       end
       if type(data[key]) ~= keys[key] then fail(where, string.format("data.%s must be a %s, got %s", key, keys[key], type(data[key]))) end
       local v = data[key]
@@ -134,7 +141,7 @@ function M.check(cfg, where, base)
   for _, key in ipairs(sorted_keys(cfg)) do
     local entry = M.schema[key]
     if not entry then
-      fail(where, string.format("unknown key '%s' (known: %s)", tostring(key), table.concat(sorted_keys(M.schema), ", ")))
+      fail(where, unknown("key", key, sorted_keys(M.schema)))
     end
     if type(cfg[key]) ~= entry[2] and not (entry[1] == false and cfg[key] == false) then
       fail(where, string.format("'%s' must be a %s, got %s", key, entry[2], type(cfg[key])))
@@ -158,7 +165,7 @@ function M.check(cfg, where, base)
   for key in pairs(model_keys) do model[key] = GraphMERT.defaults[key] end
   for _, key in ipairs(sorted_keys(out.model)) do
     if not model_keys[key] then
-      fail(where, string.format("unknown model key '%s' (known: %s)", tostring(key), table.concat(sorted_keys(model_keys), ", ")))
+      fail(where, unknown("model key", key, sorted_keys(model_keys)))
     end
     model[key] = out.model[key]
   end
@@ -197,14 +204,14 @@ end
 local function read(path, chain)
   chain = chain or {}
   for _, seen in ipairs(chain) do
-    if seen == path then error("config " .. path .. ": extends itself (through " .. table.concat(chain, " → ") .. ")", 0) end
+    if seen == path then fail("config " .. path, "extends itself (through " .. table.concat(chain, " → ") .. ")") end
   end
   chain[#chain + 1] = path
   local chunk, err = loadfile(path, "t", {})
-  if not chunk then error("config: " .. err, 0) end
+  if not chunk then fail("config", err) end
   local ok, cfg = pcall(chunk)
-  if not ok then error("config " .. path .. ": " .. tostring(cfg), 0) end
-  if type(cfg) ~= "table" then error("config " .. path .. ": must return a table, got " .. type(cfg), 0) end
+  if not ok then fail("config " .. path, tostring(cfg)) end
+  if type(cfg) ~= "table" then fail("config " .. path, "must return a table, got " .. type(cfg)) end
   local dir = path:match("^(.*/)") or ""
   if type(cfg.data) == "table" then
     for _, key in ipairs { "dir", "corpus", "triples", "entities", "relations" } do
@@ -233,6 +240,7 @@ end
 -- overrides: keys replacing the file's before the check (a script's --data: {data = {dir = ...}},
 -- relative to the current directory)
 function M.load(path, overrides)
+  path = require("graphmert.experiment.commands").config_path(path) -- "tiny": a shipped config
   local cfg = read(path)
   for k, v in pairs(overrides or {}) do cfg[k] = v end
   return M.check(cfg, "config " .. path, M.cwd())

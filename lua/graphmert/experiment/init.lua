@@ -10,6 +10,8 @@ local injection = require "graphmert.experiment.injection"
 local M = {
   config = require "graphmert.experiment.config",
   args = require "graphmert.experiment.args",
+  commands = require "graphmert.experiment.commands",
+  progress = require "graphmert.experiment.progress",
   trainer = trainer.trainer,
   masked_accuracy = trainer.masked_accuracy,
 }

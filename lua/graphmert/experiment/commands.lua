@@ -1,0 +1,117 @@
+-- commands.lua — the graphmert binary's subcommands: `graphmert train ...` runs the shipped
+-- experiments/train.lua with the arguments that follow, wherever graphmert is installed.
+--   train     experiments/train.lua        train GraphMERT (and its baseline) on a config's dataset
+--   extract   experiments/extract.lua      a knowledge graph from text with a trained model
+--   evaluate  experiments/extract_eval.lua extraction from held-out passages, scored
+--   ablate    experiments/ablation.lua     the λ × H-GAT grid with seeds and intervals
+--   validate  experiments/validate.lua     read and check a dataset
+--   configs   list the shipped configs (a --config value may be one of their names)
+-- The shipped files are found under $GRAPHMERT_HOME, else beside the binary: <prefix>/share/
+-- graphmert/ when installed (make install, luarocks), the source tree when run from build/bin.
+-- `graphmert script.lua` keeps lua(1)'s meaning; a bare word that is not a file is a command.
+local gm = require "graphmert"
+local args = require "graphmert.experiment.args"
+
+local M = {}
+
+M.scripts = { train = "train.lua", extract = "extract.lua", evaluate = "extract_eval.lua", ablate = "ablation.lua",
+  validate = "validate.lua" }
+local ABOUT = {
+  train = "train GraphMERT (and its baseline) on a config's dataset",
+  extract = "a knowledge graph from text with a trained model",
+  evaluate = "extraction from held-out passages, scored against the seed graph",
+  ablate = "the λ × H-GAT ablation grid with seeds and intervals",
+  validate = "read and check a dataset before training on it",
+  configs = "list the shipped configs",
+}
+local ORDER = { "train", "extract", "evaluate", "validate", "ablate", "configs" }
+
+local function is_file(path)
+  local info = gm.stat(path)
+  return info ~= nil and info.type == "file"
+end
+
+-- the folder holding experiments/ (scripts, configs, example data), or nil
+function M.home()
+  local candidates = { os.getenv("GRAPHMERT_HOME") }
+  local exe = gm.realpath("/proc/self/exe")
+  local bin = exe and exe:match("^(.*)/[^/]*$")
+  if bin then
+    candidates[#candidates + 1] = bin .. "/../share/graphmert" -- installed: <prefix>/bin, <prefix>/share
+    candidates[#candidates + 1] = bin .. "/../.." -- the source tree: build/bin
+  end
+  candidates[#candidates + 1] = "."
+  for _, dir in ipairs(candidates) do
+    if dir ~= "" and is_file(dir .. "/experiments/train.lua") then return gm.realpath(dir) end
+  end
+end
+
+-- a --config value: a file that exists, or the name of a shipped config ("tiny", "tiny.lua")
+function M.config_path(value)
+  if value:find("/") or is_file(value) then return value end
+  local home = M.home()
+  local shipped = home and (home .. "/experiments/configs/" .. value:gsub("%.lua$", "") .. ".lua")
+  if shipped and is_file(shipped) then return shipped end
+  return value
+end
+
+-- the shipped configs: name, path and the first line of their leading comment
+function M.configs()
+  local home = M.home()
+  if not home then return {} end
+  local list = {}
+  local p = io.popen("ls -1 '" .. home .. "/experiments/configs' 2>/dev/null")
+  for file in p:lines() do
+    local name = file:match("^(.+)%.lua$")
+    if name then
+      local path = home .. "/experiments/configs/" .. file
+      local f = io.open(path)
+      local first = f and f:read("l") or ""
+      if f then f:close() end
+      list[#list + 1] = { name = name, path = path, about = first:match("^%-%-%s*[%w_.]+%.lua%s*[—-]+%s*(.*)$") or first:gsub("^%-%-%s*", "") }
+    end
+  end
+  p:close()
+  table.sort(list, function(a, b) return a.name < b.name end)
+  return list
+end
+
+function M.usage()
+  local lines = { "usage: graphmert COMMAND [options]   (graphmert COMMAND --help for its options)", "commands:" }
+  for _, name in ipairs(ORDER) do lines[#lines + 1] = string.format("  %-10s %s", name, ABOUT[name]) end
+  lines[#lines + 1] = "graphmert [script [args]] runs a Lua script with the graphmert module, as lua(1); alone, the REPL"
+  return table.concat(lines, "\n")
+end
+
+-- graphmert COMMAND args...: runs the command's script with `arg` set as if it were run directly
+function M.main(command, ...)
+  if command == "help" or command == "--help" then
+    print(M.usage())
+    return
+  end
+  if command == "configs" then
+    for _, c in ipairs(M.configs()) do print(string.format("%-22s %s", c.name, c.about)) end
+    return
+  end
+  local script = M.scripts[command]
+  if not script then
+    local known = {}
+    for _, name in ipairs(ORDER) do known[#known + 1] = name end
+    local near = args.suggest(command, known)
+    args.fail("graphmert", string.format("unknown command '%s'%s (commands: %s; a script must exist as a file)", command,
+      near and (" (did you mean '" .. near .. "'?)") or "", table.concat(known, ", ")))
+  end
+  local home = M.home()
+  if not home then
+    args.fail("graphmert", "cannot find the shipped experiments/ (set GRAPHMERT_HOME to the folder that holds it)")
+  end
+  local path = home .. "/experiments/" .. script
+  local chunk, err = loadfile(path)
+  if not chunk then error(err, 0) end
+  _G.arg = table.pack(...)
+  _G.arg.n = nil
+  _G.arg[0] = path
+  return chunk(...)
+end
+
+return M
