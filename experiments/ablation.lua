@@ -37,7 +37,7 @@ local grid = cfg.grid
 local cells_dir = args.out .. "/cells"
 os.execute("mkdir -p '" .. cells_dir .. "'")
 
-local d = ex.prepare(cfg)
+local d = ex.args.try("ablation.lua", ex.prepare, cfg) -- a dataset's error is the user's: one line
 say(ex.summary(d), "\n")
 local passages = ex.heldout_passages(d, grid.passages)
 local probe = {}
@@ -85,13 +85,12 @@ local function run_cell(cell, index)
   local opt = gm.optim.adamw(model:named_parameters(), { lr = c.lr, weight_decay = c.weight_decay })
   local train_step = ex.trainer(dd, c, model, opt, { alone = true })
   local losses, t0 = {}, gm.clock()
+  local progress = ex.progress.new { stream = io.stdout, total = c.steps, enabled = main }
   for step = 1, c.steps do
     losses[step] = train_step(step)
-    if main then
-      io.write(string.format("\rcell %d/%d %-34s step %d/%d  loss %.4f   ", index, #cells, cell.name, step, c.steps, losses[step]))
-      io.flush()
-    end
+    progress:update(step, string.format("cell %d/%d %-34s step %d/%d  loss %.4f", index, #cells, cell.name, step, c.steps, losses[step]))
   end
+  progress:finish()
   local train_seconds = gm.clock() - t0
   local acc, _, per_sequence = ex.masked_accuracy(dd, c, model, { alone = true })
   local tails = ex.tail_metrics(dd, c, model)
@@ -117,7 +116,7 @@ local function run_cell(cell, index)
     attention = per_node, attention_mass = mass, decay = factors and { factors = factors, p = p } or cjson.null }
   local ok, err = gm.write_atomic(cell.path, { cjson.encode(result) })
   if not ok then error("ablation.lua: " .. err, 0) end
-  if main then io.write(string.format("\n  %.0f s; MLM acc %.3f\n", result.seconds, acc)) end
+  if main then io.write(string.format("  %.0f s; MLM acc %.3f\n", result.seconds, acc)) end
   return result
 end
 

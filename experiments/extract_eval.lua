@@ -27,14 +27,14 @@ local extract, stats = gm.eval.extract, gm.eval.stats
 local args = ex.args.parse(arg, {
   script = "extract_eval.lua", about = "Extraction from held-out passages, scored against the seed graph.",
   { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
-  { "passages", 300, "held-out passages to extract from", type = "integer" },
-  { "decoding", "open", "open or constrained" },
+  { "passages", 300, "held-out passages to extract from", type = "integer", min = 1 },
+  { "decoding", "open", "open or constrained", choices = { "open", "constrained" } },
   { "answer-all", false, "ignore a model's empty answer (trained with absent): every (head, relation) gets its best tail", flag = true },
   { "out", nil, "output folder (default CHECKPOINT/extraction)" },
   { "config", nil, "the config the run was trained with (run.json records which)" },
   { "data", nil, "the dataset folder, when the run was trained with --data" },
 })
-local function fail(msg) io.stderr:write("extract_eval.lua: ", msg, "\n"); os.exit(2) end
+local function fail(msg) ex.args.fail("extract_eval.lua", msg) end
 if not args.checkpoint then fail("--checkpoint is required (see --help)") end
 local out_dir = args.out or args.checkpoint .. "/extraction"
 os.execute("mkdir -p '" .. out_dir .. "'")
@@ -60,7 +60,7 @@ end
 local tok_ok, tok = pcall(ex.load_tokenizer, args.checkpoint, run)
 if not tok_ok then fail(tok) end
 gm.manual_seed(cfg.seed)
-local d = ex.prepare(cfg, tok)
+local d = ex.args.try("extract_eval.lua", ex.prepare, cfg, tok)
 local graph = d.graph
 local relations = {}
 for id, name in ipairs(run.relations) do relations[name] = id end
@@ -85,6 +85,7 @@ systems[#systems + 1] = { name = "most frequent tail" }
 
 for _, system in ipairs(systems) do
   local units, t0 = {}, gm.clock()
+  local progress = ex.progress.new { stream = io.stderr, total = #passages }
   local model
   if system.dir then
     model = ex.load_model(system.dir)
@@ -109,12 +110,12 @@ for _, system in ipairs(systems) do
       triples = extract.merge(triples, { top = 1 })
     end
     units[i] = extract.score_passage(graph, relations, p, triples)
-    io.stderr:write(string.format("\r%-20s %d/%d passages   ", system.name, i, #passages))
+    progress:update(i, string.format("%-20s %d/%d passages", system.name, i, #passages))
   end
+  progress:finish()
   system.seconds = gm.clock() - t0
   system.units = units
 end
-io.stderr:write("\n")
 
 local function sum(units, field)
   local s = 0

@@ -33,7 +33,9 @@ os.execute("mkdir -p " .. args.out)
 local tok_path = args.out .. "/tokenizer.txt"
 
 gm.manual_seed(cfg.seed)
-local d = ex.prepare(cfg, args.resume and gm.data.tokenizer.load(tok_path) or nil)
+local d = ex.args.try("train.lua", function() -- a dataset's error is the user's: one line
+  return ex.prepare(cfg, args.resume and gm.data.tokenizer.load(tok_path) or nil)
+end)
 if not args.resume and main then d.tok:save(tok_path) end
 say(ex.summary(d), "\n")
 

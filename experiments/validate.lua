@@ -15,7 +15,7 @@ local args = ex.args.parse(arg, {
   { "config", nil, "a training config: its data" },
   { "strict", false, "exit 1 when any line was skipped", flag = true },
 })
-local function fail(msg) io.stderr:write("validate.lua: ", msg, "\n"); os.exit(2) end
+local function fail(msg) ex.args.fail("validate.lua", msg) end
 if not args.data == not args.config then fail("give --data DIR or --config FILE (see --help)") end
 
 local ok, ds = pcall(function()

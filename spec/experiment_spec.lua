@@ -2,6 +2,7 @@
 -- a kind, and the eval-mode helper.
 local gm = require "graphmert"
 local config = gm.experiment.config
+local files = require "spec.files"
 
 local function minimal(extra)
   local c = { data = { dir = "experiments/data/tiny" }, vocab_size = 100, model = { roots = 4, leaves = 2 }, steps = 2,
@@ -120,9 +121,61 @@ describe("experiment.args", function()
 
   it("names an unknown argument, a missing value and a bad integer", function()
     local parse = gm.experiment.args.parse
-    assert.error_matches(function() parse({ "--stpes", "7" }, spec) end, "x.lua: unknown argument %-%-stpes")
+    assert.error_matches(function() parse({ "--stpes", "7" }, spec) end, "x.lua: unknown argument %-%-stpes %(did you mean %-%-steps%?%)")
     assert.error_matches(function() parse({ "--out" }, spec) end, "x.lua: %-%-out needs a value")
     assert.error_matches(function() parse({ "--steps", "many" }, spec) end, "%-%-steps must be an integer, got many")
+  end)
+
+  it("takes --name=value, checks ranges and choices, and raises usage errors", function()
+    local parse, errors = gm.experiment.args.parse, gm.errors
+    local ranged = { script = "y.lua", { "top", 5, "k", type = "integer", min = 1 }, { "score", nil, "s", type = "number", max = 0 },
+      { "mode", "open", "m", choices = { "open", "constrained" } }, { "all", false, "a", flag = true } }
+    assert.same({ top = 3, score = -0.5, mode = "constrained", all = true },
+      parse({ "--top=3", "--score=-0.5", "--mode", "constrained", "--all" }, ranged))
+    for _, c in ipairs {
+      { { "--top", "0" }, "%-%-top must be at least 1, got 0" },
+      { { "--top=-3" }, "%-%-top must be at least 1, got %-3" },
+      { { "--score", "5" }, "%-%-score must be at most 0, got 5" },
+      { { "--score", "nan" }, "%-%-score must be a number, got nan" },
+      { { "--mode=closed" }, "%-%-mode must be open or constrained, got closed" },
+      { { "--all=yes" }, "%-%-all takes no value" },
+      { { "--zzzzzz" }, "unknown argument %-%-zzzzzz %(see" }, -- nothing near: no suggestion
+    } do
+      local ok, err = pcall(parse, c[1], ranged)
+      assert.is_false(ok)
+      assert.equal("usage", errors.kind(err))
+      assert.matches("^y.lua: " .. c[2], tostring(err))
+    end
+  end)
+
+  it("suggests the config key a typo meant", function()
+    local ok, err = pcall(config.check, { data = { dir = "x" }, leaf_rte = 0.5 }, "cfg.lua")
+    assert.is_false(ok)
+    assert.equal("usage", gm.errors.kind(err))
+    assert.matches("cfg.lua: unknown key 'leaf_rte' %(did you mean 'leaf_rate'%?; known: ", tostring(err))
+  end)
+
+  it("writes a plain progress line at each tenth of the work in a log, and a live one on a terminal", function()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    local p = gm.experiment.progress.new { stream = f, total = 1000, tty = false }
+    for i = 1, 1000 do p:update(i, "step " .. i) end
+    p:say("a message")
+    p:finish()
+    f:close()
+    local text = files.read(path)
+    assert.is_nil(text:find("\r", 1, true))
+    local count = select(2, text:gsub("\n", ""))
+    assert.is_true(count >= 11 and count <= 12, text)
+    assert.matches("^step 1\nstep 100\nstep 200\n", text)
+    assert.matches("step 1000\na message\n$", text)
+    f = assert(io.open(path, "w"))
+    p = gm.experiment.progress.new { stream = f, total = 3, tty = true }
+    for i = 1, 3 do p:update(i, "step " .. i) end
+    p:say("done")
+    f:close()
+    assert.equal("\rstep 1   \rstep 3   \ndone\n", files.read(path))
+    os.remove(path)
   end)
 
   it("prints the usage for --help in every script", function()

@@ -35,7 +35,7 @@ function M.suggest(name, known)
 end
 
 -- a usage error: one line, exit status 2
-function M.fail(script, msg) errors.raise("usage", script .. ": " .. msg) end
+function M.fail(script, msg) errors.raise("usage", script .. ": " .. tostring(msg)) end
 
 -- fn(...)'s results, or a usage error with its message (a "file:line: " prefix dropped: the
 -- message is for the user, not a traceback); Ctrl-C passes through
@@ -67,7 +67,7 @@ function M.training(script, about, out, extra)
     { "config", "wordnet_small", "config file, or a shipped config's name (graphmert configs)" },
     { "data", nil, "a dataset folder to train on instead of the config's data (docs/datasets.md)" },
     { "out", out, "output folder" },
-    { "steps", nil, "override the config's step count", type = "integer" } }
+    { "steps", nil, "override the config's step count", type = "integer", min = 1 } }
   for _, o in ipairs(extra or {}) do spec[#spec + 1] = o end
   return spec
 end
