@@ -5,12 +5,15 @@
 -- graphmert binary's that does as lua.c does): kind() names it "interrupted".
 local M = {}
 
-local Error = { __tostring = function(e) return e.message end }
+-- known by its name, not by identity: a module loaded twice (a spec clearing package.loaded)
+-- still recognises the other copy's errors
+local Error = { __name = "graphmert.Error", __tostring = function(e) return e.message end }
 
 function M.raise(kind, message) error(setmetatable({ kind = kind, message = message }, Error), 0) end
 
 function M.kind(err)
-  if getmetatable(err) == Error then return err.kind end
+  local mt = type(err) == "table" and getmetatable(err)
+  if type(mt) == "table" and rawget(mt, "__name") == Error.__name then return err.kind end
   if type(err) == "string" and err:match("interrupted!$") then return "interrupted" end
 end
 

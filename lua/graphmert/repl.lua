@@ -161,16 +161,21 @@ function repl.describe(what, gm)
 end
 
 local OVERVIEW = [[
-gm — graphmert: float32 tensors with autograd, the attention families, and GraphMERT
-  tensors     gm.tensor{{1, 2}}, gm.zeros(2, 3), gm.randn(2, 3), t:matmul(u), t:sum(), t:backward(), t[1]
-  nn          gm.nn.Linear, gm.nn.MultiheadAttention, gm.nn.GraphMERT (.from_pretrained, :save_pretrained)
+gm — graphmert: float32 tensors with autograd, attention families, GraphMERT
+  tensors     gm.tensor{{1, 2}}, gm.zeros(2, 3), gm.randn(2, 3), t[1],
+              t:matmul(u), t:sum(), t:backward()
+  nn          gm.nn.Linear, gm.nn.MultiheadAttention,
+              gm.nn.GraphMERT (.from_pretrained, :save_pretrained)
   optim       gm.optim.adamw, gm.optim.sgd
-  attention   gm.attention(q, k, v, opts), gm.decay_mask, gm.graph, gm.leafy_chain
-  files       gm.safetensors.load / save, gm.torch_load, gm.checkpoint, gm.write_atomic
-  data        gm.data.dataset.load (your corpus and seed graph), gm.data.tokenizer, gm.data.linker
+  attention   gm.attention(q, k, v, opts), gm.decay_mask, gm.graph,
+              gm.leafy_chain
+  files       gm.safetensors.load / save, gm.torch_load, gm.checkpoint,
+              gm.write_atomic
+  data        gm.data.dataset.load (your corpus and seed graph),
+              gm.data.tokenizer, gm.data.linker
   eval        gm.eval.extract, gm.eval.decode, gm.eval.stats
-  experiment  gm.experiment: configs, data preparation, training (the `graphmert train` command)
-?gm.name or ?t:name prints one line of doc; TAB completes (gm.nn.Li<TAB>, t:ma<TAB>).]]
+  experiment  gm.experiment: configs, data, training (`graphmert train`)
+?gm.name or ?t:name: one line of doc; TAB completes (gm.nn.Li<TAB>, t:ma<TAB>)]]
 
 -- a tensor's help: its size and its methods
 local function tensor_help(t)
@@ -179,7 +184,7 @@ local function tensor_help(t)
   table.sort(names)
   local lines, line = { string.format("a graphmert.Tensor of size %s; ?t:name for one of its %d methods:", t:shape_string(), #names) }, " "
   for _, name in ipairs(names) do
-    if #line + #name > 96 then lines[#lines + 1], line = line, " " end
+    if #line + #name > 76 then lines[#lines + 1], line = line, " " end
     line = line .. " " .. name
   end
   lines[#lines + 1] = line
