@@ -17,7 +17,10 @@
 -- ids (line numbers), decoding, head_id and tail_id = the entities' ids (tail_id absent for a new
 -- tail open decoding wrote), seed = whether the seed graph already holds the triple) and kg.tsv
 -- beside it, written as one (both old or both new), into a folder checked writable before the
--- first passage. Ctrl-C writes what was extracted so far to OUT.partial.jsonl and .partial.tsv
+-- first passage. With --out kg.sqlite the graph goes into a SQLite store instead (graphmert.kg.store:
+-- entities, relations, triples, each triple's evidence with the head's span, the passages, the
+-- run), committed about once a second, so a killed run leaves a valid store and the same command
+-- continues it; `graphmert export` turns a store into RDF or kg.jsonl. Ctrl-C writes what was extracted so far to OUT.partial.jsonl and .partial.tsv
 -- (never over a complete output), whole even when Ctrl-C comes again.
 local gm = require "graphmert"
 local cjson = require "cjson"
@@ -29,7 +32,7 @@ local args = ex.args.parse(arg, {
   { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
   { "input", nil, "passages: plain text, one per line, or JSONL records with a \"text\" field" },
   { "format", "auto", "the input's format: text, jsonl, or auto (jsonl for a .jsonl file, else text)", choices = { "auto", "text", "jsonl" } },
-  { "out", "kg.jsonl", "output JSONL (a .tsv is written beside it)" },
+  { "out", "kg.jsonl", "output: kg.jsonl (a .tsv is written beside it), or a kg.sqlite store that grows as it goes" },
   { "relations", "all", "all, or a comma-separated list of relation names" },
   { "top", 5, "tails kept per (head, relation)", type = "integer", min = 1 },
   { "min-score", nil, "drop triples scoring below this (mean log-probability per slot, <= 0)", type = "number", max = 0 },
@@ -74,6 +77,7 @@ local function read_passages(path)
 end
 
 -- the outputs' folder must take files before any work is done
+local storing = args.out:match("%.sqlite$") ~= nil
 local tsv_path = args.out:gsub("%.jsonl$", "") .. ".tsv"
 local function check_writable(path)
   local info = gm.stat(path)
@@ -85,7 +89,7 @@ local function check_writable(path)
   os.remove(probe)
 end
 check_writable(args.out)
-check_writable(tsv_path)
+if not storing then check_writable(tsv_path) end
 
 local function try(fn, ...)
   local ok, value = pcall(fn, ...)
@@ -99,8 +103,8 @@ local passages = read_passages(args.input)
 
 -- the seed graph: the run's own, or the dataset the user names (whose relations must be the run's)
 local t0 = gm.clock()
+local ds
 local graph = try(function()
-  local ds
   if args.data or args.config then
     local data_cfg = args.data and { dir = args.data } or ex.config.load(args.config).data
     ds = ex.dataset(data_cfg)
@@ -129,18 +133,62 @@ local opts = { graph = graph, relations = relations, only = only, mode = args.de
   batch = args.batch, tail_end = run.tail_end, empty = (run.absent or 0) > 0 }
 if args.decoding == "constrained" then opts.tails = graph:known_tails(tok, relations, model.layout.leaves) end
 
+-- --out *.sqlite: the store (graphmert.kg.store) grows passage by passage, a transaction per
+-- batch; a re-run of the same run continues it, skipping the passages it holds
+local store
+if storing then
+  local model_keys, model_json = {}, {}
+  for k in pairs(run.model) do model_keys[#model_keys + 1] = k end
+  table.sort(model_keys)
+  for _, k in ipairs(model_keys) do model_json[#model_json + 1] = cjson.encode(k) .. ":" .. cjson.encode(run.model[k]) end
+  store = try(gm.kg.store.open, args.out, { create = true })
+  try(store.begin_run, store, { checkpoint = gm.realpath(args.checkpoint), config = run.config or "",
+    model = "{" .. table.concat(model_json, ",") .. "}", dataset = ds.name, created = os.date("!%Y-%m-%dT%H:%M:%SZ") })
+  try(store.add_seed_graph, store, ds)
+  local held, left = store:done(), {}
+  for _, p in ipairs(passages) do if not held[tostring(p.id)] then left[#left + 1] = p end end
+  if #left < #passages then
+    io.stderr:write(string.format("continuing %s: %d of %d passages already in it\n", args.out, #passages - #left, #passages))
+  end
+  passages = left
+end
+
+-- the head mention's character span in the text (0-based, end exclusive), when it is there verbatim
+local function head_span(text, phrase)
+  local s, e = text:lower():find(phrase, 1, true)
+  return s and { s - 1, e } or nil
+end
+
 -- one passage at a time, so that an interruption keeps everything finished before it
-local found, done = {}, 0
+local found, done, committed = {}, 0, gm.clock()
 local progress = ex.progress.new { stream = io.stderr, total = #passages }
 local ok, err = pcall(function()
   for _, p in ipairs(passages) do
+    local mention, mine = {}, {}
     for _, t in ipairs(extract.triples(model, tok, { p }, opts)) do
       -- named as the dataset names them: a head (and a tail naming an entity) by its preferred
       -- name and id, so that a mention by alias and one by name are one triple
       local head_id, head = graph:entity(t.head)
       local tail_id, tail = graph:entity(t.tail)
+      if head_id then mention[head_id] = t.head end
       t.head, t.head_id, t.tail, t.tail_id = head or t.head, head_id, tail or t.tail, tail_id
-      found[#found + 1] = t
+      mine[#mine + 1] = t
+    end
+    if store then
+      local kept = extract.merge(mine, { top = args.top, min_score = min_score })
+      for _, t in ipairs(kept) do
+        t.seed, t.span = graph:holds(t), head_span(p.text, mention[t.head_id] or t.head:lower())
+      end
+      gm.without_interrupts(function()
+        store:add_passage({ id = p.id, source = args.input, line = p.id, text = p.text }, kept)
+        if gm.clock() - committed >= 1 then -- a transaction a second: a kill loses at most that
+          store:commit()
+          committed = gm.clock()
+        end
+      end)
+      found[#found + 1] = #kept
+    else
+      for _, t in ipairs(mine) do found[#found + 1] = t end
     end
     done = done + 1
     local elapsed = gm.clock() - t0
@@ -151,6 +199,15 @@ end)
 if not ok and gm.errors.kind(err) ~= "interrupted" then error(err, 0) end
 
 progress:finish()
+if store then
+  gm.without_interrupts(function()
+    store:commit()
+    print(string.format("%s%d passages added to %s: %d triples from %d passages in all, %.1f s", ok and "" or "interrupted: ",
+      done, args.out, store:count("triples"), store:count("passages"), gm.clock() - t0))
+    store:close()
+  end)
+  os.exit(ok and 0 or 130)
+end
 -- an interrupted run never replaces a complete output: its triples go to OUT.partial.jsonl and
 -- .partial.tsv, written whole even if Ctrl-C comes again
 local out_path, out_tsv = args.out, tsv_path

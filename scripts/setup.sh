@@ -3,10 +3,12 @@
 # a second run installs nothing. Used by `make test`, `make demo` and .ci/run. libdnnl-dev is
 # optional at run time (gm_dnnl.c loads it if present): it speeds up the "medium" precision.
 # sqlite3 exports the Gene Ontology (scripts/gene_ontology.sh); strace lets the hostile-folder
-# specs see which files a load opens.
+# specs see which files a load opens; lua-dbi-sqlite3 writes and reads the kg.sqlite stores (Lua DBI
+# with prepared statements over Debian's libsqlite3); raptor2-utils' rapper checks the RDF exports.
 set -e
 PACKAGES="build-essential pkg-config lua5.4 liblua5.4-dev libopenblas-dev libopenmpi-dev openmpi-bin lua-lpeg lua-busted \
-lua-cjson libreadline-dev wordnet-base gnuplot-nox libdnnl-dev sqlite3 strace"
+lua-cjson libreadline-dev wordnet-base gnuplot-nox libdnnl-dev sqlite3 strace \
+lua-dbi-sqlite3 raptor2-utils"
 missing=""
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -31,7 +31,7 @@ end
 
 local submodules = { nn = true, optim = true, layout = true, safetensors = true, checkpoint = true,
   gradcheck = true, errors = true, class = true, distributed = true, json = true, folder = true,
-  data = true, eval = true, experiment = true }
+  data = true, eval = true, experiment = true, kg = true }
 return setmetatable(gm, {
   __index = function(t, k)
     if submodules[k] then

@@ -1,0 +1,58 @@
+-- export.lua — a knowledge-graph store (kg.sqlite, written by `graphmert extract --out kg.sqlite`)
+-- as RDF for triple stores (N-Triples, Turtle: graphmert.kg.rdf says how triples, scores and
+-- evidence are written) or as kg.jsonl / kg.tsv (the top triples per head and relation, the
+-- fields extract writes).
+--   graphmert export --store kg.sqlite --out kg.ttl [--base http://example.org/kg/]
+--   graphmert export --store kg.sqlite --out kg.jsonl [--top 5]
+-- The format follows --out's extension (.nt, .ttl, .jsonl, .tsv) or --format.
+local gm = require "graphmert"
+local cjson = require "cjson"
+local ex = gm.experiment
+
+local args = ex.args.parse(arg, {
+  script = "export.lua", about = "A knowledge-graph store as RDF (N-Triples, Turtle) or kg.jsonl / kg.tsv.",
+  { "store", nil, "a kg.sqlite store written by extract" },
+  { "out", nil, "the output file: .nt, .ttl, .jsonl or .tsv" },
+  { "format", "auto", "ntriples, turtle, jsonl, tsv, or auto (from --out's extension)",
+    choices = { "auto", "ntriples", "turtle", "jsonl", "tsv" } },
+  { "base", "http://example.org/kg/", "the base IRI of entities, relations and statements (RDF)" },
+  { "top", 5, "triples kept per (head, relation) (jsonl, tsv)", type = "integer", min = 1 },
+})
+local function fail(msg) ex.args.fail("export.lua", msg) end
+if not args.store then fail("--store is required (see --help)") end
+if not args.out then fail("--out is required (see --help)") end
+local by_extension = { nt = "ntriples", ttl = "turtle", jsonl = "jsonl", tsv = "tsv" }
+local format = args.format ~= "auto" and args.format or by_extension[args.out:match("%.(%w+)$") or ""]
+if not format then fail("cannot tell the format of " .. args.out .. " (.nt, .ttl, .jsonl, .tsv, or --format)") end
+
+local store = ex.args.try("export.lua", gm.kg.store.open, args.store, { read_only = true })
+local t0, n = gm.clock(), 0
+if format == "ntriples" or format == "turtle" then
+  n = ex.args.try("export.lua", gm.kg.rdf.export, store, args.out, { format = format, base = args.base })
+else
+  local sources = {}
+  for _, v in ipairs(store:rows("SELECT v.triple, v.passage FROM evidence v JOIN passages p ON p.id = v.passage " ..
+    "ORDER BY v.triple, p.line, v.passage")) do
+    local list = sources[v.triple] or {}
+    sources[v.triple] = list
+    list[#list + 1] = v.passage
+  end
+  local lines = format == "tsv" and { "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n" } or {}
+  for _, t in ipairs(store:kg(args.top)) do
+    local tail_id = not t.tail_id:match("^new:") and t.tail_id or nil
+    if format == "jsonl" then
+      lines[#lines + 1] = cjson.encode { head = t.head, relation = t.relation, tail = t.tail, score = t.score,
+        count = math.tointeger(t.count), sources = sources[t.id], decoding = t.decoding, head_id = t.head_id,
+        tail_id = tail_id, seed = t.seed == 1 } .. "\n"
+    else
+      lines[#lines + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score,
+        t.count, t.decoding, t.head_id, tail_id or "", t.seed == 1)
+    end
+    n = n + 1
+  end
+  local ok, err = gm.write_atomic(args.out, lines)
+  if not ok then fail(err) end
+end
+store:close()
+print(string.format("%d %s written to %s (%s), %.1f s", n, (format == "jsonl" or format == "tsv") and "triples" or "RDF triples",
+  args.out, format, gm.clock() - t0))

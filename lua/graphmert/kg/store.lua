@@ -1,0 +1,249 @@
+-- store.lua — a knowledge graph kept in SQLite (kg.sqlite): what extraction writes as it goes,
+-- and what the KG page, the evaluation and users (the sqlite3 command line, Python, R) read.
+-- Through Lua DBI (Debian's lua-dbi-sqlite3: prepared statements with bound values over the
+-- system's libsqlite3, so a name with quotes is data, never SQL; nothing to build or link).
+--
+-- Tables, schema version 1 (meta.schema_version):
+--   meta(key, value)        the run: checkpoint, config, model (JSON), dataset, created
+--   entities(id, name, type, aliases, seed)   aliases a JSON array; seed 1 for the seed graph's
+--                           entities, 0 for a tail open decoding named (id "new:<name>")
+--   relations(name, head_types, tail_types)   JSON arrays of types, or "*"
+--   triples(id, head, relation, tail, score, count, decoding, seed)   one row per distinct triple:
+--                           score the best over its passages (mean log-probability per decoded
+--                           slot), count its passages, seed whether the seed graph holds it
+--   passages(id, source, line, text)          each passage extraction finished
+--   evidence(triple, passage, score, head_start, head_end)   where a triple was read: the
+--                           passage, its score there, the head mention's character span (0-based,
+--                           end exclusive; NULL when the mention is not in the text verbatim)
+-- Indexes serve the lookups: triples by head, tail, relation and score, evidence by passage.
+-- Writes go in transactions, one per batch of passages, with the WAL journal: a killed run
+-- leaves a valid store of whole passages, and a re-run skips the passages it holds.
+--
+--   store.open(path, {create = true}) → Store   (a missing file is created only with create)
+--   s:begin_run(meta)       records the run, or checks a re-run is the same run (checkpoint, model)
+--   s:add_seed_graph(ds)    the dataset's entities and relation schema (a Dataset)
+--   s:done()                → set of the passage ids already stored
+--   s:add_passage(p, triples)   p = {id, source, line, text}; triples as extract.lua names them
+--                           ({head, head_id, relation, tail, tail_id, score, decoding, seed, span})
+--   s:commit()              ends the current batch; s:close()
+--   s:triples_of(entity)    triples with the entity (an id or a name) as head or tail, best first
+--   s:top(relation, k)      the relation's k best triples
+--   s:evidence(head, relation, tail)   the passages of a triple (ids), best first
+--   s:kg(top)               the top triples per (head, relation), as kg.jsonl lists them
+--   s:count(table)          rows of a table
+local DBI = require "DBI"
+local cjson = require "cjson"
+local gm = require "graphmert"
+
+local M = {}
+M.SCHEMA_VERSION = 1
+
+local Store = {}
+Store.__index = Store
+
+local SCHEMA = {
+  "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
+  "CREATE TABLE entities (id TEXT PRIMARY KEY, name TEXT NOT NULL, type TEXT, aliases TEXT, seed INTEGER NOT NULL)",
+  "CREATE TABLE relations (name TEXT PRIMARY KEY, head_types TEXT, tail_types TEXT)",
+  "CREATE TABLE triples (id INTEGER PRIMARY KEY, head TEXT NOT NULL REFERENCES entities(id), " ..
+    "relation TEXT NOT NULL REFERENCES relations(name), tail TEXT NOT NULL REFERENCES entities(id), " ..
+    "score REAL NOT NULL, count INTEGER NOT NULL, decoding TEXT, seed INTEGER NOT NULL, UNIQUE (head, relation, tail))",
+  "CREATE TABLE passages (id TEXT PRIMARY KEY, source TEXT, line INTEGER, text TEXT)",
+  "CREATE TABLE evidence (triple INTEGER NOT NULL REFERENCES triples(id), passage TEXT NOT NULL REFERENCES passages(id), " ..
+    "score REAL NOT NULL, head_start INTEGER, head_end INTEGER, PRIMARY KEY (triple, passage))",
+  "CREATE INDEX triples_by_head ON triples (head)",
+  "CREATE INDEX triples_by_tail ON triples (tail)",
+  "CREATE INDEX triples_by_relation ON triples (relation, score DESC)",
+  "CREATE INDEX triples_by_score ON triples (score DESC)",
+  "CREATE INDEX evidence_by_passage ON evidence (passage)",
+}
+
+local function fail(path, msg) error(string.format("store %s: %s", path, msg), 0) end
+
+-- sql run with values bound → the statement, or an error naming the store
+local function execute(self, sql, ...)
+  local st, err = self.db:prepare(sql)
+  if not st then fail(self.path, tostring(err)) end
+  local ok, e = st:execute(...)
+  if not ok then
+    st:close()
+    fail(self.path, tostring(e))
+  end
+  return st
+end
+
+-- sql run for its effect (the statement finished at once: an open one would hold the database)
+function Store:run(sql, ...) execute(self, sql, ...):close() end
+
+function Store:rows(sql, ...)
+  local st, out = execute(self, sql, ...), {}
+  for row in st:rows(true) do
+    local copy = {}
+    for k, v in pairs(row) do copy[k] = v end
+    out[#out + 1] = copy
+  end
+  st:close()
+  return out
+end
+
+function Store:value(sql, ...)
+  local row = self:rows(sql, ...)[1]
+  if not row then return nil end
+  local _, v = next(row)
+  return v
+end
+
+function M.open(path, opts)
+  opts = opts or {}
+  if type(path) ~= "string" then error("store.open: a path expected", 2) end
+  local info = gm.stat(path)
+  if info and info.type ~= "file" then fail(path, "is a " .. info.type .. ", not a store") end
+  if not info and not opts.create then fail(path, "No such file or directory") end
+  if info then -- a file that is not SQLite is refused before SQLite writes to it
+    local head = gm.read_file(path, 0, math.min(16, info.size))
+    if info.size > 0 and head ~= "SQLite format 3\0" then fail(path, "not a SQLite database") end
+  end
+  local db, err = DBI.Connect("SQLite3", path)
+  if not db then fail(path, tostring(err)) end
+  local self = setmetatable({ db = db, path = path, batch = 0 }, Store)
+  db:autocommit(true) -- the driver starts in a transaction; the journal mode is set outside one
+  self:run("PRAGMA busy_timeout = 5000")
+  local tables = self:value("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+  if tables == 0 then
+    if opts.read_only then fail(path, "an empty database, not a store") end
+    self:run("PRAGMA journal_mode = WAL")
+    db:autocommit(false)
+    for _, sql in ipairs(SCHEMA) do self:run(sql) end
+    self:run("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", tostring(M.SCHEMA_VERSION))
+    self:commit()
+  else
+    local has_meta = self:value("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'") == 1
+    local version = has_meta and self:value("SELECT value FROM meta WHERE key = 'schema_version'")
+    if tonumber(version) ~= M.SCHEMA_VERSION then
+      db:close()
+      fail(path, string.format("a store of schema version %s; this graphmert reads version %d", tostring(version or "none"),
+        M.SCHEMA_VERSION))
+    end
+    self:run("PRAGMA journal_mode = WAL")
+    db:autocommit(false)
+  end
+  return self
+end
+
+function Store:commit()
+  local ok, err = self.db:commit()
+  if not ok then fail(self.path, tostring(err)) end
+end
+
+function Store:close()
+  if self.db then
+    self.db:commit()
+    self.db:close()
+    self.db = nil
+  end
+end
+
+-- the run: written once; a re-run must be the same checkpoint and model
+function Store:begin_run(meta)
+  local old = self:rows("SELECT key, value FROM meta")
+  local have = {}
+  for _, r in ipairs(old) do have[r.key] = r.value end
+  if have.checkpoint then
+    for _, key in ipairs { "checkpoint", "model" } do
+      if have[key] ~= meta[key] then
+        fail(self.path, string.format("holds the extraction of another run (%s %s); name a new store", key, have[key]))
+      end
+    end
+    return
+  end
+  for key, value in pairs(meta) do self:run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, tostring(value)) end
+  self:commit()
+end
+
+local function types_json(set)
+  if set == "*" then return "*" end
+  local list = {}
+  for t in pairs(set) do list[#list + 1] = t end
+  table.sort(list)
+  return cjson.encode(list)
+end
+
+local function aliases_json(aliases)
+  local parts = {}
+  for i, a in ipairs(aliases or {}) do parts[i] = cjson.encode(a) end
+  return "[" .. table.concat(parts, ",") .. "]"
+end
+
+function Store:add_seed_graph(ds)
+  local ent = self.db:prepare("INSERT OR IGNORE INTO entities (id, name, type, aliases, seed) VALUES (?, ?, ?, ?, 1)")
+  for _, id in ipairs(ds.entity_order) do
+    local e = ds.entities[id]
+    local ok, err = ent:execute(e.id, e.name, e.type, aliases_json(e.aliases))
+    if not ok then fail(self.path, tostring(err)) end
+  end
+  ent:close()
+  for _, name in ipairs(ds.relation_names) do
+    local s = ds.schema[name]
+    self:run("INSERT OR IGNORE INTO relations (name, head_types, tail_types) VALUES (?, ?, ?)", name, types_json(s.head),
+      types_json(s.tail))
+  end
+  self:commit()
+end
+
+function Store:done()
+  local set = {}
+  for _, r in ipairs(self:rows("SELECT id FROM passages")) do set[r.id] = true end
+  return set
+end
+
+-- A passage and its triples, in the current batch's transaction.
+function Store:add_passage(p, triples)
+  self:run("INSERT INTO passages (id, source, line, text) VALUES (?, ?, ?, ?)", tostring(p.id), p.source, p.line, p.text)
+  for _, t in ipairs(triples) do
+    local tail_id = t.tail_id or ("new:" .. t.tail)
+    if not t.tail_id then
+      self:run("INSERT OR IGNORE INTO entities (id, name, type, aliases, seed) VALUES (?, ?, NULL, '[]', 0)", tail_id, t.tail)
+    end
+    self:run("INSERT INTO triples (head, relation, tail, score, count, decoding, seed) VALUES (?, ?, ?, ?, 1, ?, ?) " ..
+      "ON CONFLICT (head, relation, tail) DO UPDATE SET score = max(score, excluded.score), count = count + 1",
+      t.head_id, t.relation, tail_id, t.score, t.decoding, t.seed and 1 or 0)
+    local id = self:value("SELECT id FROM triples WHERE head = ? AND relation = ? AND tail = ?", t.head_id, t.relation, tail_id)
+    local span = t.span or {}
+    self:run("INSERT INTO evidence (triple, passage, score, head_start, head_end) VALUES (?, ?, ?, ?, ?)", id, tostring(p.id),
+      t.score, span[1], span[2])
+  end
+end
+
+local TRIPLE = "SELECT t.id, t.head AS head_id, h.name AS head, t.relation, t.tail AS tail_id, e.name AS tail, t.score, " ..
+  "t.count, t.decoding, t.seed FROM triples t JOIN entities h ON h.id = t.head JOIN entities e ON e.id = t.tail "
+
+function Store:triples_of(entity, limit)
+  local id = self:value("SELECT id FROM entities WHERE id = ?", entity) or
+    self:value("SELECT id FROM entities WHERE name = ? ORDER BY seed DESC, id LIMIT 1", entity)
+  if not id then return {} end
+  return self:rows(TRIPLE .. "WHERE t.head = ? OR t.tail = ? ORDER BY t.score DESC, t.count DESC LIMIT ?", id, id, limit or -1)
+end
+
+function Store:top(relation, k)
+  return self:rows(TRIPLE .. "WHERE t.relation = ? ORDER BY t.score DESC, t.count DESC LIMIT ?", relation, k or 10)
+end
+
+function Store:evidence(head, relation, tail)
+  return self:rows("SELECT v.passage, p.source, p.line, p.text, v.score, v.head_start, v.head_end FROM evidence v " ..
+    "JOIN triples t ON t.id = v.triple JOIN passages p ON p.id = v.passage " ..
+    "WHERE t.head = ? AND t.relation = ? AND t.tail = ? ORDER BY v.score DESC", head, relation, tail)
+end
+
+-- kg.jsonl's view: per (head, relation), the `top` best triples (score, then count)
+function Store:kg(top)
+  return self:rows("SELECT * FROM (" .. TRIPLE:gsub("^SELECT ", "SELECT row_number() OVER (PARTITION BY t.head, t.relation " ..
+    "ORDER BY t.score DESC, t.count DESC) AS rank, ") .. ") WHERE rank <= ? ORDER BY head_id, relation, rank", top or 5)
+end
+
+function Store:count(tbl)
+  local known = { entities = true, relations = true, triples = true, passages = true, evidence = true }
+  if not known[tbl] then error("count: no table " .. tostring(tbl), 2) end
+  return self:value("SELECT count(*) FROM " .. tbl)
+end
+
+return M
