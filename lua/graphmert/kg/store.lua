@@ -58,7 +58,9 @@ local SCHEMA = {
   "CREATE INDEX evidence_by_passage ON evidence (passage)",
 }
 
-local function fail(path, msg) error(string.format("store %s: %s", path, msg), 0) end
+-- a store's problems (a full disk, another schema, a file that is no store) are errors of kind
+-- "store": one line, no traceback
+local function fail(path, msg) require("graphmert.errors").raise("store", string.format("store %s: %s", path, msg)) end
 
 -- sql run with values bound → the statement, or an error naming the store
 local function execute(self, sql, ...)
@@ -132,7 +134,11 @@ end
 
 function Store:commit()
   local ok, err = self.db:commit()
-  if not ok then fail(self.path, tostring(err)) end
+  if not ok then
+    self.db:rollback()
+    fail(self.path, "the batch could not be committed (a full disk, a file-size limit, a read-only file?)" ..
+      (err and (": " .. tostring(err)) or "") .. "; the store keeps what was committed before")
+  end
 end
 
 function Store:close()

@@ -1,0 +1,150 @@
+-- The knowledge-graph store (kg.sqlite) and its RDF export: extraction from the tiny example
+-- dataset into a store, the sqlite3 command line answering the README's queries as the Lua
+-- reader does, a kill -9 midway leaving a valid store that a re-run completes to the content of
+-- an uninterrupted run, rapper parsing the exports, and bad stores refused with the old one
+-- intact.
+local gm = require "graphmert"
+local files = require "spec.files"
+local run, write = files.run, files.write
+
+local BIN = "./build/bin/graphmert "
+
+-- the sqlite3 command line's answer, as lines of |-separated fields
+local function sqlite(path, sql)
+  local out, code = run("sqlite3 -batch " .. path .. " " .. string.format("%q", sql))
+  assert(code == 0, out)
+  return out
+end
+
+describe("kg.sqlite", function()
+  local dir = files.tmpname()
+  os.execute("mkdir -p " .. dir)
+  local out, code = run(BIN .. "train --config tiny --steps 30 --out " .. dir .. "/run")
+  assert(code == 0, "training the tiny model failed: " .. out)
+  -- a corpus of 1,280 distinct passages: the tiny one, forty times over
+  local corpus = {}
+  for i = 1, 40 do
+    for line in io.lines("experiments/data/tiny/corpus.txt") do corpus[#corpus + 1] = line .. " (copy " .. i .. ")" end
+  end
+  write(dir .. "/corpus.txt", table.concat(corpus, "\n") .. "\n")
+  local extract = BIN .. "extract --checkpoint " .. dir .. "/run --decoding constrained --input "
+  local function dump(path)
+    return sqlite(path, "SELECT head, relation, tail, score, count, decoding, seed FROM triples ORDER BY head, relation, tail;" ..
+      "SELECT t.head, t.relation, t.tail, v.passage, v.score, v.head_start, v.head_end FROM evidence v " ..
+      "JOIN triples t ON t.id = v.triple ORDER BY 1, 2, 3, 4; SELECT id, source, line, text FROM passages ORDER BY id;")
+  end
+
+  it("answers the README's queries from the sqlite3 command line as the Lua reader does", function()
+    local path = dir .. "/tiny.sqlite"
+    out, code = run(extract .. "experiments/data/tiny/corpus.txt --out " .. path)
+    assert.equal(0, code, out)
+    assert.equal("ok\n", sqlite(path, "PRAGMA integrity_check;"))
+    local store = gm.kg.store.open(path, { read_only = true })
+    -- 1. the triples of an entity, by name
+    local rows = {}
+    for _, r in ipairs(store:triples_of("heart")) do
+      if r.head == "heart" then rows[#rows + 1] = string.format("%s|%s|%s|%d", r.head, r.relation, r.tail, r.count) end
+    end
+    assert.is_true(#rows > 0)
+    local q1 = sqlite(path, "SELECT h.name, t.relation, e.name, t.count FROM triples t JOIN entities h ON h.id = t.head " ..
+      "JOIN entities e ON e.id = t.tail WHERE h.name = 'heart' ORDER BY t.score DESC, t.count DESC;")
+    assert.equal(table.concat(rows, "\n") .. "\n", q1)
+    -- 2. the best triples of a relation the seed graph does not hold
+    local top = store:rows("SELECT h.name AS head, e.name AS tail FROM triples t JOIN entities h ON h.id = t.head " ..
+      "JOIN entities e ON e.id = t.tail WHERE t.relation = 'part_of' AND t.seed = 0 ORDER BY t.score DESC LIMIT 5")
+    local q2 = sqlite(path, "SELECT h.name, e.name FROM triples t JOIN entities h ON h.id = t.head JOIN entities e ON " ..
+      "e.id = t.tail WHERE t.relation = 'part_of' AND t.seed = 0 ORDER BY t.score DESC LIMIT 5;")
+    local expected = {}
+    for _, r in ipairs(top) do expected[#expected + 1] = r.head .. "|" .. r.tail end
+    assert.equal(table.concat(expected, "\n") .. (#expected > 0 and "\n" or ""), q2)
+    -- 3. the evidence of a triple: the passages, and the head as the text has it
+    local best = store:rows("SELECT head, relation, tail FROM triples ORDER BY count DESC, score DESC LIMIT 1")[1]
+    local evidence = store:evidence(best.head, best.relation, best.tail)
+    assert.is_true(#evidence >= 1)
+    local q3 = sqlite(path, string.format("SELECT p.line, substr(p.text, v.head_start + 1, v.head_end - v.head_start) " ..
+      "FROM evidence v JOIN passages p ON p.id = v.passage JOIN triples t ON t.id = v.triple WHERE t.head = '%s' " ..
+      "AND t.relation = '%s' AND t.tail = '%s' ORDER BY v.score DESC;", best.head, best.relation, best.tail))
+    local lines = {}
+    for _, e in ipairs(evidence) do
+      lines[#lines + 1] = math.tointeger(e.line) .. "|" .. (e.head_start and e.text:sub(e.head_start + 1, e.head_end) or "")
+    end
+    assert.equal(table.concat(lines, "\n") .. "\n", q3)
+    store:close()
+  end)
+
+  it("survives kill -9 midway: a valid store that a re-run completes to the uninterrupted content", function()
+    local whole, killed = dir .. "/whole.sqlite", dir .. "/killed.sqlite"
+    out, code = run(extract .. dir .. "/corpus.txt --out " .. whole)
+    assert.equal(0, code, out)
+    out = run("(" .. extract .. dir .. "/corpus.txt --out " .. killed .. " & pid=$!; sleep 4; kill -9 $pid; wait $pid)")
+    assert.equal("ok\n", sqlite(killed, "PRAGMA integrity_check;"))
+    local partial = tonumber(sqlite(killed, "SELECT count(*) FROM passages;"))
+    assert.is_true(partial > 0 and partial < 1280, "passages at the kill: " .. partial)
+    out, code = run(extract .. dir .. "/corpus.txt --out " .. killed)
+    assert.equal(0, code, out)
+    assert.matches("continuing .*: " .. partial .. " of 1280 passages already in it", out)
+    assert.equal(dump(whole), dump(killed))
+  end)
+
+  it("exports RDF that rapper parses, with IRIs for any name", function()
+    local path = dir .. "/odd.sqlite"
+    local ds = gm.data.dataset.new("odd")
+    for _, id in ipairs { "GO:0006096", "a b", 'say "hi"', "x#y", "café", "<tag>" } do ds:add_entity(id, id .. " name", "t y p e") end
+    ds:add_triple("GO:0006096", "is a", "a b")
+    ds:finish()
+    local store = gm.kg.store.open(path, { create = true })
+    store:begin_run { checkpoint = "/x", model = "{}" }
+    store:add_seed_graph(ds)
+    store:add_passage({ id = "p 1", source = "in.txt", line = 1, text = "t" }, {
+      { head_id = "a b", relation = "is a", tail_id = 'say "hi"', score = -0.5, decoding = "open", seed = false },
+      { head_id = "GO:0006096", relation = "is a", tail_id = "a b", score = -0.1, decoding = "open", seed = true },
+      { head_id = "x#y", relation = "is a", tail_id = "café", score = -1, decoding = "open", seed = false },
+      { head_id = "<tag>", relation = "is a", tail = "new \"one\" #1", score = -2, decoding = "open", seed = false } })
+    store:close()
+    for _, f in ipairs { { "odd.nt", "ntriples" }, { "odd.ttl", "turtle" } } do
+      out, code = run(BIN .. "export --store " .. path .. " --out " .. dir .. "/" .. f[1] .. " --base https://kg.example/x/")
+      assert.equal(0, code, out)
+      local n = tonumber(out:match("^(%d+) RDF triples"))
+      local parsed = run("rapper -i " .. f[2] .. " -c " .. dir .. "/" .. f[1])
+      assert.matches("Parsing returned " .. n .. " triples", parsed)
+      assert.is_nil(parsed:find("rapper: Error"), parsed)
+    end
+    local nt = files.read(dir .. "/odd.nt")
+    assert.matches("<https://kg.example/x/entity/GO:0006096>", nt, 1, true)
+    assert.matches("<https://kg.example/x/entity/a%20b>", nt, 1, true)
+    assert.matches("<https://kg.example/x/entity/x%23y>", nt, 1, true)
+    assert.matches("<https://kg.example/x/entity/café>", nt, 1, true)
+    assert.matches("<https://kg.example/x/entity/%3Ctag%3E>", nt, 1, true)
+    assert.matches('"say \\"hi\\" name"', nt, 1, true)
+  end)
+
+  it("refuses a store of another schema, a file that is no store, and a full disk, keeping the old store", function()
+    local path = dir .. "/tiny.sqlite"
+    local copy = dir .. "/v2.sqlite"
+    os.execute("cp " .. path .. " " .. copy)
+    sqlite(copy, "UPDATE meta SET value = '2' WHERE key = 'schema_version';")
+    out, code = run(extract .. "experiments/data/tiny/corpus.txt --out " .. copy)
+    assert.equal(2, code, out)
+    assert.matches("store .*v2.sqlite: a store of schema version 2; this graphmert reads version 1", out)
+    write(dir .. "/text.sqlite", "not a database\n")
+    out, code = run(extract .. "experiments/data/tiny/corpus.txt --out " .. dir .. "/text.sqlite")
+    assert.equal(2, code, out)
+    assert.matches("text.sqlite: not a SQLite database", out)
+    assert.equal("not a database\n", files.read(dir .. "/text.sqlite"))
+    out, code = run(BIN .. "export --store " .. dir .. "/missing.sqlite --out " .. dir .. "/x.nt")
+    assert.equal(2, code, out)
+    assert.matches("missing.sqlite: No such file or directory", out)
+    -- a full disk (a file-size limit): the new passages fail with an error, the store stays valid
+    local before = dump(path)
+    out, code = run("(trap '' XFSZ; ulimit -f 200; " .. extract .. dir .. "/corpus.txt --out " .. path .. ")")
+    assert.are_not.equal(0, code, out)
+    assert.matches("store .*tiny.sqlite: ", out)
+    assert.is_nil(out:find("stack traceback"), out)
+    assert.equal("ok\n", sqlite(path, "PRAGMA integrity_check;"))
+    local after = tonumber(sqlite(path, "SELECT count(*) FROM passages;"))
+    assert.is_true(after >= 32, after)
+    assert.is_truthy(dump(path):find(before:match("^[^\n]*\n"), 1, true), "the old triples are gone")
+  end)
+
+  teardown(function() os.execute("rm -rf " .. dir) end)
+end)
