@@ -30,13 +30,7 @@ local t0, n = gm.clock(), 0
 if format == "ntriples" or format == "turtle" then
   n = ex.args.try("export.lua", gm.kg.rdf.export, store, args.out, { format = format, base = args.base })
 else
-  local sources = {}
-  for _, v in ipairs(store:rows("SELECT v.triple, v.passage FROM evidence v JOIN passages p ON p.id = v.passage " ..
-    "ORDER BY v.triple, p.line, v.passage")) do
-    local list = sources[v.triple] or {}
-    sources[v.triple] = list
-    list[#list + 1] = v.passage
-  end
+  local sources = store:sources()
   local lines = format == "tsv" and { "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n" } or {}
   for _, t in ipairs(store:kg(args.top)) do
     local tail_id = not t.tail_id:match("^new:") and t.tail_id or nil

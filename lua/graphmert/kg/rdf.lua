@@ -68,12 +68,7 @@ function M.export(store, path, opts)
     emit(iri(base .. "relation/" .. segment(r.name)), a, iri(RDF .. "Property"))
     emit(iri(base .. "relation/" .. segment(r.name)), label, literal(r.name))
   end
-  local evidence = {}
-  for _, v in ipairs(store:rows("SELECT triple, passage FROM evidence ORDER BY triple, passage")) do -- stable order
-    local list = evidence[v.triple] or {}
-    evidence[v.triple] = list
-    list[#list + 1] = v.passage
-  end
+  local evidence = store:sources()
   for _, t in ipairs(store:rows("SELECT id, head, relation, tail, score, count, seed FROM triples ORDER BY id")) do
     local s, p, o = entity(t.head), iri(base .. "relation/" .. segment(t.relation)), entity(t.tail)
     emit(s, p, o)

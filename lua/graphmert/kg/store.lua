@@ -30,6 +30,7 @@
 --   s:top(relation, k)      the relation's k best triples
 --   s:evidence(head, relation, tail)   the passages of a triple (ids), best first
 --   s:kg(top)               the top triples per (head, relation), as kg.jsonl lists them
+--   s:sources()             triple id → the ids of its passages
 --   s:count(table)          rows of a table
 local DBI = require "DBI"
 local cjson = require "cjson"
@@ -238,6 +239,18 @@ function Store:evidence(head, relation, tail)
   return self:rows("SELECT v.passage, p.source, p.line, p.text, v.score, v.head_start, v.head_end FROM evidence v " ..
     "JOIN triples t ON t.id = v.triple JOIN passages p ON p.id = v.passage " ..
     "WHERE t.head = ? AND t.relation = ? AND t.tail = ? ORDER BY v.score DESC", head, relation, tail)
+end
+
+-- triple id → its passages' ids, in passage-line order
+function Store:sources()
+  local out = {}
+  for _, v in ipairs(self:rows("SELECT v.triple, v.passage FROM evidence v JOIN passages p ON p.id = v.passage " ..
+    "ORDER BY v.triple, p.line, v.passage")) do
+    local list = out[v.triple] or {}
+    out[v.triple] = list
+    list[#list + 1] = v.passage
+  end
+  return out
 end
 
 -- kg.jsonl's view: per (head, relation), the `top` best triples (score, then count)
