@@ -207,6 +207,7 @@ end
 function Store:add_passage(p, triples)
   self:run("INSERT INTO passages (id, source, line, text) VALUES (?, ?, ?, ?)", tostring(p.id), p.source, p.line, p.text)
   for _, t in ipairs(triples) do
+    if not t.head_id then error("add_passage: a triple without head_id (heads are seed-graph entities)", 2) end
     local tail_id = t.tail_id or ("new:" .. t.tail)
     if not t.tail_id then
       self:run("INSERT OR IGNORE INTO entities (id, name, type, aliases, seed) VALUES (?, ?, NULL, '[]', 0)", tail_id, t.tail)
