@@ -91,11 +91,7 @@ end
 check_writable(args.out)
 if not storing then check_writable(tsv_path) end
 
-local function try(fn, ...)
-  local ok, value = pcall(fn, ...)
-  if not ok then fail(tostring(value)) end
-  return value
-end
+local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
 local run = try(ex.read_run, args.checkpoint)
 local tok = try(ex.load_tokenizer, args.checkpoint, run)
 local model = try(ex.load_model, args.checkpoint, run)
@@ -105,12 +101,7 @@ local passages = read_passages(args.input)
 local t0 = gm.clock()
 local ds
 local graph = try(function()
-  if args.data or args.config then
-    local data_cfg = args.data and { dir = args.data } or ex.config.load(args.config).data
-    ds = ex.dataset(data_cfg)
-  else
-    ds = ex.run_seed_graph(args.checkpoint)
-  end
+  ds = (args.data or args.config) and ex.named_dataset(args) or ex.run_seed_graph(args.checkpoint)
   if table.concat(ds.relation_names, ",") ~= table.concat(run.relations, ",") then
     error(string.format("the seed graph's relations (%s) are not the run's (%s)", table.concat(ds.relation_names, ", "),
       table.concat(run.relations, ", ")), 0)
@@ -186,7 +177,6 @@ local ok, err = pcall(function()
           committed = gm.clock()
         end
       end)
-      found[#found + 1] = #kept
     else
       for _, t in ipairs(mine) do found[#found + 1] = t end
     end

@@ -39,14 +39,12 @@ if not args.checkpoint then fail("--checkpoint is required (see --help)") end
 local out_dir = args.out or args.checkpoint .. "/extraction"
 os.execute("mkdir -p '" .. out_dir .. "'")
 
-local run_ok, run = pcall(ex.read_run, args.checkpoint)
-if not run_ok then fail(run) end
+local run = ex.args.try("extract_eval.lua", ex.read_run, args.checkpoint)
 if not args.config then
   fail(string.format("--config is required: the config the run was trained with (run.json records %s%s)", tostring(run.config),
     run.data.dir and (", with data " .. tostring(run.data.dir)) or ""))
 end
-local cfg_ok, cfg = pcall(ex.config.load, args.config, args.data and { data = { dir = args.data } })
-if not cfg_ok then fail(cfg) end
+local cfg = ex.args.try("extract_eval.lua", ex.config.load, args.config, args.data and { data = { dir = args.data } })
 local function same(a, b)
   if type(a) ~= "table" or type(b) ~= "table" then return a == b end
   for k, v in pairs(a) do if not same(v, b[k]) then return false end end
@@ -57,8 +55,7 @@ if not same(cfg.data, run.data) then
   fail(string.format("%s names data %s, but the run was trained on %s (pass --data when training had it)", args.config,
     require("cjson").encode(cfg.data), require("cjson").encode(run.data)))
 end
-local tok_ok, tok = pcall(ex.load_tokenizer, args.checkpoint, run)
-if not tok_ok then fail(tok) end
+local tok = ex.args.try("extract_eval.lua", ex.load_tokenizer, args.checkpoint, run)
 gm.manual_seed(cfg.seed)
 local d = ex.args.try("extract_eval.lua", ex.prepare, cfg, tok)
 local graph = d.graph

@@ -49,10 +49,7 @@ end
 local info = gm.stat(args.kg)
 if not info or info.type ~= "file" then fail(args.kg .. ": not a file") end
 local triples = ex.args.try("score_kg.lua", read_kg, args.kg)
-local graph = ex.args.try("score_kg.lua", function()
-  local data = args.data and { dir = args.data } or ex.config.load(args.config).data
-  return gm.data.seed_graph.new(ex.dataset(data))
-end)
+local graph = gm.data.seed_graph.new(ex.args.try("score_kg.lua", ex.named_dataset, args))
 
 local function row(name, list)
   local units = {}

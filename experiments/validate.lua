@@ -18,11 +18,7 @@ local args = ex.args.parse(arg, {
 local function fail(msg) ex.args.fail("validate.lua", msg) end
 if not args.data == not args.config then fail("give --data DIR or --config FILE (see --help)") end
 
-local ok, ds = pcall(function()
-  local data = args.data and { dir = args.data } or ex.config.load(args.config).data
-  return ex.dataset(data)
-end)
-if not ok then fail(tostring(ds)) end
+local ds = ex.args.try("validate.lua", ex.named_dataset, args)
 print(ds:summary())
 local r = ds.report
 if r.skipped_total > 0 then

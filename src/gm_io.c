@@ -101,10 +101,7 @@ gm_status gm_file_write_atomic_all(const gm_file_parts *files, int n) {
   gm_signals_hold(); /* Ctrl-C and the like wait until the files are complete */
   gm_status st = GM_OK;
   int written = 0, renamed = 0;
-  for (; written < n && st == GM_OK; written++) {
-    st = write_temp(&files[written], tmp[written], sizeof tmp[written]);
-    if (st != GM_OK) break;
-  }
+  while (written < n && (st = write_temp(&files[written], tmp[written], sizeof tmp[written])) == GM_OK) written++;
   /* every old file stays whole until the renames replace them, back to back */
   for (; st == GM_OK && renamed < n; renamed++)
     if (rename(tmp[renamed], files[renamed].path) != 0)

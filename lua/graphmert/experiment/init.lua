@@ -63,6 +63,11 @@ function M.dataset(data_cfg)
   return gm.data.dataset.load(data_cfg)
 end
 
+-- The Dataset a command's options name: --data DIR (a dataset folder) or --config FILE (its data).
+function M.named_dataset(args)
+  return M.dataset(args.data and { dir = args.data } or M.config.load(args.config).data)
+end
+
 -- Passages as training records {id, text, entity, head, triples = {head, relation, tail (names),
 -- head_id, tail_id, pair}}. A record's triples are the passage's own (a JSONL corpus's
 -- per-passage triples, WordNet's pointers), else those of the entity it is about, else those of
@@ -299,11 +304,7 @@ end
 function M.load_model(dir, run)
   run = run or M.read_run(dir)
   local path, bytes = gm.folder.need(dir, "checkpoint.safetensors", "load_model")
-  local declared = gm.nn.GraphMERT.declared_elements(run.model)
-  if declared * 4 > bytes then
-    error(string.format("%s/run.json declares a model of more than %.0f parameters, which the %d bytes of %s cannot hold",
-      dir, declared, bytes, path), 0)
-  end
+  gm.nn.GraphMERT.check_declared(run.model, bytes, 4, dir .. "/run.json", path) -- float32 weights
   local ok, model = pcall(gm.nn.GraphMERT, run.model)
   if not ok then error(string.format("%s/run.json: %s", dir, tostring(model):gsub("^[^:]*:%d+: ", "")), 0) end
   gm.checkpoint.load(path, { model = model })

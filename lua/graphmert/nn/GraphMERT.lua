@@ -28,8 +28,9 @@
 -- decoder still does; "auto": 1 with init = "official", false otherwise),
 -- relation_dropout_mask = "table" | "triple" (one relation-dropout mask per table and forward,
 -- or, as the official code, an independent one for each triple occurrence, drawn inside gm.hgat).
--- GraphMERT.declared_elements(config): the elements of the model's larger tensors, counted from a
--- config without building it (a loader compares it with the bytes of the weights it is given).
+-- GraphMERT.check_declared(config, bytes, width, config_name, weights_name): an error unless
+-- `bytes` of weights at `width` bytes a parameter can hold the model the config declares (its
+-- larger tensors, counted without building it): how a loader refuses a hostile config first.
 -- GraphMERT.from_pretrained(dir) / model:save_pretrained(dir): official checkpoint folders
 -- (config.json + model.safetensors with the official names, nn/pretrained.lua).
 --
@@ -144,7 +145,7 @@ end
 -- token embeddings, the relation tables, each layer's attention and feed-forward weights, the
 -- graph token's distances: a lower bound of the parameters (biases and norms left out); a
 -- number, so a hostile config cannot overflow it
-function GraphMERT.declared_elements(config)
+local function declared_elements(config)
   local function n(key, default)
     local v = config[key]
     if v == nil then v = default end
@@ -153,6 +154,14 @@ function GraphMERT.declared_elements(config)
   local H, layers = n("hidden", defaults.hidden), n("layers", defaults.layers)
   return n("vocab", 1) * H + n("relations", defaults.relations) * (H * H + 2 * H)
     + layers * (4 * H * H + 2 * H * n("ffn", defaults.ffn)) + n("roots", defaults.roots) * (n("leaves", defaults.leaves) + 1) + 0.0
+end
+
+function GraphMERT.check_declared(config, bytes, width, config_name, weights_name)
+  local declared = declared_elements(config)
+  if declared * width > bytes then
+    error(string.format("%s declares a model of more than %.0f parameters, which the %d bytes of %s cannot hold",
+      config_name, declared, bytes, weights_name), 0)
+  end
 end
 
 -- GraphMertMultiheadAttention.reset_parameters: q, k and v each xavier_uniform with gain 1/√2,

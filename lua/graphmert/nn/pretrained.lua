@@ -215,11 +215,7 @@ function M.load(GraphMERT, dir)
   local o = options(cfg, config_path)
   local files, bytes, weights_path, map, shard_paths = weight_files(dir)
   -- weights of 16-bit floats or wider hold at least 2 bytes per parameter
-  local declared = GraphMERT.declared_elements(o)
-  if declared > bytes / 2 then
-    error(string.format("from_pretrained: %s declares a model of more than %.0f parameters, which the %d bytes of %s cannot hold",
-      config_path, declared, bytes, weights_path), 0)
-  end
+  GraphMERT.check_declared(o, bytes, 2, "from_pretrained: " .. config_path, weights_path)
   local official = read_weights(files, weights_path, map, shard_paths)
   local model = GraphMERT(o)
   local state, used, own = {}, {}, model:state_dict()
