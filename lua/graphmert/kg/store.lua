@@ -108,14 +108,16 @@ function M.open(path, opts)
   end
   local db, err = DBI.Connect("SQLite3", path)
   if not db then fail(path, tostring(err)) end
-  local self = setmetatable({ db = db, path = path, batch = 0 }, Store)
-  db:autocommit(true) -- the driver starts in a transaction; the journal mode is set outside one
+  local self = setmetatable({ db = db, path = path, in_batch = false }, Store)
+  -- the driver starts in a transaction of its own; the store runs BEGIN and COMMIT itself, so that
+  -- the journal mode is set outside one and a failed commit reports SQLite's own reason
+  db:autocommit(true)
   self:run("PRAGMA busy_timeout = 5000")
   local tables = self:value("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
   if tables == 0 then
     if opts.read_only then fail(path, "an empty database, not a store") end
     self:run("PRAGMA journal_mode = WAL")
-    db:autocommit(false)
+    self:begin()
     for _, sql in ipairs(SCHEMA) do self:run(sql) end
     self:run("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", tostring(M.SCHEMA_VERSION))
     self:commit()
@@ -128,23 +130,33 @@ function M.open(path, opts)
         M.SCHEMA_VERSION))
     end
     self:run("PRAGMA journal_mode = WAL")
-    db:autocommit(false)
   end
   return self
 end
 
+-- a batch's transaction, opened by its first write
+function Store:begin()
+  if not self.in_batch then
+    self:run("BEGIN IMMEDIATE")
+    self.in_batch = true
+  end
+end
+
+-- ends the batch (nothing to do when nothing was written since the last one)
 function Store:commit()
-  local ok, err = self.db:commit()
+  if not self.in_batch then return end
+  self.in_batch = false
+  local ok, err = pcall(self.run, self, "COMMIT")
   if not ok then
-    self.db:rollback()
-    fail(self.path, "the batch could not be committed (a full disk, a file-size limit, a read-only file?)" ..
-      (err and (": " .. tostring(err)) or "") .. "; the store keeps what was committed before")
+    pcall(self.run, self, "ROLLBACK") -- SQLite may have rolled back already
+    fail(self.path, "the batch could not be committed (" .. tostring(err):gsub("^store [^:]*: ", "") ..
+      "); the store keeps what was committed before")
   end
 end
 
 function Store:close()
   if self.db then
-    self.db:commit()
+    self:commit()
     self.db:close()
     self.db = nil
   end
@@ -163,6 +175,7 @@ function Store:begin_run(meta)
     end
     return
   end
+  self:begin()
   for key, value in pairs(meta) do self:run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, tostring(value)) end
   self:commit()
 end
@@ -182,6 +195,7 @@ local function aliases_json(aliases)
 end
 
 function Store:add_seed_graph(ds)
+  self:begin()
   local ent = self.db:prepare("INSERT OR IGNORE INTO entities (id, name, type, aliases, seed) VALUES (?, ?, ?, ?, 1)")
   for _, id in ipairs(ds.entity_order) do
     local e = ds.entities[id]
@@ -205,6 +219,7 @@ end
 
 -- A passage and its triples, in the current batch's transaction.
 function Store:add_passage(p, triples)
+  self:begin()
   self:run("INSERT INTO passages (id, source, line, text) VALUES (?, ?, ?, ?)", tostring(p.id), p.source, p.line, p.text)
   for _, t in ipairs(triples) do
     if not t.head_id then error("add_passage: a triple without head_id (heads are seed-graph entities)", 2) end
