@@ -1,31 +1,42 @@
 -- extract.lua — a knowledge graph from a corpus with a trained GraphMERT (a folder written by
 -- experiments/train.lua: run.json, tokenizer.txt, checkpoint.safetensors, seed_graph/; only these
 -- are read from it, and the seed graph is the folder's own unless --data or --config names one).
---   graphmert experiments/extract.lua --checkpoint out/wordnet_10min --input passages.txt --out kg.jsonl
+--   graphmert extract --checkpoint out/wordnet_10min --input passages.txt --out kg.jsonl
 --       [--relations all|hypernym,part_meronym] [--top 5] [--min-score S] [--batch 16]
---       [--decoding open|constrained] [--data DIR | --config FILE]
+--       [--decoding open|constrained] [--data DIR | --config FILE] [--resume] [--unpacked]
+--   mpirun -np K graphmert extract ...     the passages split over K processes, one output
 -- Input: plain text (one passage per line) or, for a .jsonl file (or --format jsonl), the JSONL
--- corpus format (a line per record with a "text" field); the format assumed is printed. Heads are the seed graph's entity names and aliases found in each passage (the
--- run's dataset, gm.data.linker: longest match, multi-word, case and accents folded); relations
--- are those the schema allows for heads of their type (or --relations); tails are decoded over
--- all leaf slots of the head's root (gm.eval.decode), open or constrained to the names of the
--- entities of the types the relation reaches. A model
--- trained with `absent` (a relation its head lacks, taught as an empty tail) may answer "none":
--- only the tails it ranks above the empty one are kept, so it does not assert every relation.
+-- corpus format (a line per record with a "text" field); the format assumed is printed. The file
+-- is read twice, a line at a time: once to check it all (a bad line is named before any work),
+-- once to extract; a corpus of any size takes the same memory. Heads are the seed graph's entity
+-- names and aliases found in each passage (the run's dataset, gm.data.linker: longest match,
+-- multi-word, case and accents folded); relations are those the schema allows for heads of their
+-- type (or --relations); tails are decoded over all leaf slots of the head's root
+-- (gm.eval.decode), open or constrained to the names of the entities of the types the relation
+-- reaches. The heads of a passage are asked together, one relation each per sequence, as training
+-- shows them (--unpacked: one query per sequence), and sequences are batched across passages. A
+-- model trained with `absent` (a relation its head lacks, taught as an empty tail) may answer
+-- "none": only the tails it ranks above the empty one are kept, so it does not assert every relation.
 -- Output: kg.jsonl (one triple per line: head, relation, tail — by the dataset's preferred names —,
 -- score = mean log-probability per decoded slot, count = passages supporting it, sources = their
 -- ids (line numbers), decoding, head_id and tail_id = the entities' ids (tail_id absent for a new
 -- tail open decoding wrote), seed = whether the seed graph already holds the triple) and kg.tsv
 -- beside it, written as one (both old or both new), into a folder checked writable before the
--- first passage. With --out kg.sqlite the graph goes into a SQLite store instead (graphmert.kg.store:
--- entities, relations, triples, each triple's evidence with the head's span, the passages, the
--- run), committed about once a second, so a killed run leaves a valid store and the same command
--- continues it; `graphmert export` turns a store into RDF or kg.jsonl. Ctrl-C writes what was extracted so far to OUT.partial.jsonl and .partial.tsv
--- (never over a complete output), whole even when Ctrl-C comes again.
+-- first passage. While it runs, each chunk of passages' triples is appended to OUT.journal (under
+-- mpirun, one journal per process); the outputs are merged from the journals at the end, and the
+-- journals removed. A stopped run (Ctrl-C, kill, crash) continues with --resume from its last
+-- whole chunk, and its output equals an uninterrupted run's; Ctrl-C also writes what was extracted
+-- so far to OUT.partial.jsonl and .partial.tsv (never over a complete output), whole even when
+-- Ctrl-C comes again. With --out kg.sqlite the graph goes into a SQLite store instead
+-- (graphmert.kg.store: entities, relations, triples, each triple's evidence with the head's span,
+-- the passages, the run), committed at a chunk's end about once a second, so a killed run leaves
+-- a valid store and the same command continues it, skipping the passages it holds; `graphmert
+-- export` turns a store into RDF or kg.jsonl.
 local gm = require "graphmert"
 local cjson = require "cjson"
 local ex = gm.experiment
 local extract = gm.eval.extract
+local dist = gm.distributed
 
 local args = ex.args.parse(arg, {
   script = "extract.lua", about = "A knowledge graph from text with a trained GraphMERT.",
@@ -40,50 +51,75 @@ local args = ex.args.parse(arg, {
   { "decoding", "open", "open (new tails) or constrained (the seed graph's entity names)", choices = { "open", "constrained" } },
   { "data", nil, "a dataset folder whose seed graph to use instead of the run's own" },
   { "config", nil, "a config whose dataset's seed graph to use instead of the run's own" },
+  { "resume", false, "continue a stopped run from the journal it left (a .sqlite store always continues)", flag = true },
+  { "unpacked", false, "one (head, relation) query per sequence instead of a passage's heads together (slower)", flag = true },
 })
 local function fail(msg) ex.args.fail("extract.lua", msg) end
 if not args.checkpoint then fail("--checkpoint is required (see --help)") end
 if not args.input then fail("--input is required (see --help)") end
 if args.data and args.config then fail("give --data or --config, not both") end
 local min_score = args["min-score"]
-
--- passages {id, text}: ids are line numbers. The format is the file's (a .jsonl file holds JSONL
--- corpus records, gm.data.corpus.read_jsonl; any other file one passage per line), or --format's.
-local function read_passages(path)
-  local info, err = gm.stat(path)
-  if not info then fail(err) end
-  if info.type == "directory" then fail(path .. " is a directory, not a file of passages") end
-  local jsonl = args.format == "jsonl" or (args.format == "auto" and path:match("%.jsonl$") ~= nil)
-  io.stderr:write(string.format("reading %s as %s%s\n", path, jsonl and "JSONL records" or "plain text, one passage per line",
-    args.format == "auto" and " (--format to choose)" or ""))
-  local passages, n = {}, 0
-  if not jsonl then
-    local f
-    f, err = io.open(path, "r")
-    if not f then fail(err) end
-    for line in f:lines() do
-      n = n + 1
-      if not utf8.len(line) then fail(string.format("%s:%d: not UTF-8 text", path, n)) end
-      if line:match("%S") then passages[#passages + 1] = { id = n, text = line } end
-    end
-    f:close()
-  else
-    local ok, records = pcall(gm.data.corpus.read_jsonl, path, { on_error = "stop" })
-    if not ok then fail(tostring(records)) end
-    for i, rec in ipairs(records) do passages[i] = { id = rec.line, text = rec.text } end
-  end
-  if #passages == 0 then fail(path .. " has no passages") end
-  return passages
+local session <close> = dist.session()
+local rank, size = dist.rank(), dist.size()
+local storing = args.out:match("%.sqlite$") ~= nil
+if storing and size > 1 then
+  fail("a .sqlite store is written by one process: under mpirun, give --out kg.jsonl (graphmert export reads a store, not the reverse)")
 end
 
+-- passages per decode: its batches are filled across passages; a chunk is also what a journal
+-- line holds and where a stopped run continues (a fixed size, so a resumed or split run asks the
+-- same batches as an uninterrupted one and gets the same triples)
+local CHUNK = 32
+
+-- passages {id = line number, text}, a line at a time. The format is the file's (a .jsonl file
+-- holds JSONL corpus records, gm.data.corpus.each_jsonl; any other file one passage per line), or
+-- --format's.
+local jsonl = args.format == "jsonl" or (args.format == "auto" and args.input:match("%.jsonl$") ~= nil)
+local function each_passage()
+  if jsonl then
+    local next_record = ex.args.try("extract.lua", gm.data.corpus.each_jsonl, args.input, { on_error = "stop" })
+    return function()
+      local ok, rec = pcall(next_record)
+      if not ok then fail(tostring(rec)) end
+      return rec and { id = rec.line, text = rec.text }
+    end
+  end
+  local f, err = io.open(args.input, "r")
+  if not f then fail(err) end
+  local n, lines = 0, f:lines()
+  return function()
+    if not lines then return nil end
+    for line in lines do
+      n = n + 1
+      if not utf8.len(line) then fail(string.format("%s:%d: not UTF-8 text", args.input, n)) end
+      if line:match("%S") then return { id = n, text = line } end
+    end
+    lines = nil
+    f:close()
+  end
+end
+
+do
+  local info, err = gm.stat(args.input)
+  if not info then fail(err) end
+  if info.type == "directory" then fail(args.input .. " is a directory, not a file of passages") end
+end
+if rank == 0 then
+  io.stderr:write(string.format("reading %s as %s%s\n", args.input, jsonl and "JSONL records" or "plain text, one passage per line",
+    args.format == "auto" and " (--format to choose)" or ""))
+end
+local total = 0 -- the whole file checked before any work: a bad line is named now, not hours in
+for _ in each_passage() do total = total + 1 end
+if total == 0 then fail(args.input .. " has no passages") end
+local chunks = (total + CHUNK - 1) // CHUNK
+
 -- the outputs' folder must take files before any work is done
-local storing = args.out:match("%.sqlite$") ~= nil
 local tsv_path = args.out:gsub("%.jsonl$", "") .. ".tsv"
 local function check_writable(path)
   local info = gm.stat(path)
   if info and info.type ~= "file" then fail(path .. " is a " .. info.type .. "; --out names the output file") end
   local dir = path:match("^(.*)/[^/]*$") or "."
-  local probe = string.format("%s/.extract-probe.%d", dir, math.random(1 << 30))
+  local probe = string.format("%s/.extract-probe.%d.%d", dir, rank, math.random(1 << 30))
   local ok, err = gm.write_atomic(probe, { "" })
   if not ok then fail("cannot write " .. path .. ": " .. err) end
   os.remove(probe)
@@ -95,10 +131,8 @@ local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
 local run = try(ex.read_run, args.checkpoint)
 local tok = try(ex.load_tokenizer, args.checkpoint, run)
 local model = try(ex.load_model, args.checkpoint, run)
-local passages = read_passages(args.input)
 
 -- the seed graph: the run's own, or the dataset the user names (whose relations must be the run's)
-local t0 = gm.clock()
 local ds
 local graph = try(function()
   ds = (args.data or args.config) and ex.named_dataset(args) or ex.run_seed_graph(args.checkpoint)
@@ -121,11 +155,63 @@ if args.relations ~= "all" then
 end
 
 local opts = { graph = graph, relations = relations, only = only, mode = args.decoding, top = args.top,
-  batch = args.batch, tail_end = run.tail_end, empty = (run.absent or 0) > 0 }
+  batch = args.batch, pack = not args.unpacked, tail_end = run.tail_end, empty = (run.absent or 0) > 0 }
 if args.decoding == "constrained" then opts.tails = graph:known_tails(tok, relations, model.layout.leaves) end
 
--- --out *.sqlite: the store (graphmert.kg.store) grows passage by passage, a transaction per
--- batch; a re-run of the same run continues it, skipping the passages it holds
+-- The journals: a header line (the run's settings: --resume continues only the same run), then
+-- one line per finished chunk {"chunk": k, "passages": [{id, triples}]}. Under mpirun rank r
+-- takes chunks r + 1, r + 1 + K, ... and writes its own journal; rank 0 merges them in chunk order.
+local function journal_path(r) return size == 1 and args.out .. ".journal" or string.format("%s.%d.journal", args.out, r) end
+local settings = gm.json.object({ journal = 1, input = gm.realpath(args.input), checkpoint = gm.realpath(args.checkpoint),
+  format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top, batch = args.batch,
+  decoding = args.decoding, packed = not args.unpacked, data = args.data, config = args.config, processes = size },
+  { "journal", "input", "checkpoint", "format", "relations", "top", "batch", "decoding", "packed", "data", "config", "processes" })
+local function mine(k) return (k - 1) % size == rank end
+
+-- the chunks a journal holds (a torn last line — a process killed while writing it — is not one),
+-- and whether it ends with a newline
+local function journal_chunks(path)
+  local f = io.open(path, "r")
+  if not f then fail("cannot read " .. path) end
+  if f:read("l") ~= settings then
+    fail(path .. " is the journal of another run (other input, checkpoint, options or process count): remove it to start over")
+  end
+  local held, last = {}, nil
+  for line in f:lines() do
+    local ok, rec = pcall(cjson.decode, line)
+    local k = ok and type(rec) == "table" and math.tointeger(rec.chunk)
+    if k then
+      if not mine(k) or (last and k ~= last + size) or (not last and k ~= rank + 1) then
+        fail(string.format("%s: chunk %d out of order: the journal is damaged; remove it to start over", path, k))
+      end
+      held[k], last = true, k
+    end
+  end
+  f:seek("end", -1)
+  local newline = f:read(1) == "\n"
+  f:close()
+  return held, newline
+end
+
+local held, journal = {}, nil
+if not storing then
+  local path = journal_path(rank)
+  if gm.stat(path) then
+    if not args.resume then fail(path .. " holds a stopped run's passages: --resume continues it (or remove it to start over)") end
+    local newline
+    held, newline = journal_chunks(path)
+    journal = assert(io.open(path, "a"))
+    if not newline then journal:write("\n") end -- a torn line stays a line of its own, never read
+  else
+    journal = io.open(path, "w")
+    if not journal then fail("cannot write " .. path) end
+    journal:write(settings, "\n")
+  end
+  journal:flush()
+end
+
+-- --out *.sqlite: the store (graphmert.kg.store) grows chunk by chunk, a transaction about once a
+-- second; a re-run of the same run continues it, skipping the passages it holds
 local store
 if storing then
   local model_keys, model_json = {}, {}
@@ -136,12 +222,6 @@ if storing then
   try(store.begin_run, store, { checkpoint = gm.realpath(args.checkpoint), config = run.config or "",
     model = "{" .. table.concat(model_json, ",") .. "}", dataset = ds.name, created = os.date("!%Y-%m-%dT%H:%M:%SZ") })
   try(store.add_seed_graph, store, ds)
-  local held, left = store:done(), {}
-  for _, p in ipairs(passages) do if not held[tostring(p.id)] then left[#left + 1] = p end end
-  if #left < #passages then
-    io.stderr:write(string.format("continuing %s: %d of %d passages already in it\n", args.out, #passages - #left, #passages))
-  end
-  passages = left
 end
 
 -- the head mention's character span in the text (0-based, end exclusive), when it is there verbatim
@@ -150,74 +230,175 @@ local function head_span(text, phrase)
   return s and { s - 1, e } or nil
 end
 
--- one passage at a time, so that an interruption keeps everything finished before it
-local found, done, committed = {}, 0, gm.clock()
-local progress = ex.progress.new { stream = io.stderr, total = #passages }
+-- a chunk's triples, passage by passage, named as the dataset names them: a head (and a tail
+-- naming an entity) by its preferred name and id, so that a mention by alias and one by name are
+-- one triple; t.mention keeps the phrase found in the text
+local function extract_chunk(chunk)
+  local by_passage = {}
+  for _, p in ipairs(chunk) do by_passage[p.id] = {} end
+  for _, t in ipairs(extract.triples(model, tok, chunk, opts)) do
+    local head_id, head = graph:entity(t.head)
+    local tail_id, tail = graph:entity(t.tail)
+    t.mention, t.head, t.head_id, t.tail, t.tail_id = t.head, head or t.head, head_id, tail or t.tail, tail_id
+    table.insert(by_passage[t.source], t)
+  end
+  return by_passage
+end
+
+local function journal_line(k, chunk, by_passage)
+  local passages = {}
+  for i, p in ipairs(chunk) do
+    local triples = {}
+    for j, t in ipairs(by_passage[p.id]) do
+      triples[j] = { head = t.head, relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score,
+        head_id = t.head_id, tail_id = t.tail_id }
+    end
+    passages[i] = { id = p.id, triples = triples }
+  end
+  return string.format('{"chunk":%d,"passages":%s}\n', k, cjson.encode(passages))
+end
+
+local function store_chunk(chunk, by_passage)
+  for _, p in ipairs(chunk) do
+    local mention = {}
+    for _, t in ipairs(by_passage[p.id]) do if t.head_id then mention[t.head_id] = t.mention end end
+    local kept = extract.merge(by_passage[p.id], { top = args.top, min_score = min_score })
+    for _, t in ipairs(kept) do
+      t.seed, t.span = graph:holds(t), head_span(p.text, mention[t.head_id] or t.head:lower())
+    end
+    store:add_passage({ id = p.id, source = args.input, line = p.id, text = p.text }, kept)
+  end
+end
+
+-- chunk by chunk, so that an interruption keeps every chunk finished before it
+local t0, committed = gm.clock(), gm.clock()
+local mine_total = 0
+for k = 1, chunks do if mine(k) then mine_total = mine_total + math.min(CHUNK, total - (k - 1) * CHUNK) end end
+local done, skipped = 0, 0
+local progress = ex.progress.new { stream = io.stderr, total = mine_total, enabled = rank == 0 }
 local ok, err = pcall(function()
-  for _, p in ipairs(passages) do
-    local mention, mine = {}, {}
-    for _, t in ipairs(extract.triples(model, tok, { p }, opts)) do
-      -- named as the dataset names them: a head (and a tail naming an entity) by its preferred
-      -- name and id, so that a mention by alias and one by name are one triple
-      local head_id, head = graph:entity(t.head)
-      local tail_id, tail = graph:entity(t.tail)
-      if head_id then mention[head_id] = t.head end
-      t.head, t.head_id, t.tail, t.tail_id = head or t.head, head_id, tail or t.tail, tail_id
-      mine[#mine + 1] = t
+  local next_passage, k = each_passage(), 0
+  while true do
+    local chunk = {}
+    for p in next_passage do
+      chunk[#chunk + 1] = p
+      if #chunk == CHUNK then break end
     end
-    if store then
-      local kept = extract.merge(mine, { top = args.top, min_score = min_score })
-      for _, t in ipairs(kept) do
-        t.seed, t.span = graph:holds(t), head_span(p.text, mention[t.head_id] or t.head:lower())
+    if #chunk == 0 then break end
+    k = k + 1
+    if mine(k) then
+      local todo = chunk
+      if store then
+        local in_store = store:done((function() local ids = {} for i, p in ipairs(chunk) do ids[i] = p.id end return ids end)())
+        todo = {}
+        for _, p in ipairs(chunk) do if not in_store[tostring(p.id)] then todo[#todo + 1] = p end end
+      elseif held[k] then
+        todo = {}
       end
-      gm.without_interrupts(function()
-        store:add_passage({ id = p.id, source = args.input, line = p.id, text = p.text }, kept)
-        if gm.clock() - committed >= 1 then -- a transaction a second: a kill loses at most that
-          store:commit()
-          committed = gm.clock()
-        end
-      end)
-    else
-      for _, t in ipairs(mine) do found[#found + 1] = t end
+      skipped = skipped + #chunk - #todo
+      if #todo > 0 then
+        local by_passage = extract_chunk(todo)
+        gm.without_interrupts(function()
+          if store then
+            store_chunk(todo, by_passage)
+            if gm.clock() - committed >= 1 then -- a transaction a second: a kill loses at most that
+              store:commit()
+              committed = gm.clock()
+            end
+          else
+            journal:write(journal_line(k, todo, by_passage))
+            journal:flush()
+          end
+        end)
+      end
+      done = done + #chunk
+      local elapsed, fresh = gm.clock() - t0, done - skipped
+      progress:update(done, string.format("%d/%d passages  %.1f passages/s  ETA %ds", done, mine_total,
+        fresh / elapsed, fresh > 0 and math.floor((mine_total - done) * elapsed / fresh) or 0))
     end
-    done = done + 1
-    local elapsed = gm.clock() - t0
-    progress:update(done, string.format("%d/%d passages  %.1f passages/s  ETA %ds", done, #passages, done / elapsed,
-      math.floor((#passages - done) * elapsed / done)))
   end
 end)
 if not ok and gm.errors.kind(err) ~= "interrupted" then error(err, 0) end
-
 progress:finish()
+if skipped > 0 and rank == 0 then
+  io.stderr:write(string.format("continued %s: %d passages were done before\n", storing and args.out or journal_path(rank), skipped))
+end
+
 if store then
   gm.without_interrupts(function()
     store:commit()
     print(string.format("%s%d passages added to %s: %d triples from %d passages in all, %.1f s", ok and "" or "interrupted: ",
-      done, args.out, store:count("triples"), store:count("passages"), gm.clock() - t0))
+      done - skipped, args.out, store:count("triples"), store:count("passages"), gm.clock() - t0))
     store:close()
   end)
   os.exit(ok and 0 or 130)
 end
+journal:close()
+if not ok and size > 1 then
+  io.stderr:write(string.format("rank %d interrupted: --resume continues from %s\n", rank, journal_path(rank)))
+  os.exit(130)
+end
+dist.barrier() -- every journal complete before rank 0 reads them
+if rank ~= 0 then return end
+
+-- the knowledge graph merged from the journals in chunk order (the order of the input)
+local function merged()
+  local merger = extract.merger { top = args.top, min_score = min_score }
+  local readers = {}
+  for r = 0, size - 1 do
+    local f = assert(io.open(journal_path(r), "r"))
+    f:read("l") -- the settings
+    readers[r + 1] = f:lines()
+  end
+  local passages, k = 0, 1
+  while true do
+    local rec
+    for line in readers[(k - 1) % size + 1] do
+      local good, r = pcall(cjson.decode, line)
+      if good and type(r) == "table" then rec = r break end -- (a torn line of a killed run is not)
+    end
+    if not rec then break end
+    if math.tointeger(rec.chunk) ~= k then
+      fail(string.format("%s: chunk %s where %d was expected: the journal is damaged", journal_path((k - 1) % size), tostring(rec.chunk), k))
+    end
+    for _, p in ipairs(rec.passages) do
+      passages = passages + 1
+      for _, t in ipairs(p.triples) do
+        t.source, t.decoding = p.id, args.decoding
+        merger:add(t)
+      end
+    end
+    k = k + 1
+  end
+  return merger:result(), k - 1
+end
+
 -- an interrupted run never replaces a complete output: its triples go to OUT.partial.jsonl and
 -- .partial.tsv, written whole even if Ctrl-C comes again
 local out_path, out_tsv = args.out, tsv_path
 if not ok then out_path, out_tsv = args.out:gsub("%.jsonl$", "") .. ".partial.jsonl", tsv_path:gsub("%.tsv$", "") .. ".partial.tsv" end
+local KG_FIELDS = { "head", "relation", "tail", "score", "count", "sources", "decoding", "head_id", "tail_id", "seed" }
 local function write_outputs()
-  local kg = extract.merge(found, { top = args.top, min_score = min_score })
-  local jsonl, tsv = {}, { "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n" }
+  local kg, merged_chunks = merged()
+  if ok and merged_chunks ~= chunks then
+    fail(string.format("the journals hold %d of the %d chunks of %s: --resume continues", merged_chunks, chunks, args.input))
+  end
+  local jsonl_out, tsv = {}, { "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n" }
   for _, t in ipairs(kg) do
     local seed = graph:holds(t)
-    jsonl[#jsonl + 1] = cjson.encode { head = t.head, relation = t.relation, tail = t.tail, score = t.score,
-      count = t.count, sources = t.sources, decoding = t.decoding, head_id = t.head_id, tail_id = t.tail_id, seed = seed } .. "\n"
+    t.seed = seed
+    jsonl_out[#jsonl_out + 1] = gm.json.object(t, KG_FIELDS) .. "\n"
     tsv[#tsv + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
       t.decoding, t.head_id or "", t.tail_id or "", seed)
   end
-  local written, werr = gm.write_atomic { { out_path, jsonl }, { out_tsv, tsv } }
+  local written, werr = gm.write_atomic { { out_path, jsonl_out }, { out_tsv, tsv } }
   if not written then fail(werr) end
+  if ok then for r = 0, size - 1 do os.remove(journal_path(r)) end end
   local multi = 0
   for _, t in ipairs(kg) do if t.tail:find(" ") then multi = multi + 1 end end
-  print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s",
-    ok and "" or "interrupted: ", done, #kg, multi, out_path, out_tsv, gm.clock() - t0))
+  print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s%s",
+    ok and "" or "interrupted: ", ok and total or done, #kg, multi, out_path, out_tsv, gm.clock() - t0,
+    ok and "" or "; --resume continues the run"))
 end
 gm.without_interrupts(write_outputs)
 if not ok then os.exit(130) end

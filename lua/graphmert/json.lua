@@ -2,6 +2,9 @@
 -- the file.
 --   json.read(path, who) → table; errors "who: <why it cannot be opened>" (a FIFO or a device
 --   is refused unread, a file over 64 MiB is not a config) or "who: path is not a JSON object"
+--   json.object(t, keys) → t as one JSON object, its keys in the order of `keys` (nil values left
+--   out): output that is the same bytes on every run (lua-cjson writes keys in hash order, which
+--   changes from process to process)
 local gm = require "graphmert"
 local cjson = require "cjson"
 
@@ -21,6 +24,14 @@ function M.read(path, who)
   ok, value = pcall(cjson.decode, text)
   if not ok or type(value) ~= "table" then error(string.format("%s: %s is not a JSON object", who, path), 0) end
   return value
+end
+
+function M.object(t, keys)
+  local parts = {}
+  for _, key in ipairs(keys) do
+    if t[key] ~= nil then parts[#parts + 1] = cjson.encode(key) .. ":" .. cjson.encode(t[key]) end
+  end
+  return "{" .. table.concat(parts, ",") .. "}"
 end
 
 return M

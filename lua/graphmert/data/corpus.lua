@@ -6,6 +6,8 @@
 --   "hypernym", "tail": "canine"}]}; each record {text, triples, line = its line number}; a line
 --   that is not UTF-8 or not a JSON object with a "text" string is skipped and counted (or, with
 --   "stop", an error "path:line: what is wrong")
+-- each_jsonl(path, opts) → an iterator over the same records, a line read at a time (a corpus of
+--   any size in constant memory), and the report it fills as it goes
 -- build(records, tokenizer, {layout = gm.layout{...}, relations = {name → id}, copies = 1,
 --   packing = "record"}) → sequences, report: records are tokenised and packed into roots; each
 --   triple's tail tokens go into the leaf slots of the first root of its head's first occurrence
@@ -39,37 +41,46 @@ local function fail(report, opts, where)
   if #report.messages < 20 then report.messages[#report.messages + 1] = where end
 end
 
-function M.read_jsonl(path, opts)
+function M.each_jsonl(path, opts)
   opts = opts or {}
   local f, err = io.open(path, "r")
   if not f then error("read_jsonl: " .. err, 2) end
-  local records, report, n = {}, new_report(), 0
-  for line in f:lines() do
-    n = n + 1
-    if line:match("%S") then
-      local ok, rec = pcall(cjson.decode, line)
-      local where = string.format("%s:%d: ", path, n)
-      if not utf8.len(line) then
-        fail(report, opts, where .. "not UTF-8 text")
-      elseif not ok or type(rec) ~= "table" then
-        fail(report, opts, where .. "not a JSON object")
-      elseif type(rec.text) ~= "string" or not rec.text:match("%S") then
-        fail(report, opts, where .. "no text")
-      else
-        local triples = {}
-        for i, t in ipairs(type(rec.triples) == "table" and rec.triples or {}) do
-          if type(t) == "table" and type(t.head) == "string" and type(t.relation) == "string" and type(t.tail) == "string" then
-            triples[#triples + 1] = { head = t.head, relation = t.relation, tail = t.tail }
-          else
-            fail(report, opts, where .. "triple " .. i .. " needs head, relation and tail strings")
+  local report, n, lines = new_report(), 0, f:lines()
+  return function()
+    if not lines then return nil end
+    for line in lines do
+      n = n + 1
+      if line:match("%S") then
+        local ok, rec = pcall(cjson.decode, line)
+        local where = string.format("%s:%d: ", path, n)
+        if not utf8.len(line) then
+          fail(report, opts, where .. "not UTF-8 text")
+        elseif not ok or type(rec) ~= "table" then
+          fail(report, opts, where .. "not a JSON object")
+        elseif type(rec.text) ~= "string" or not rec.text:match("%S") then
+          fail(report, opts, where .. "no text")
+        else
+          local triples = {}
+          for i, t in ipairs(type(rec.triples) == "table" and rec.triples or {}) do
+            if type(t) == "table" and type(t.head) == "string" and type(t.relation) == "string" and type(t.tail) == "string" then
+              triples[#triples + 1] = { head = t.head, relation = t.relation, tail = t.tail }
+            else
+              fail(report, opts, where .. "triple " .. i .. " needs head, relation and tail strings")
+            end
           end
+          report.records = report.records + 1
+          return { text = rec.text, triples = triples, line = n }
         end
-        records[#records + 1] = { text = rec.text, triples = triples, line = n }
-        report.records = report.records + 1
       end
     end
-  end
-  f:close()
+    lines = nil
+    f:close()
+  end, report
+end
+
+function M.read_jsonl(path, opts)
+  local records, next_record, report = {}, M.each_jsonl(path, opts)
+  for rec in next_record do records[#records + 1] = rec end
   return records, report
 end
 

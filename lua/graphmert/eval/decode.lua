@@ -16,6 +16,9 @@
 --     distributions of one forward with ℓ masks (gathered in C: one index per tail and slot);
 --     nothing outside that list can come out.
 --   opts.top (5): candidates kept per query; opts.batch (16): sequences per forward;
+--   opts.pack (false): queries that share their passage (the same toks table) are asked in one
+--     sequence, each at its own head root, as many as have distinct roots — fewer, fuller
+--     sequences; a query alone in its passage is asked exactly as without pack;
 --   opts.tail_end (false): the model was trained with tail_end (gm.data.masking): one forward
 --     with every leaf slot masked, a tail ends at the first [PAD];
 --   opts.empty (false, needs tail_end): the empty tail (every slot [PAD]: "this head has no such
@@ -27,22 +30,51 @@ local M = {}
 
 local NEG = -math.huge
 
--- Runs the model over the jobs in batches: each job's query with its slots; take(lp, where)
--- gets each batch's [P, V] log-probabilities of the slots that hold [MASK], where[i] = {job, slot}
--- naming row i.
-local function forward_masked(model, tok, jobs, batch, take)
+-- The sequences the jobs run in: one each, or with pack the jobs of queries that share their
+-- passage (the same toks table) and slot count, each at its own head root with no head overlapping
+-- another — as training shows several heads' triples in one sequence (first fit, in query order).
+local function sequences_of(jobs, pack)
+  local out, by_passage = {}, {}
+  for _, job in ipairs(jobs) do
+    local q, into = job.query, nil
+    if pack then
+      by_passage[q.toks] = by_passage[q.toks] or {}
+      for _, s in ipairs(by_passage[q.toks]) do
+        local free = #s.jobs[1].slots == #job.slots
+        for i = q.at, q.at + math.max(q.head_length, 1) - 1 do free = free and not s.covered[i] end
+        if free then into = s break end
+      end
+    end
+    if not into then
+      into = { jobs = {}, covered = {} }
+      out[#out + 1] = into
+      if pack then table.insert(by_passage[q.toks], into) end
+    end
+    into.jobs[#into.jobs + 1] = job
+    for i = q.at, q.at + math.max(q.head_length, 1) - 1 do into.covered[i] = true end
+  end
+  return out
+end
+
+-- Runs the model over the sequences in batches, each with its jobs' slots at their roots; take(lp,
+-- where) gets each batch's [P, V] log-probabilities of the slots that hold [MASK], where[i] =
+-- {job, slot} naming row i.
+local function forward_masked(model, tok, sequences, batch, take)
   local layout = model.layout
-  for first = 1, #jobs, batch do
+  for first = 1, #sequences, batch do
     local seqs, positions, where = {}, {}, {}
-    for j = first, math.min(#jobs, first + batch - 1) do
-      local job, s = jobs[j], layout:sequence(tok)
-      local root = layout:append(s, job.query.toks) + job.query.at - 1
-      layout:inject(s, root, job.query.relation, job.query.head_length, job.slots)
+    for k = first, math.min(#sequences, first + batch - 1) do
+      local jobs, s = sequences[k].jobs, layout:sequence(tok)
+      local before = layout:append(s, jobs[1].query.toks) - 1
       seqs[#seqs + 1] = s
-      for a, id in ipairs(job.slots) do
-        if id == tok.mask_id then
-          positions[#positions + 1] = layout:flat(#seqs, layout:leaf(root, a))
-          where[#where + 1] = { job, a }
+      for _, job in ipairs(jobs) do
+        local root = before + job.query.at
+        layout:inject(s, root, job.query.relation, job.query.head_length, job.slots)
+        for a, id in ipairs(job.slots) do
+          if id == tok.mask_id then
+            positions[#positions + 1] = layout:flat(#seqs, layout:leaf(root, a))
+            where[#where + 1] = { job, a }
+          end
         end
       end
     end
@@ -97,9 +129,14 @@ end
 local function open(model, tok, queries, opts)
   local masks = token_masks(tok, model.config.vocab, opts)
   local jobs = new_jobs(model, tok, queries, opts)
+  local sequences = sequences_of(jobs, opts.pack)
   for _ = 1, model.layout.leaves do
-    local active = {}
-    for _, job in ipairs(jobs) do if job.masked > 0 then active[#active + 1] = job end end
+    local active = {} -- the sequences with a masked slot left
+    for _, s in ipairs(sequences) do
+      local masked = false
+      for _, job in ipairs(s.jobs) do masked = masked or job.masked > 0 end
+      if masked then active[#active + 1] = s end
+    end
     if #active == 0 then break end
     forward_masked(model, tok, active, opts.batch or 16, function(lp, where)
       -- the best allowed token of each masked slot, found in C
@@ -109,15 +146,17 @@ local function open(model, tok, queries, opts)
       values, ids = values:totable(), ids:totable()
       for i, w in ipairs(where) do w[1].best[w[2]] = { values[i], ids[i] } end
     end)
-    for _, job in ipairs(active) do
-      local best, slot, token = NEG, nil, nil
-      for a, b in pairs(job.best) do
-        if b[1] > best then best, slot, token = b[1], a, b[2] end
-      end
-      if not slot then -- no allowed token anywhere: the job gives no candidate
-        job.masked, job.total = 0, NEG
-      else
-        job.slots[slot], job.total, job.masked = token, job.total + best, job.masked - 1
+    for _, job in ipairs(jobs) do
+      if job.masked > 0 then
+        local best, slot, token = NEG, nil, nil
+        for a, b in pairs(job.best) do
+          if b[1] > best then best, slot, token = b[1], a, b[2] end
+        end
+        if not slot then -- no allowed token anywhere: the job gives no candidate
+          job.masked, job.total = 0, NEG
+        else
+          job.slots[slot], job.total, job.masked = token, job.total + best, job.masked - 1
+        end
       end
     end
   end
@@ -172,7 +211,7 @@ local function constrained(model, tok, queries, opts)
   local jobs, V, top = new_jobs(model, tok, queries, opts), model.config.vocab, opts.top or 5
   local out = {}
   for qi = 1, #queries do out[qi] = {} end
-  forward_masked(model, tok, jobs, opts.batch or 16, function(lp, where)
+  forward_masked(model, tok, sequences_of(jobs, opts.pack), opts.batch or 16, function(lp, where)
     local rows = {} -- job → its rows of lp, slot by slot
     for i, w in ipairs(where) do
       rows[w[1]] = rows[w[1]] or {}

@@ -6,11 +6,14 @@
 -- triples(model, tok, passages, opts) → extracted triples {head, relation, tail, tokens, score,
 --   source, decoding}: for each passage {id, text}, each head found and each relation allowed for it (or
 --   opts.only), the tails gm.eval.decode gives (opts: graph, relations = name → id, mode, top,
---   tail_end, empty, batch, only = set of names); with empty, only the tails ranked above the
---   empty one (the model's "this head has no such relation")
+--   tail_end, empty, batch, pack, only = set of names); with empty, only the tails ranked above the
+--   empty one (the model's "this head has no such relation"). The passages' queries go to one
+--   decode, batched across passages (the same triples as passage by passage); with pack, the
+--   heads of a passage are asked together, one relation each per sequence.
 -- merge(triples, {top = 5, min_score}) → one entry per (head, relation, tail): count = passages
 --   supporting it, sources = their ids, score = the best; self-loops and tails without a letter
 --   dropped; the top per (head, relation) kept, best first
+-- merger(opts) → the same merge as triples come: m:add(t), m:result() (a corpus streams through)
 -- queries(tok, layout, passage, opts) → the decoder's queries for one passage and their meta
 -- score(triples, graph) → {n, held, valid}: held = the share the seed graph holds (an entity the
 --   head names has the relation to an entity the tail names); valid = the share whose tail names
@@ -51,47 +54,58 @@ function M.queries(tok, layout, passage, opts)
 end
 
 function M.triples(model, tok, passages, opts)
-  local out = {}
+  -- every passage's queries in one decode, so that its batches are full across passages
+  local queries, meta = {}, {}
   for _, passage in ipairs(passages) do
-    local queries, meta = M.queries(tok, model.layout, passage, opts)
-    if #queries > 0 then
-      local found = decode(model, tok, queries, opts)
-      for qi, candidates in ipairs(found) do
-        for _, c in ipairs(candidates) do
-          if c.empty then break end -- the model ranks "no such tail" above the rest
-          out[#out + 1] = { head = meta[qi].head, relation = meta[qi].relation, tail = tok:decode(c.ids),
-            tokens = #c.ids, score = c.score, source = passage.id, decoding = opts.mode or "open" }
-        end
-      end
+    local q, m = M.queries(tok, model.layout, passage, opts)
+    for i = 1, #q do
+      queries[#queries + 1], meta[#queries + 1] = q[i], m[i]
+      m[i].source = passage.id
+    end
+  end
+  local out = {}
+  if #queries == 0 then return out end
+  for qi, candidates in ipairs(decode(model, tok, queries, opts)) do
+    for _, c in ipairs(candidates) do
+      if c.empty then break end -- the model ranks "no such tail" above the rest
+      out[#out + 1] = { head = meta[qi].head, relation = meta[qi].relation, tail = tok:decode(c.ids),
+        tokens = #c.ids, score = c.score, source = meta[qi].source, decoding = opts.mode or "open" }
     end
   end
   return out
 end
 
-function M.merge(triples, opts)
-  opts = opts or {}
-  local by_key, order = {}, {}
-  for _, t in ipairs(triples) do
-    if t.tail:match("%a") and normalize(t.tail) ~= normalize(t.head) and (not opts.min_score or t.score >= opts.min_score) then
-      local key = t.head .. "\0" .. t.relation .. "\0" .. t.tail
-      local e = by_key[key]
-      if not e then
-        e = { head = t.head, relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score, count = 0,
-          sources = {}, decoding = t.decoding, head_id = t.head_id, tail_id = t.tail_id, seen = {} }
-        by_key[key] = e
-        order[#order + 1] = e
-      end
-      if not e.seen[t.source] then
-        e.seen[t.source] = true
-        e.count = e.count + 1
-        e.sources[#e.sources + 1] = t.source
-      end
-      if t.score > e.score then e.score = t.score end
-    end
+-- The merge as triples come (a corpus streams through it): add(t) takes one extracted triple,
+-- result() gives what merge gives for all of them in the order they were added.
+local Merger = {}
+Merger.__index = Merger
+
+function M.merger(opts)
+  return setmetatable({ opts = opts or {}, by_key = {}, order = {} }, Merger)
+end
+
+function Merger:add(t)
+  local min_score = self.opts.min_score
+  if not t.tail:match("%a") or normalize(t.tail) == normalize(t.head) or (min_score and t.score < min_score) then return end
+  local key = t.head .. "\0" .. t.relation .. "\0" .. t.tail
+  local e = self.by_key[key]
+  if not e then
+    e = { head = t.head, relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score, count = 0,
+      sources = {}, decoding = t.decoding, head_id = t.head_id, tail_id = t.tail_id, seen = {} }
+    self.by_key[key] = e
+    self.order[#self.order + 1] = e
   end
+  if not e.seen[t.source] then
+    e.seen[t.source] = true
+    e.count = e.count + 1
+    e.sources[#e.sources + 1] = t.source
+  end
+  if t.score > e.score then e.score = t.score end
+end
+
+function Merger:result()
   local groups, group_order = {}, {}
-  for _, e in ipairs(order) do
-    e.seen = nil
+  for _, e in ipairs(self.order) do
     local key = e.head .. "\0" .. e.relation
     if not groups[key] then groups[key] = {}; group_order[#group_order + 1] = key end
     table.insert(groups[key], e)
@@ -100,9 +114,19 @@ function M.merge(triples, opts)
   for _, key in ipairs(group_order) do
     local g = groups[key]
     table.sort(g, function(x, y) return x.score > y.score or (x.score == y.score and x.count > y.count) end)
-    for k = 1, math.min(#g, opts.top or 5) do out[#out + 1] = g[k] end
+    for k = 1, math.min(#g, self.opts.top or 5) do
+      local e = g[k]
+      out[#out + 1] = { head = e.head, relation = e.relation, tail = e.tail, tokens = e.tokens, score = e.score, count = e.count,
+        sources = e.sources, decoding = e.decoding, head_id = e.head_id, tail_id = e.tail_id }
+    end
   end
   return out
+end
+
+function M.merge(triples, opts)
+  local m = M.merger(opts)
+  for _, t in ipairs(triples) do m:add(t) end
+  return m:result()
 end
 
 -- the entity ids a gold triple's head or tail is (its id when it has one) or an extracted one names

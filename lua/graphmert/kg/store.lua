@@ -22,7 +22,7 @@
 --   store.open(path, {create = true}) → Store   (a missing file is created only with create)
 --   s:begin_run(meta)       records the run, or checks a re-run is the same run (checkpoint, model)
 --   s:add_seed_graph(ds)    the dataset's entities and relation schema (a Dataset)
---   s:done()                → set of the passage ids already stored
+--   s:done(ids)             → set of those passage ids (as strings) already stored
 --   s:add_passage(p, triples)   p = {id, source, line, text}; triples as extract.lua names them
 --                           ({head, head_id, relation, tail, tail_id, score, decoding, seed, span})
 --   s:commit()              ends the current batch; s:close()
@@ -211,9 +211,11 @@ function Store:add_seed_graph(ds)
   self:commit()
 end
 
-function Store:done()
+function Store:done(ids)
   local set = {}
-  for _, r in ipairs(self:rows("SELECT id FROM passages")) do set[r.id] = true end
+  for _, id in ipairs(ids) do
+    if self:value("SELECT 1 FROM passages WHERE id = ?", tostring(id)) then set[tostring(id)] = true end
+  end
   return set
 end
 
