@@ -30,6 +30,7 @@ local args = ex.args.parse(arg, {
   { "passages", 300, "held-out passages to extract from", type = "integer", min = 1 },
   { "decoding", "open", "open or constrained", choices = { "open", "constrained" } },
   { "answer-all", false, "ignore a model's empty answer (trained with absent): every (head, relation) gets its best tail", flag = true },
+  { "unpacked", false, "one (head, relation) query per sequence instead of a passage's heads together (slower)", flag = true },
   { "out", nil, "output folder (default CHECKPOINT/extraction)" },
   { "config", nil, "the config the run was trained with (run.json records which)" },
   { "data", nil, "the dataset folder, when the run was trained with --data" },
@@ -74,7 +75,7 @@ do
 end
 
 local opts = { graph = graph, relations = relations, mode = args.decoding, top = 1, tail_end = run.tail_end,
-  empty = (run.absent or 0) > 0 and not args["answer-all"] }
+  empty = (run.absent or 0) > 0 and not args["answer-all"], pack = not args.unpacked }
 local systems = { { name = "GraphMERT", dir = args.checkpoint } }
 local baseline_dir = args.checkpoint .. "/baseline"
 if gm.stat(baseline_dir .. "/run.json") then systems[2] = { name = "no decay, no H-GAT", dir = baseline_dir } end
@@ -90,24 +91,31 @@ for _, system in ipairs(systems) do
       opts.tails = graph:known_tails(tok, relations, model.layout.leaves)
     end
   end
-  for i, p in ipairs(passages) do
-    local triples
+  -- the passages in chunks (extract.triples batches across a chunk's passages), scored one by one
+  local CHUNK = 32
+  for first = 1, #passages, CHUNK do
+    local chunk = table.move(passages, first, math.min(#passages, first + CHUNK - 1), 1, {})
+    local per = {}
+    for _, p in ipairs(chunk) do per[p.id] = {} end
     if model then
-      triples = extract.merge(extract.triples(model, tok, { p }, opts), { top = 1 })
+      for _, t in ipairs(extract.triples(model, tok, chunk, opts)) do table.insert(per[t.source], t) end
     else
-      triples = {}
-      local _, meta = extract.queries(tok, d.layout, p, opts)
-      for _, m in ipairs(meta) do
-        local f = frequent[m.relation]
-        if f then
-          triples[#triples + 1] = { head = m.head, relation = m.relation, tail = f.tail, tokens = f.tokens, score = f.score,
-            source = p.id }
+      for _, p in ipairs(chunk) do
+        local _, meta = extract.queries(tok, d.layout, p, opts)
+        for _, m in ipairs(meta) do
+          local f = frequent[m.relation]
+          if f then
+            table.insert(per[p.id], { head = m.head, relation = m.relation, tail = f.tail, tokens = f.tokens, score = f.score,
+              source = p.id })
+          end
         end
       end
-      triples = extract.merge(triples, { top = 1 })
     end
-    units[i] = extract.score_passage(graph, relations, p, triples)
-    progress:update(i, string.format("%-20s %d/%d passages", system.name, i, #passages))
+    for i, p in ipairs(chunk) do
+      units[first + i - 1] = extract.score_passage(graph, relations, p, extract.merge(per[p.id], { top = 1 }))
+    end
+    local done = first + #chunk - 1
+    progress:update(done, string.format("%-20s %d/%d passages", system.name, done, #passages))
   end
   progress:finish()
   system.seconds = gm.clock() - t0
@@ -122,8 +130,9 @@ end
 local function field_ratio(num, den) return stats.ratio(function(u) return u[num] end, function(u) return u[den] end) end
 
 local lines = {
-  string.format("# Extraction on %d held-out passages (%s decoding, top tail per head and relation%s)", #passages, args.decoding,
-    opts.empty and ", unless the model ranks \"none\" first" or ""), "",
+  string.format("# Extraction on %d held-out passages (%s decoding, top tail per head and relation%s; %s)", #passages,
+    args.decoding, opts.empty and ", unless the model ranks \"none\" first" or "",
+    opts.pack and "a passage's heads asked together" or "one query per sequence"), "",
   string.format("`%s`, %s; 95%% intervals: percentile bootstrap over passages (1,000 resamples).", args.checkpoint, ex.summary(d)), "",
   "| model | triples | precision [95% CI] | recall [95% CI] | validity [95% CI] | multi-token share of correct | multi-word share of correct [95% CI] | passages/s |",
   "|---|---|---|---|---|---|---|---|" }

@@ -130,3 +130,60 @@ describe("decoding with a learned tail end", function()
     assert.equal("domestic animal", tok:decode(out[1][1].ids))
   end)
 end)
+
+describe("extraction's packed and batched queries", function()
+  local _, graph = require "spec.toy_dataset" (wn)
+  local texts = { "a dog and a canine bark at a hot dog", "the canine sleeps", "dog", "they bark at the dog and the canine" }
+  local tok = gm.data.tokenizer.train(texts, { vocab_size = 200 })
+  gm.manual_seed(1)
+  local model = gm.nn.GraphMERT { vocab = tok:size(), hidden = 16, layers = 1, heads = 2, ffn = 32, roots = 16, leaves = 2,
+    relations = 2, sbo = false }
+  local passages = {}
+  for i, t in ipairs(texts) do passages[i] = { id = i, text = t } end
+  local relations = { hypernym = 1, entailment = 2 }
+  local function opts(extra)
+    local o = { graph = graph, relations = relations, mode = "open", top = 3, batch = 4 }
+    for k, v in pairs(extra or {}) do o[k] = v end
+    return o
+  end
+  local function key(t) return table.concat({ t.source, t.head, t.relation, t.tail }, "|") end
+  -- runs fn counting the sequences the model is asked
+  local function counting(fn)
+    local n = 0
+    model.forward = function(self, batch, ...)
+      n = n + batch.ids:size(1)
+      return getmetatable(self).forward(self, batch, ...)
+    end
+    local out = fn()
+    model.forward = nil
+    return out, n
+  end
+
+  it("batches across passages: the triples of passage-by-passage extraction", function()
+    for _, mode in ipairs { "open", "constrained" } do
+      for _, pack in ipairs { false, true } do
+        local o = opts { mode = mode, pack = pack, tails = mode == "constrained" and graph:known_tails(tok, relations, 2) or nil }
+        local one = {}
+        for _, p in ipairs(passages) do
+          for _, t in ipairs(ext.triples(model, tok, { p }, o)) do one[#one + 1] = t end
+        end
+        local all = ext.triples(model, tok, passages, o)
+        assert.equal(#one, #all)
+        for i = 1, #one do
+          assert.equal(key(one[i]), key(all[i]))
+          assert.near(one[i].score, all[i].score, 1e-5) -- (a batch's size may change the rounding)
+        end
+      end
+    end
+  end)
+
+  it("asks a passage's heads in one sequence, and a lone head exactly as one query per sequence", function()
+    local _, unpacked = counting(function() return ext.triples(model, tok, { passages[1] }, opts()) end)
+    local _, packed = counting(function() return ext.triples(model, tok, { passages[1] }, opts { pack = true }) end)
+    -- four heads (dog, canine, bark, hot dog), one relation each; open decoding asks a one-slot
+    -- tail once and a two-slot tail twice: 4 × 3 sequences unpacked, 2 + 1 packed (a sequence per
+    -- tail length, all four heads in it)
+    assert.same({ 12, 3 }, { unpacked, packed })
+    assert.same(ext.triples(model, tok, { passages[3] }, opts()), ext.triples(model, tok, { passages[3] }, opts { pack = true }))
+  end)
+end)

@@ -67,6 +67,79 @@ describe("experiments/extract.lua", function()
     end
   end)
 
+  -- a corpus of n numbered passages, the three test passages over and over
+  local function corpus(path, n)
+    local base, lines = { "to breathe is to draw air into the lungs and to exhale it", "they run and walk and talk while they eat",
+      "sleep after you eat" }, {}
+    for i = 1, n do lines[i] = base[(i - 1) % 3 + 1] .. " " .. i end
+    write(path, table.concat(lines, "\n") .. "\n")
+  end
+
+  it("continues a run killed midway with --resume to the uninterrupted output, and refuses another run's journal", function()
+    corpus(dir .. "/long.txt", 2000)
+    local cmd = extract .. dir .. "/long.txt --top 2 --out "
+    local out, code = run(cmd .. dir .. "/whole.jsonl")
+    assert.equal(0, code, out)
+    assert.is_nil(io.open(dir .. "/whole.jsonl.journal"), "the journal outlived a complete run")
+    -- kill -9 once the journal holds two chunks
+    local journal = dir .. "/killed.jsonl.journal"
+    run("(" .. cmd .. dir .. "/killed.jsonl > /dev/null 2>&1 & pid=$!; while kill -0 $pid 2> /dev/null && " ..
+      "[ $(cat " .. journal .. " 2> /dev/null | wc -l) -lt 3 ]; do sleep 0.02; done; kill -9 $pid; wait $pid)")
+    assert.is_nil(io.open(dir .. "/killed.jsonl"), "the run ended before it was killed")
+    local f = assert(io.open(journal, "a"))
+    f:write('{"chunk":3,"passages":[{"id":65,"tri') -- a line torn by a kill is never read
+    f:close()
+    out, code = run(cmd .. dir .. "/killed.jsonl")
+    assert.equal(2, code, out)
+    assert.matches("killed.jsonl.journal holds a stopped run's passages: %-%-resume continues it", out)
+    out, code = run(cmd .. dir .. "/killed.jsonl --resume --decoding constrained")
+    assert.equal(2, code, out)
+    assert.matches("killed.jsonl.journal is the journal of another run", out)
+    out, code = run(cmd .. dir .. "/killed.jsonl --resume")
+    assert.equal(0, code, out)
+    assert.matches("continued .*killed.jsonl.journal: %d+ passages were done before", out)
+    assert.equal(files.read(dir .. "/whole.jsonl"), files.read(dir .. "/killed.jsonl"))
+    assert.equal(files.read(dir .. "/whole.tsv"), files.read(dir .. "/killed.tsv"))
+    assert.is_nil(io.open(journal), "the journal outlived the resumed run")
+  end)
+
+  it("splits the passages over mpirun's ranks into one process's output", function()
+    if not run(BIN .. "-e 'io.write(tostring(require(\"graphmert\").distributed.compiled()))'"):match("true")
+      or not os.execute("command -v mpirun > /dev/null") then
+      pending("no MPI in this build or no mpirun")
+      return
+    end
+    corpus(dir .. "/mpi.txt", 300)
+    -- the same threads per process: a thread count changes the rounding of the scores
+    local out, code = run("OMP_NUM_THREADS=1 " .. extract .. dir .. "/mpi.txt --out " .. dir .. "/one.jsonl")
+    assert.equal(0, code, out)
+    out, code = run("OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " ..
+      "OMPI_MCA_rmaps_base_oversubscribe=1 " .. (files.asan and "ASAN_OPTIONS=detect_leaks=0 " or "") .. "mpirun -np 2 " ..
+      extract .. dir .. "/mpi.txt --out " .. dir .. "/two.jsonl")
+    assert.equal(0, code, out)
+    assert.matches("300 passages, %d+ triples", out)
+    assert.equal(files.read(dir .. "/one.jsonl"), files.read(dir .. "/two.jsonl"))
+    assert.is_nil(io.open(dir .. "/two.jsonl.0.journal"))
+    assert.is_nil(io.open(dir .. "/two.jsonl.1.journal"))
+  end)
+
+  it("streams the corpus: its peak memory does not grow with the number of passages", function()
+    local function peak(n)
+      corpus(dir .. "/rss.txt", n)
+      local script = dir .. "/rss.lua"
+      write(script, string.format([[arg = { [0] = "experiments/extract.lua", "--checkpoint", %q, "--input", %q, "--out", %q }
+dofile("experiments/extract.lua")
+io.write("@@", io.open("/proc/self/status"):read("a"):match("VmHWM:%%s*(%%d+)"), "\n")]], dir, dir .. "/rss.txt", dir .. "/rss.jsonl"))
+      local out, code = run(BIN .. script)
+      assert.equal(0, code, out)
+      return assert(tonumber(out:match("@@(%d+)")), out)
+    end
+    local small, large = peak(500), peak(5000)
+    if not files.asan then -- (shadow memory has its own growth)
+      assert.is_true(large < small * 1.1, string.format("peak RSS %d kB at 500 passages, %d kB at 5,000", small, large))
+    end
+  end)
+
   it("an interrupted run writes its triples beside a complete output, whole even after a second Ctrl-C", function()
     local many = {}
     for i = 1, 20000 do many[i] = "to breathe is to draw air into the lungs and to exhale it " .. i end
@@ -76,6 +149,7 @@ describe("experiments/extract.lua", function()
     -- one Ctrl-C, then (second case) another right after it
     for _, second in ipairs { "", "sleep 0.02; kill -INT $pid; " } do
       os.remove(dir .. "/kgi.partial.jsonl")
+      os.remove(dir .. "/kgi.jsonl.journal") -- (what --resume would continue)
       local out, code = run("(" .. extract .. dir .. "/many.txt --out " .. dir .. "/kgi.jsonl & pid=$!; sleep 3; kill -INT $pid; " ..
         second .. "wait $pid)")
       assert.is_true(code == 130 or code == 2 or code == 0, out) -- 2: the shell's report of SIGINT
@@ -83,7 +157,8 @@ describe("experiments/extract.lua", function()
       assert.equal("complete\n", files.read(dir .. "/kgi.tsv"))
       local partial = lines(dir .. "/kgi.partial.jsonl")
       assert.is_true(#partial > 0, out)
-      assert.matches("interrupted: %d+ passages", out)
+      assert.matches("interrupted: %d+ passages.*; %-%-resume continues the run", out)
+      assert.is_not_nil(io.open(dir .. "/kgi.jsonl.journal"), "no journal to resume from")
       for _, line in ipairs(partial) do assert.is_true(pcall(cjson.decode, line), line) end
       assert.equal(#partial + 1, #lines(dir .. "/kgi.partial.tsv"), "the pair disagrees")
     end
