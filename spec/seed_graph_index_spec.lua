@@ -1,6 +1,7 @@
 -- The seed graph's index saved to a file and loaded back (seed_graph:save, seed_graph.load over
--- gm.pack_tables / gm.load_tables): the loaded graph answers exactly as the built one, and a file
--- that is not one whole index is refused with its name.
+-- gm.pack_tables / gm.load_tables): the loaded graph answers exactly as the built one, a file
+-- that is not one whole index is refused with its name, and a run folder without index.bin still
+-- gives its graph (ex.run_graph).
 local gm = require "graphmert"
 local files = require "spec.files"
 local cjson = require "cjson"
@@ -139,5 +140,38 @@ describe("seed_graph:save and seed_graph.load", function()
     assert.matches("/dev/zero: a device, not a regular file", err, 1, true)
     ok, err = pcall(seed_graph.load, dir)
     assert.matches(dir .. ": a directory, not a regular file", err, 1, true)
+  end)
+end)
+
+describe("a run folder's seed graph (ex.run_graph)", function()
+  local ex = require "graphmert.experiment"
+  local run = files.tmpname()
+  teardown(function() os.execute("rm -rf " .. run) end)
+
+  it("is read from seed_graph/index.bin, which save_seed_graph writes with the JSONL", function()
+    local ds = ambiguous()
+    ds:save_seed_graph(run .. "/seed_graph")
+    assert.equal(seed_graph.new(ds):encode(), files.read(run .. "/seed_graph/index.bin"))
+    assert.equal(answers(seed_graph.new(ds), ds), answers(ex.run_graph(run), ds))
+  end)
+
+  it("is built from the JSONL when there is no index.bin, saying so on stderr", function()
+    local ds = ambiguous()
+    ds:save_seed_graph(run .. "/seed_graph")
+    os.remove(run .. "/seed_graph/index.bin")
+    local said, stderr = {}, io.stderr
+    io.stderr = { write = function(_, s) said[#said + 1] = s end }
+    local ok, g = pcall(ex.run_graph, run)
+    io.stderr = stderr
+    assert.is_true(ok, g)
+    assert.equal(answers(seed_graph.new(ds), ds), answers(g, ds))
+    assert.equal(run .. "/seed_graph has no index.bin: the seed graph's index was built from its JSONL\n", table.concat(said))
+  end)
+
+  it("refuses an index.bin that links outside the run folder", function()
+    os.execute("mkdir -p " .. run .. "/seed_graph && ln -sf /etc/hostname " .. run .. "/seed_graph/index.bin")
+    local ok, err = pcall(ex.run_graph, run)
+    assert.is_false(ok)
+    assert.matches("links to a file outside", err)
   end)
 end)
