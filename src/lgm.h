@@ -88,6 +88,7 @@ void lgm_open_ops(lua_State *L, int module_index);
 void lgm_open_graph(lua_State *L, int module_index);
 void lgm_open_attention(lua_State *L, int module_index);
 void lgm_open_io(lua_State *L, int module_index);
+void lgm_open_tables(lua_State *L, int module_index);
 void lgm_open_optim(lua_State *L, int module_index);
 void lgm_open_torchload(lua_State *L, int module_index);
 void lgm_open_distributed(lua_State *L, int module_index);

@@ -238,6 +238,7 @@ LGM_EXPORT int luaopen_graphmert_core(lua_State *L) {
   lgm_open_graph(L, module);
   lgm_open_attention(L, module);
   lgm_open_io(L, module);
+  lgm_open_tables(L, module);
   lgm_open_optim(L, module);
   lgm_open_torchload(L, module);
   lgm_open_distributed(L, module);

@@ -32,6 +32,7 @@
 local gm = require "graphmert"
 local cjson = require "cjson"
 local normalize = require("graphmert.data.linker").normalize
+local seed_graph = require "graphmert.data.seed_graph"
 
 local M = {}
 
@@ -455,9 +456,11 @@ end
 
 -- Writes the seed graph (entities, triples by id, the relation schema, and in dataset.json the
 -- dataset's name and linker options) into `dir` as JSONL that load_seed_graph reads back: what a
--- training output keeps, so that extraction reads nothing outside it. The four files are written
--- as one (all old or all new).
-function Dataset:save_seed_graph(dir)
+-- training output keeps, so that extraction reads nothing outside it. Beside them index.bin, the
+-- seed graph's index (`graph`, gm.data.seed_graph over this dataset, built when not given), which
+-- loads in a fraction of the time it takes to build. The files are written as one (all old or
+-- all new), so an index never goes with another graph's JSONL.
+function Dataset:save_seed_graph(dir, graph)
   os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
   local entities, triples, relations = {}, {}, {}
   for i, id in ipairs(self.entity_order) do
@@ -473,8 +476,9 @@ function Dataset:save_seed_graph(dir)
     relations[i] = cjson.encode { name = name, head_types = sorted_types(s.head), tail_types = sorted_types(s.tail) } .. "\n"
   end
   local meta = { cjson.encode { name = self.name, link = self.link, split_hash = self.split_hash } }
+  graph = graph or seed_graph.new(self)
   local ok, err = gm.write_atomic { { dir .. "/" .. SEED_FILES[1], entities }, { dir .. "/" .. SEED_FILES[2], triples },
-    { dir .. "/" .. SEED_FILES[3], relations }, { dir .. "/" .. SEED_FILES[4], meta } }
+    { dir .. "/" .. SEED_FILES[3], relations }, { dir .. "/" .. SEED_FILES[4], meta }, { dir .. "/index.bin", { graph:encode() } } }
   if not ok then error("save_seed_graph: " .. err, 2) end
 end
 

@@ -17,13 +17,15 @@
 --
 --   local l = linker.new { max_words = nil, stopwords = linker.english_stopwords }
 --   l:add(id, name, preferred, weight)     -- once per name or alias (weight: its triple count)
+--   l:freeze()                             -- then, once all are in
 --   l:mentions(text) → { {phrase = "glycolytic process", first = 3, words = 2}, ... } in text order,
 --     and the text's normalised words
 --   l:heads(text) → the distinct phrases mentioned, in order of first mention
 --   l:candidates(phrase) → the ranked entity ids of a normalised phrase (or nil)
 --   linker.normalize(text) → the normalised phrase ("Hot-Dog" → "hot - dog")
 -- The index is two flat tables of strings (phrase → candidates, word prefixes of names), not a
--- tree of tables: a 10⁵-name graph adds no objects for the collector to walk during training.
+-- tree of tables: a 10⁵-name graph adds no objects for the collector to walk during training,
+-- and once frozen the tables can be saved and read back whole (linker.restore).
 local bert_text = require "graphmert.data.bert_text"
 local pretokenize = require("graphmert.data.tokenizer").pretokenize
 
@@ -56,8 +58,15 @@ Linker.__index = Linker
 -- one-word matches that are not mentions (default english_stopwords; {} for none)
 function M.new(opts)
   opts = opts or {}
-  return setmetatable({ index = {}, prefix = {}, rank = {}, longest = 0, max_words = opts.max_words,
-    stopwords = opts.stopwords or M.english_stopwords }, Linker)
+  return M.restore { index = {}, prefix = {}, longest = 0, max_words = opts.max_words,
+    stopwords = opts.stopwords or M.english_stopwords }
+end
+
+-- A linker over tables a frozen one had (seed_graph.load reads them back from a file): index,
+-- prefix, longest, max_words, stopwords.
+function M.restore(t)
+  return setmetatable({ index = t.index, prefix = t.prefix, rank = {}, longest = t.longest, max_words = t.max_words,
+    stopwords = t.stopwords }, Linker)
 end
 
 -- Adds a name (or alias) of entity `id`. Candidates are kept sorted by the ranking above:
@@ -99,13 +108,24 @@ function Linker:add(id, name, preferred, weight)
   return true
 end
 
--- Drops the ranking keys once every name is in (they are only needed while adding).
-function Linker:freeze() self.rank = {} return self end
+-- Once every name is in (none is added after): drops the ranking keys, only needed while adding,
+-- and makes each phrase's ranked candidates one string, the ids joined by "\0", so that the index
+-- is a table of strings alone, as a file keeps it (seed_graph.save).
+function Linker:freeze()
+  for phrase, c in pairs(self.index) do
+    if type(c) == "table" then self.index[phrase] = table.concat(c, "\0") end
+  end
+  self.rank = {}
+  return self
+end
 
 function Linker:candidates(phrase)
   local c = self.index[phrase]
-  if type(c) == "string" then return { c } end
-  return c
+  if type(c) ~= "string" then return c end -- nil, or a list while adding
+  if not c:find("\0", 1, true) then return { c } end
+  local ids = {}
+  for id in c:gmatch("[^%z]+") do ids[#ids + 1] = id end
+  return ids
 end
 
 function Linker:mentions(text)

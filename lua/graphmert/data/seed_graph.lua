@@ -14,9 +14,14 @@
 --     aliases of the types the relation reaches that fit the leaves (constrained decoding's list)
 --   g:holds(t) → whether a head candidate of t.head has t.relation to a tail candidate of t.tail
 --   g:valid(t) → whether t.tail names an entity of a type t.relation reaches
+--   g.dataset, g.relation_names → the dataset's name and relations
+--   g:save(path) → the index as one file (g:encode() its bytes, gm.pack_tables), and
+--     seed_graph.load(path) → the graph it holds, answering exactly as the one saved: seconds of
+--     building become a fraction of one
 -- Phrases are strings; a triple's head and tail are normalised before they are looked up.
 -- Everything is kept in flat tables of strings (no table per entity or triple), so a graph of
--- 10⁵ entities costs the collector little during training.
+-- 10⁵ entities costs the collector little during training, and saving it writes those tables.
+local gm = require "graphmert"
 local linker = require "graphmert.data.linker"
 
 local M = {}
@@ -25,14 +30,23 @@ local Graph = {}
 Graph.__index = Graph
 
 function M.new(ds)
-  local g = setmetatable({ type = {}, name = {}, facts = {}, has = {}, relation_names = ds.relation_names,
+  local g = setmetatable({ dataset = ds.name, type = {}, name = {}, tails = {}, relation_names = ds.relation_names,
     head_types = {}, tail_types = {} }, Graph)
-  local count = {}
+  -- the facts as relation → head id → its tails' ids joined by "\0": keys that are ids, which
+  -- the entities made strings already, and a third of the entries of a set of triples (loading
+  -- the index costs about one string and one table entry each)
+  local count, lists = {}, {}
   for _, t in ipairs(ds.triples) do
-    g.facts[t.head .. "\0" .. t.relation .. "\0" .. t.tail] = true
-    g.has[t.head .. "\0" .. t.relation] = true
+    lists[t.relation] = lists[t.relation] or {}
+    local list = lists[t.relation][t.head] or {}
+    lists[t.relation][t.head] = list
+    list[#list + 1] = t.tail
     count[t.head] = (count[t.head] or 0) + 1
     count[t.tail] = (count[t.tail] or 0) + 1
+  end
+  for relation, heads in pairs(lists) do
+    g.tails[relation] = {}
+    for head, list in pairs(heads) do g.tails[relation][head] = table.concat(list, "\0") end
   end
   for name, s in pairs(ds.schema) do g.head_types[name], g.tail_types[name] = s.head, s.tail end
   g.linker = linker.new(ds.link)
@@ -46,6 +60,90 @@ function M.new(ds)
   return g
 end
 
+-- The file: gm.pack_tables' tables, `meta` saying what it is (format, version) and holding the
+-- graph's scalars; the others the graph's tables as they are ("tails:<relation>" a relation's
+-- tails), but the schema's type sets, which are "*" or their types joined by "\0".
+local FORMAT, VERSION = "graphmert seed graph index", "1"
+local TABLES = { meta = "map", phrases = "map", prefixes = "set", stopwords = "set", entity_types = "map",
+  entity_names = "map", head_types = "map", tail_types = "map" }
+
+local function split(s)
+  local out = {}
+  for x in s:gmatch("[^%z]+") do out[#out + 1] = x end
+  return out
+end
+
+local function types_string(types)
+  if types == "*" then return "*" end
+  local list = {}
+  for t in pairs(types) do list[#list + 1] = t end
+  table.sort(list)
+  return table.concat(list, "\0")
+end
+
+local function types_set(s)
+  if s == "*" then return "*" end
+  local set = {}
+  for _, t in ipairs(split(s)) do set[t] = true end
+  return set
+end
+
+local function map(tbl, fn)
+  local out = {}
+  for k, v in pairs(tbl) do out[k] = fn(v) end
+  return out
+end
+
+function Graph:encode()
+  local l = self.linker
+  local tables = {
+    meta = { format = FORMAT, version = VERSION, dataset = self.dataset, relations = table.concat(self.relation_names, "\0"),
+      longest = tostring(l.longest), max_words = l.max_words and tostring(l.max_words) },
+    phrases = l.index, prefixes = l.prefix, stopwords = l.stopwords, entity_types = self.type, entity_names = self.name,
+    head_types = map(self.head_types, types_string), tail_types = map(self.tail_types, types_string) }
+  for relation, heads in pairs(self.tails) do tables["tails:" .. relation] = heads end
+  return gm.pack_tables(tables)
+end
+
+function Graph:save(path)
+  local ok, err = gm.write_atomic(path, { self:encode() })
+  if not ok then error("seed_graph:save: " .. err, 2) end
+end
+
+function M.load(path)
+  local t = gm.load_tables(path)
+  local meta = t.meta or {}
+  if meta.format ~= FORMAT then error(path .. ": not a seed graph index (seed_graph:save writes one)", 0) end
+  if meta.version ~= VERSION then
+    error(string.format("%s: a seed graph index of version %s, this build reads version %s", path, tostring(meta.version),
+      VERSION), 0)
+  end
+  local tails = {}
+  for name, tbl in pairs(t) do
+    local relation = name:match("^tails:(.*)")
+    local kind = relation and "map" or TABLES[name]
+    local _, v = next(tbl)
+    if not kind then error(string.format("%s: the seed graph index has an unknown table %s", path, name), 0) end
+    if kind == "map" and v ~= nil and type(v) ~= "string" then
+      error(string.format("%s: the seed graph index's %s table is not a map of strings", path, name), 0)
+    end
+    if relation then tails[relation] = tbl end
+  end
+  for name in pairs(TABLES) do
+    if not t[name] then error(string.format("%s: the seed graph index lacks its %s table", path, name), 0) end
+  end
+  local longest, max_words = math.tointeger(tonumber(meta.longest)), tonumber(meta.max_words or "")
+  if type(meta.dataset) ~= "string" or type(meta.relations) ~= "string" or not longest
+    or (meta.max_words and not max_words) then
+    error(path .. ": the seed graph index's meta table lacks dataset, relations or longest, or has a bad max_words", 0)
+  end
+  return setmetatable({ dataset = meta.dataset, type = t.entity_types, name = t.entity_names, tails = tails,
+    relation_names = split(meta.relations), head_types = map(t.head_types, types_set),
+    tail_types = map(t.tail_types, types_set),
+    linker = linker.restore { index = t.phrases, prefix = t.prefixes, longest = longest, max_words = max_words,
+      stopwords = t.stopwords } }, Graph)
+end
+
 function Graph:heads(text) return self.linker:heads(text) end
 
 function Graph:candidates(phrase) return self.linker:candidates(phrase) end
@@ -55,20 +153,19 @@ function Graph:entity(text)
   if ids then return ids[1], self.name[ids[1]] end
 end
 
--- whether a phrase names an entity of a type in `types` (a set, or "*" for any)
-local function of_type(g, phrase, types)
-  if not types then return false end
-  local ids = g.linker:candidates(phrase)
-  if not ids then return false end
+-- whether one of the entities `ids` (a phrase's candidates, nil: none) is of a type in `types`
+-- (a set, or "*" for any)
+local function of_type(g, ids, types)
+  if not types or not ids then return false end
   if types == "*" then return true end
   for _, id in ipairs(ids) do if types[g.type[id]] then return true end end
   return false
 end
 
 function Graph:relations_for(phrase, names)
-  local out = {}
+  local out, ids = {}, self.linker:candidates(phrase)
   for _, name in ipairs(names) do
-    if of_type(self, phrase, self.head_types[name]) then out[#out + 1] = name end
+    if of_type(self, ids, self.head_types[name]) then out[#out + 1] = name end
   end
   return out
 end
@@ -77,7 +174,7 @@ function Graph:present(phrase)
   local out = {}
   for _, id in ipairs(self.linker:candidates(phrase) or {}) do
     for _, name in ipairs(self.relation_names) do
-      if self.has[id .. "\0" .. name] then out[name] = true end
+      if self.tails[name] and self.tails[name][id] then out[name] = true end
     end
   end
   return out
@@ -90,7 +187,7 @@ function Graph:known_tails(tok, relations, leaves)
   local encoded = {}
   for _, phrase in ipairs(phrases) do
     local ids = tok:encode(phrase)
-    if #ids > 0 and #ids <= leaves then encoded[#encoded + 1] = { phrase, ids } end
+    if #ids > 0 and #ids <= leaves then encoded[#encoded + 1] = { self.linker:candidates(phrase), ids } end
   end
   local out = {}
   for name, id in pairs(relations) do
@@ -106,14 +203,22 @@ end
 function Graph:holds(t)
   local heads, tails = self.linker:candidates(linker.normalize(t.head)), self.linker:candidates(linker.normalize(t.tail))
   if not heads or not tails then return false end
+  local by_head = self.tails[t.relation]
+  if not by_head then return false end
   for _, h in ipairs(heads) do
-    for _, x in ipairs(tails) do
-      if self.facts[h .. "\0" .. t.relation .. "\0" .. x] then return true end
+    local known = by_head[h]
+    if known then
+      known = "\0" .. known .. "\0" -- every id between two \0, so one is never found inside another
+      for _, x in ipairs(tails) do
+        if known:find("\0" .. x .. "\0", 1, true) then return true end
+      end
     end
   end
   return false
 end
 
-function Graph:valid(t) return of_type(self, linker.normalize(t.tail), self.tail_types[t.relation]) end
+function Graph:valid(t)
+  return of_type(self, self.linker:candidates(linker.normalize(t.tail)), self.tail_types[t.relation])
+end
 
 return M

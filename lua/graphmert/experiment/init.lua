@@ -268,7 +268,7 @@ end
 -- A training output folder: run.json (what a later tool needs to rebuild the run's model and
 -- read its outputs: the config file, the model's options, the relation names in id order, the
 -- config's `data` with absolute paths — a record, never followed by the tools below),
--- tokenizer.txt, checkpoint.safetensors and seed_graph/ (the dataset's seed graph,
+-- tokenizer.txt, checkpoint.safetensors and seed_graph/ (the dataset's seed graph and its index,
 -- Dataset:save_seed_graph). A folder may come from elsewhere, so the tools read only its own
 -- regular files (graphmert.folder) and check what it declares before allocating for it.
 function M.write_run(dir, run)
@@ -328,6 +328,17 @@ function M.run_seed_graph(dir)
     error(dir .. " has no seed_graph/ (train.lua writes it); name the run's dataset with --data DIR or --config FILE", 0)
   end
   return gm.data.dataset.load_seed_graph(dir .. "/seed_graph")
+end
+
+-- The run's seed graph index (gm.data.seed_graph): seed_graph/index.bin, which train.lua writes
+-- with the JSONL, loads in a fraction of a second; a run without one (trained before it) has the
+-- index built from its seed_graph/ JSONL, which takes seconds, and says so on stderr.
+function M.run_graph(dir)
+  local path = gm.folder.member(dir, "seed_graph/index.bin", "run_graph")
+  if path then return gm.data.seed_graph.load(path) end
+  local graph = gm.data.seed_graph.new(M.run_seed_graph(dir))
+  io.stderr:write(dir .. "/seed_graph has no index.bin: the seed graph's index was built from its JSONL\n")
+  return graph
 end
 
 function M.model(d, cfg)
