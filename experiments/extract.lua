@@ -132,15 +132,22 @@ local run = try(ex.read_run, args.checkpoint)
 local tok = try(ex.load_tokenizer, args.checkpoint, run)
 local model = try(ex.load_model, args.checkpoint, run)
 
--- the seed graph: the run's own, or the dataset the user names (whose relations must be the run's)
-local ds
+-- the seed graph's index: the run's own (seed_graph/index.bin, or built from its JSONL for a run
+-- trained before there was one), or that of the dataset the user names; its relations must be the run's
+local ds -- the Dataset, when --data or --config names one (a store's seed graph comes from it)
 local graph = try(function()
-  ds = (args.data or args.config) and ex.named_dataset(args) or ex.run_seed_graph(args.checkpoint)
-  if table.concat(ds.relation_names, ",") ~= table.concat(run.relations, ",") then
-    error(string.format("the seed graph's relations (%s) are not the run's (%s)", table.concat(ds.relation_names, ", "),
+  local g
+  if args.data or args.config then
+    ds = ex.named_dataset(args)
+    g = gm.data.seed_graph.new(ds)
+  else
+    g = ex.run_graph(args.checkpoint)
+  end
+  if table.concat(g.relation_names, ",") ~= table.concat(run.relations, ",") then
+    error(string.format("the seed graph's relations (%s) are not the run's (%s)", table.concat(g.relation_names, ", "),
       table.concat(run.relations, ", ")), 0)
   end
-  return gm.data.seed_graph.new(ds)
+  return g
 end)
 
 local relations = {}
@@ -220,8 +227,9 @@ if storing then
   for _, k in ipairs(model_keys) do model_json[#model_json + 1] = cjson.encode(k) .. ":" .. cjson.encode(run.model[k]) end
   store = try(gm.kg.store.open, args.out, { create = true })
   try(store.begin_run, store, { checkpoint = gm.realpath(args.checkpoint), config = run.config or "",
-    model = "{" .. table.concat(model_json, ",") .. "}", dataset = ds.name, created = os.date("!%Y-%m-%dT%H:%M:%SZ") })
-  try(store.add_seed_graph, store, ds)
+    model = "{" .. table.concat(model_json, ",") .. "}", dataset = graph.dataset, created = os.date("!%Y-%m-%dT%H:%M:%SZ") })
+  -- the entities and schema once, into a new store (their aliases are in the dataset, not the index)
+  if store:count("relations") == 0 then try(store.add_seed_graph, store, ds or ex.run_seed_graph(args.checkpoint)) end
 end
 
 -- the head mention's character span in the text (0-based, end exclusive), when it is there verbatim

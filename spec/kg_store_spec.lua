@@ -94,7 +94,7 @@ describe("kg.sqlite", function()
     assert.is_true(partial > 0 and partial < 1280, "passages at the kill: " .. partial)
     out, code = run(extract .. dir .. "/corpus.txt --out " .. killed)
     assert.equal(0, code, out)
-    assert.matches("continuing .*: " .. partial .. " of 1280 passages already in it", out)
+    assert.matches("continued .*killed.sqlite: " .. partial .. " passages were done before", out)
     assert.equal(dump(whole), dump(killed))
   end)
 
