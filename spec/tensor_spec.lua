@@ -148,6 +148,37 @@ describe("shapes and views", function()
     assert.same({ { 2 }, { 3 }, { 6 } }, a:gather(2, gm.tensor { { 2 }, { 1 }, { 2 } }):totable())
     assert.same({ 2, 2, 2 }, gm.embedding(a, { { 1, 2 }, { 3, 3 } }):shape())
   end)
+
+  it("top_sums: the k best sums of index groups, best first, equal sums in group order", function()
+    local src = gm.tensor { 0.5, -1, 2, 0.25, 3, -2 }
+    -- groups: {1,2} = -0.5, {3,4} = 2.25, {5,6} = 1, {3,3} = 4, {4,2} = -0.75, {1,4} = 0.75, {4,1} = 0.75
+    local index = { 1, 2, 3, 4, 5, 6, 3, 3, 4, 2, 1, 4, 4, 1 }
+    local values, groups = src:top_sums(index, 2, 4)
+    assert.same({ 4, 2.25, 1, 0.75 }, values:totable())
+    assert.same({ 4, 2, 3, 6 }, groups:totable())
+    values, groups = src:top_sums(index, 7, 5) -- two groups, fewer than k
+    assert.same({ 1, 2 }, groups:totable())
+    assert.same({ 4.75, 2.75 }, values:totable())
+    -- against sorting all sums, on random data
+    gm.manual_seed(7)
+    local big = gm.randn(50)
+    local idx, sums = {}, {}
+    for g = 1, 400 do
+      local s = 0
+      for j = 1, 3 do
+        local at = (g * 7 + j * 13) % 50 + 1
+        idx[#idx + 1] = at
+        s = s + big:get_flat(at)
+      end
+      sums[g] = { s, g }
+    end
+    table.sort(sums, function(x, y) return x[1] > y[1] or (x[1] == y[1] and x[2] < y[2]) end)
+    values, groups = big:top_sums(idx, 3, 10)
+    for i = 1, 10 do
+      assert.near(sums[i][1], values:totable()[i], 1e-5)
+      assert.equal(sums[i][2], groups:totable()[i])
+    end
+  end)
   it("multiplies matrices like a plain triple loop", function()
     gm.manual_seed(3)
     local a, b = gm.randn(5, 7), gm.randn(7, 4)

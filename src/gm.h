@@ -311,6 +311,13 @@ gm_tensor *gm_narrow(gm_tensor *a, int dim, int64_t start, int64_t length);
 /* index holds integer values (as floats) counted from index_base (1 in Lua, 0 in C) */
 gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_base);
 gm_tensor *gm_gather(gm_tensor *a, int dim, gm_tensor *index, int index_base);
+/* The k largest of n = numel(index) / width sums, sum c adding the elements of src (flattened) at
+ * index[c·width .. c·width + width − 1]: their values [min(k, n)], best first, and in *candidates
+ * (a new reference) their c, both counted from index_base; equal sums keep the lower c first.
+ * Constrained decoding's scores of its known tails without gathering [n, width]. Not recorded
+ * for autograd. */
+gm_tensor *gm_top_sums(gm_tensor *src, gm_tensor *index, int64_t width, int64_t k, int index_base,
+                       gm_tensor **candidates);
 
 /* neural-network ops */
 /* over the last dimension; weight and bias [D] are optional (NULL) */

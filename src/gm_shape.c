@@ -314,6 +314,47 @@ gm_tensor *gm_gather(gm_tensor *a, int dim, gm_tensor *index, int index_base) {
   return out;
 }
 
+gm_tensor *gm_top_sums(gm_tensor *src, gm_tensor *index, int64_t width, int64_t k, int index_base,
+                       gm_tensor **candidates) {
+  *candidates = NULL;
+  if (width < 1 || k < 1) {
+    gm_fail(GM_ERR_ARG, width < 1 ? 3 : 4, "top_sums needs a width and a k of at least 1 (got %lld, %lld)",
+            (long long)width, (long long)k);
+    return NULL;
+  }
+  if (index->numel % width != 0) {
+    gm_fail(GM_ERR_SHAPE, 2, "top_sums: %lld indices are not whole groups of %lld", (long long)index->numel,
+            (long long)width);
+    return NULL;
+  }
+  if (check_index(index, src->numel, index_base, 2) != GM_OK) return NULL;
+  int64_t n = index->numel / width, m = n < k ? n : k;
+  gm_tensor *values = gm_tensor_empty(1, &m), *which = gm_tensor_empty(1, &m);
+  if (!values || !which) {
+    gm_tensor_release(values);
+    gm_tensor_release(which);
+    return NULL;
+  }
+  /* the best m so far, best first: a new sum enters only above the last, after its equals */
+  int64_t held = 0;
+  const float *at = index->data;
+  for (int64_t c = 0; c < n; c++, at += width) {
+    double acc = 0; /* as gm_sum adds, so that the scores are the same */
+    for (int64_t j = 0; j < width; j++) acc += src->data[(int64_t)at[j] - index_base];
+    float s = (float)acc;
+    if (held == m && !(s > values->data[m - 1])) continue;
+    int64_t i = held < m ? held++ : m - 1;
+    for (; i > 0 && values->data[i - 1] < s; i--) {
+      values->data[i] = values->data[i - 1];
+      which->data[i] = which->data[i - 1];
+    }
+    values->data[i] = s;
+    which->data[i] = (float)(c + index_base);
+  }
+  *candidates = which;
+  return values;
+}
+
 gm_tensor *gm_index_add(gm_tensor *base, gm_tensor *index, gm_tensor *src, int index_base) {
   char x[GM_SHAPE_BUF], y[GM_SHAPE_BUF];
   if (base->ndim < 1 || index->ndim != 1 || src->ndim != base->ndim ||

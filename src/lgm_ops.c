@@ -258,6 +258,22 @@ static int indexing(lua_State *L, gm_tensor *(*op)(gm_tensor *, int, gm_tensor *
 }
 
 static int o_index_select(lua_State *L) { return indexing(L, gm_index_select); }
+
+/* t:top_sums(index, width, k) → the k best sums of `width` elements of t at 1-based index, best
+ * first, and their 1-based group numbers (gm_top_sums) */
+static int o_top_sums(lua_State *L) {
+  gm_tensor *a = lgm_check_tensor(L, 1);
+  gm_tensor *index = lgm_check_tensorish(L, 2);
+  lua_Integer width = luaL_checkinteger(L, 3), k = luaL_checkinteger(L, 4);
+  lgm_box *values = lgm_new_box(L);
+  lgm_box *groups = lgm_new_box(L);
+  gm_tensor *which = NULL;
+  gm_tensor *r = gm_top_sums(a, index, (int64_t)width, (int64_t)k, 1, &which);
+  if (!r) return lgm_raise(L);
+  lgm_box_set(L, values, r);
+  lgm_box_set(L, groups, which);
+  return 2;
+}
 static int o_gather(lua_State *L) { return indexing(L, gm_gather); }
 
 /* index_add(base, index, src): rows index[k] (1-based) of base increased by src[k] */
@@ -349,6 +365,7 @@ static const luaL_Reg ops[] = {
     {"view", o_reshape},    {"transpose", o_transpose},
     {"permute", o_permute}, {"narrow", o_narrow},
     {"index_select", o_index_select}, {"gather", o_gather},
+    {"top_sums", o_top_sums},
     {"layer_norm", o_layer_norm}, {"dropout", o_dropout},
     {"cross_entropy", o_cross_entropy},
     {"index_add", o_index_add}, {"hgat", o_hgat},

@@ -223,19 +223,10 @@ local function constrained(model, tok, queries, opts)
       local flat = picked:reshape { slots * V }
       local known = tail_index((opts.tails or {})[job.query.relation] or {}, slots, V, tok.pad_id, opts.tail_end)
       if known.index then
-        -- the gathered values are megabytes a job: released here, not left to the collector
-        local values = flat:index_select(1, known.index)
-        local per_slot = values:reshape { #known.tails, slots }
-        local scores = per_slot:sum(2)
-        values:release(); per_slot:release()
-        -- the `top` best, one max at a time (top is small; the list is long)
-        for _ = 1, math.min(top, #known.tails) do
-          local value, at = scores:max(1)
-          local t = math.tointeger(at:item())
-          keep(list, top, { ids = known.tails[t], score = value:item() / slots })
-          scores:set_flat(t, NEG)
-        end
-        scores:release()
+        -- the `top` best tails' summed log-probabilities, found in C without the [tails, slots] gather
+        local values, which = flat:top_sums(known.index, slots, top)
+        values, which = values:totable(), which:totable()
+        for i, v in ipairs(values) do keep(list, top, { ids = known.tails[math.tointeger(which[i])], score = v / slots }) end
       end
       if opts.empty then
         local none = 0
