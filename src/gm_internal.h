@@ -220,6 +220,13 @@ static inline float gm_exp_nonpositive(float x) {
   return x < -87.0f ? 0.0f : y;
 }
 
+/* The softmax (log_form = 0) or log-softmax of a row of n floats x[0], x[stride], ... into y at the
+ * same stride; returns the log-normaliser log Σ e^x. Out of line and vectorised (gm_reduce.c): every
+ * x − max and x − log Σ e^x is ≤ 0, gm_exp_nonpositive's domain, where libm's expf was a call per
+ * element; Σ e^x is summed in double by GM_SUM8; NaN is skipped by the max as by fmaxf. Shared by
+ * softmax, log_softmax and cross-entropy. */
+float gm_softmax_row(const float *x, int64_t n, int64_t stride, float *y, int log_form);
+
 /* erf in float32, branch-free for the same reason (glibc's erff, a call per element, was a
  * twentieth of a training step). |x| < 1: x + x·P(x²), P of degree 6; 1 ≤ |x|: 1 − e^(−x²)·R(1/|x|),
  * R of degree 8 fitted to erfc(x)·e^(x²) on [1, 4] (past 4, erf rounds to 1 in float32). The

@@ -142,22 +142,6 @@ gm_tensor *gm_dropout(gm_tensor *x, float p, gm_rng *rng) {
 
 /* ---- cross-entropy ----------------------------------------------------------------------- */
 
-/* The softmax of one row of logits into pr; returns its log-normaliser log Σ e^x. Out of line
- * and vectorised: the exponentials of a vocabulary-wide row were a libm call each (every
- * x − max and x − lz is ≤ 0, gm_exp_nonpositive's domain; NaN is skipped by the max as by
- * fmaxf). Σ e^x is summed in double by GM_SUM8. */
-GM_HOT static __attribute__((noinline)) float softmax_row(const float *row, int64_t c, float *pr) {
-  float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < c; j++) m = row[j] > m ? row[j] : m;
-  for (int64_t j = 0; j < c; j++) pr[j] = gm_exp_nonpositive(row[j] - m);
-  double z;
-  GM_SUM8(z, c, j, pr[j]);
-  float lz = (float)log(z) + m;
-  for (int64_t j = 0; j < c; j++) pr[j] = gm_exp_nonpositive(row[j] - lz);
-  return lz;
-}
-
 gm_tensor *gm_cross_entropy(gm_tensor *logits, gm_tensor *target, int index_base,
                             int64_t ignore_index) {
   char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
@@ -188,7 +172,7 @@ gm_tensor *gm_cross_entropy(gm_tensor *logits, gm_tensor *target, int index_base
 #pragma omp parallel for reduction(+ : total, count) if (logits->numel > GM_PAR_MIN)
   for (int64_t i = 0; i < n; i++) {
     const float *row = logits->data + i * c;
-    float lz = softmax_row(row, c, probs->data + i * c);
+    float lz = gm_softmax_row(row, c, 1, probs->data + i * c, 0);
     float t = target->data[i];
     if (t != (float)ignore_index) {
       total += lz - row[(int64_t)t - index_base];

@@ -92,7 +92,25 @@ gm_tensor *gm_max(gm_tensor *a, int dim, int keepdim, gm_tensor **indices) {
 
 /* ---- softmax ----------------------------------------------------------------------------- */
 
-GM_HOT static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
+GM_HOT float gm_softmax_row(const float *x, int64_t n, int64_t stride, float *y, int log_form) {
+  float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 0; j < n; j++) m = x[j * stride] > m ? x[j * stride] : m; /* NaN skipped, as by fmaxf */
+  if (m == -INFINITY) m = 0; /* an all -inf row gives NaN as in PyTorch, not a shifted one */
+  for (int64_t j = 0; j < n; j++) y[j * stride] = gm_exp_nonpositive(x[j * stride] - m);
+  double z;
+  GM_SUM8(z, n, j, y[j * stride]);
+  float lz = (float)log(z) + m;
+  if (log_form) {
+    for (int64_t j = 0; j < n; j++) y[j * stride] = x[j * stride] - lz;
+  } else { /* e^(x − m) / Σ: e^(x − lz) would lose lz's rounding (large logits: 6e-5 at 1000) */
+    float inv = (float)(1.0 / z);
+    for (int64_t j = 0; j < n; j++) y[j * stride] *= inv;
+  }
+  return lz;
+}
+
+static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
   if (gm_check_dim(a, dim, 2) != GM_OK) return NULL;
   int64_t outer, size, inner;
   gm_dim_split(a, dim, &outer, &size, &inner);
@@ -102,20 +120,7 @@ GM_HOT static gm_tensor *softmax_any(gm_tensor *a, int dim, int log_softmax) {
   float *y = out->data;
   GM_FOR(row, outer * inner, a->numel, {
       int64_t i = row / inner, k = row % inner;
-      const float *p = x + i * size * inner + k;
-      float *q = y + i * size * inner + k;
-      float m = -INFINITY;
-      for (int64_t j = 0; j < size; j++) m = fmaxf(m, p[j * inner]);
-      if (m == -INFINITY) m = 0; /* an all -inf row gives NaN as in PyTorch, not a shifted one */
-      double z = 0;
-      for (int64_t j = 0; j < size; j++) z += expf(p[j * inner] - m);
-      if (log_softmax) {
-        float lz = (float)log(z) + m;
-        for (int64_t j = 0; j < size; j++) q[j * inner] = p[j * inner] - lz;
-      } else {
-        float inv = (float)(1.0 / z);
-        for (int64_t j = 0; j < size; j++) q[j * inner] = expf(p[j * inner] - m) * inv;
-      }
+      gm_softmax_row(x + i * size * inner + k, size, inner, y + i * size * inner + k, log_softmax);
   });
   /* iarg[0] = dim */
   out = gm_record(out, log_softmax ? GM_OP_LOG_SOFTMAX : GM_OP_SOFTMAX, &a, 1);
