@@ -74,6 +74,8 @@ return {
   ["gm.isatty"] = "gm.isatty(fd) → whether file descriptor fd (1: stdout, 2: stderr) is a terminal",
   ["gm.realpath"] = "gm.realpath(path) → the absolute path with every link resolved; or nil, message",
   ["gm.read_file"] = "gm.read_file(path[, offset = 0[, length]]) → the bytes of a regular file (a FIFO or device is refused unopened)",
+  ["gm.pack_tables"] = "gm.pack_tables{name = table, ...} → the bytes of a file of flat string tables (each a set: key → true, or a map: key → string) that gm.load_tables reads back; write them with gm.write_atomic",
+  ["gm.load_tables"] = "gm.load_tables(path) → {name = table, ...} as gm.pack_tables packed them (every length checked; a damaged file is an error naming the byte)",
   ["gm.tensor_from_file"] = "gm.tensor_from_file(path, offset, nbytes, shape[, dtype = \"F32\"]) — a tensor read from a byte range of a regular file (F32, F64, F16, BF16), with no copy of the file",
   -- tensor: shape and values
   ["Tensor:shape"] = "t:shape() — the sizes as a Lua list",
@@ -138,6 +140,7 @@ return {
   ["Tensor:narrow"] = "t:narrow(dim, start, length) — a slice along dim from 1-based start (also gm.narrow)",
   ["Tensor:index_select"] = "t:index_select(dim, index) — the entries at 1-based indices along dim (also gm.index_select)",
   ["Tensor:gather"] = "t:gather(dim, index) — torch.gather with 1-based indices (also gm.gather)",
+  ["Tensor:top_sums"] = "t:top_sums(index, width, k) → values, groups — the k best sums of `width` entries of t at 1-based index (group g: index[(g-1)·width + 1 ..]), best first, and their group numbers (also gm.top_sums)",
   ["Tensor:index_add"] = "base:index_add(index, src) — base with rows index[k] (1-based) increased by src[k] (also gm.index_add)",
   -- tensor: neural-network ops
   ["Tensor:layer_norm"] = "x:layer_norm([weight[, bias[, eps = 1e-5]]]) — layer normalisation over the last dimension (also gm.layer_norm)",
