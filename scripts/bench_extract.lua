@@ -7,7 +7,7 @@
 -- CPU, the date and every command.
 --   graphmert scripts/bench_extract.lua [checkpoint=out/wordnet_long_extract]
 --       [config=experiments/configs/wordnet_long_extract.lua] [passages=2000] [unpacked=500]
---       [decoding=open] [large=50000]                                         (make bench-extract)
+--       [decoding=open] [large=50000] [rows=startup,two,one,mpi,unpacked,rss]  (make bench-extract)
 -- The run must exist (train it with the config first). Its held-out passages and the large
 -- corpus are written once under build/bench/ (building them loads the whole dataset: minutes).
 -- Nothing else may run on the machine meanwhile.
@@ -20,6 +20,8 @@ local n = math.tointeger(tonumber(arg[3] or 2000))
 local n_unpacked = math.tointeger(tonumber(arg[4] or 500))
 local decoding = arg[5] or "open"
 local n_large = math.tointeger(tonumber(arg[6] or 50000))
+local wanted = {}
+for key in (arg[7] or "startup,two,one,mpi,unpacked,rss"):gmatch("[^,]+") do wanted[key] = true end
 local BIN = "./build/bin/graphmert"
 local dir = "build/bench"
 os.execute("mkdir -p " .. dir)
@@ -81,7 +83,7 @@ end
 -- one command under /usr/bin/time → wall seconds, peak RSS (MB), the extraction's own seconds
 -- (from its last line: the time after start-up) and the command
 local function timed(env, input, extra)
-  local out = string.format("%s/extract_bench_%d.jsonl", dir, math.random(1 << 30))
+  local out = dir .. "/extract_bench.jsonl"
   local cmd = string.format("%s%s extract --checkpoint %s --input %s --out %s --decoding %s%s", env, BIN, checkpoint, input, out,
     decoding, extra or "")
   local p = assert(io.popen(string.format("/usr/bin/time -f '@@%%e %%M' sh -c '%s' 2>&1", cmd)))
@@ -104,17 +106,20 @@ local function row(what, passages, r)
 end
 
 local held = lines_of(held_path)
-local startup = timed("OMP_NUM_THREADS=2 ", first_path)
-row("start-up: a one-line corpus, end to end", 1, startup)
-row("heads together, 2 threads", held, timed("OMP_NUM_THREADS=2 ", held_path))
-row("heads together, 1 thread", held, timed("OMP_NUM_THREADS=1 ", held_path))
-if gm.distributed.compiled() and os.execute("command -v mpirun > /dev/null") then
+if wanted.startup then row("start-up: a one-line corpus, end to end", 1, timed("OMP_NUM_THREADS=2 ", first_path)) end
+if wanted.two then row("heads together, 2 threads", held, timed("OMP_NUM_THREADS=2 ", held_path)) end
+if wanted.one then row("heads together, 1 thread", held, timed("OMP_NUM_THREADS=1 ", held_path)) end
+if wanted.mpi and gm.distributed.compiled() and os.execute("command -v mpirun > /dev/null") then
   row("heads together, 2 MPI ranks × 1 thread", held, timed(mpirun, held_path))
 end
-row("one query per sequence (--unpacked), 2 threads", lines_of(unpacked_path), timed("OMP_NUM_THREADS=2 ", unpacked_path, " --unpacked"))
-row("hypernym only, 2 threads (peak RSS)", held, timed("OMP_NUM_THREADS=2 ", held_path, " --relations hypernym"))
-row("hypernym only, 2 threads, the large corpus (peak RSS)", lines_of(large_path), timed("OMP_NUM_THREADS=2 ", large_path,
-  " --relations hypernym"))
+if wanted.unpacked then
+  row("one query per sequence (--unpacked), 2 threads", lines_of(unpacked_path), timed("OMP_NUM_THREADS=2 ", unpacked_path, " --unpacked"))
+end
+if wanted.rss then
+  row("hypernym only, 2 threads (peak RSS)", held, timed("OMP_NUM_THREADS=2 ", held_path, " --relations hypernym"))
+  row("hypernym only, 2 threads, the large corpus (peak RSS)", lines_of(large_path), timed("OMP_NUM_THREADS=2 ", large_path,
+    " --relations hypernym"))
+end
 
 print(string.format("# Extraction benchmark (%s decoding)\n\n%s, %s; `%s`\n", decoding, cpu(), os.date("!%Y-%m-%d %H:%M UTC"),
   table.concat(arg, " ", 1, #arg > 0 and #arg or 0)))
