@@ -28,10 +28,10 @@ end
 
 local function tiny() return gm.data.dataset.load { dir = "experiments/data/tiny" } end
 
-local function keys(t)
-  local out = {}
-  for k in pairs(t) do out[#out + 1] = k end
-  table.sort(out)
+-- the relations present for a phrase, in the graph's order
+local function present(g, phrase)
+  local set, out = g:present(phrase), {}
+  for _, name in ipairs(g.relation_names) do if set[name] then out[#out + 1] = name end end
   return out
 end
 
@@ -51,7 +51,7 @@ local function answers(g, ds)
   for _, text in ipairs(texts) do
     local phrase = linker.normalize(text)
     say(text, g:heads(text), g:candidates(phrase) or false, { g:entity(text) }, g:relations_for(phrase, g.relation_names),
-      keys(g:present(phrase)))
+      present(g, phrase))
   end
   for i, t in ipairs(ds.triples) do
     local other = ds.triples[i % #ds.triples + 1]

@@ -73,12 +73,19 @@ local function split(s)
   return out
 end
 
-local function types_string(types)
+-- a relation's head or tail types as the schema gives them (a set, or "*" for any) → a sorted
+-- list, or "*": how the index and the kg.sqlite store write them
+function M.type_list(types)
   if types == "*" then return "*" end
   local list = {}
   for t in pairs(types) do list[#list + 1] = t end
   table.sort(list)
-  return table.concat(list, "\0")
+  return list
+end
+
+local function types_string(types)
+  local list = M.type_list(types)
+  return list == "*" and list or table.concat(list, "\0")
 end
 
 local function types_set(s)

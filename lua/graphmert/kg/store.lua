@@ -35,6 +35,7 @@
 local DBI = require "DBI"
 local cjson = require "cjson"
 local gm = require "graphmert"
+local type_list = require("graphmert.data.seed_graph").type_list
 
 local M = {}
 M.SCHEMA_VERSION = 1
@@ -181,11 +182,8 @@ function Store:begin_run(meta)
 end
 
 local function types_json(set)
-  if set == "*" then return "*" end
-  local list = {}
-  for t in pairs(set) do list[#list + 1] = t end
-  table.sort(list)
-  return cjson.encode(list)
+  local list = type_list(set)
+  return list == "*" and list or cjson.encode(list)
 end
 
 local function aliases_json(aliases)
