@@ -13,12 +13,14 @@
 --     first slot must start a word, no slot may be a special token.
 --   opts.mode = "constrained": only tails from opts.tails (relation id → list of id lists, e.g. the
 --     seed graph's entity names of the kind the relation reaches) are scored, each by the slot
---     distributions of one forward with ℓ masks (gathered in C: one index per tail and slot);
+--     distributions of one forward with ℓ masks (summed and ranked in C, t:top_sums: one index
+--     per tail and slot);
 --     nothing outside that list can come out.
 --   opts.top (5): candidates kept per query; opts.batch (16): sequences per forward;
---   opts.pack (false): queries that share their passage (the same toks table) are asked in one
---     sequence, each at its own head root, as many as have distinct roots — fewer, fuller
---     sequences; a query alone in its passage is asked exactly as without pack;
+--   opts.pack (false): queries that share their passage (the same toks table) and slot count are
+--     asked in one sequence, each at its own head root, as long as their head spans do not
+--     overlap — fewer, fuller sequences; a query alone in its passage is asked exactly as
+--     without pack;
 --   opts.tail_end (false): the model was trained with tail_end (gm.data.masking): one forward
 --     with every leaf slot masked, a tail ends at the first [PAD];
 --   opts.empty (false, needs tail_end): the empty tail (every slot [PAD]: "this head has no such
