@@ -221,13 +221,12 @@ end
 -- second; a re-run of the same run continues it, skipping the passages it holds
 local store
 if storing then
-  local model_keys, model_json = {}, {}
+  local model_keys = {}
   for k in pairs(run.model) do model_keys[#model_keys + 1] = k end
   table.sort(model_keys)
-  for _, k in ipairs(model_keys) do model_json[#model_json + 1] = cjson.encode(k) .. ":" .. cjson.encode(run.model[k]) end
   store = try(gm.kg.store.open, args.out, { create = true })
   try(store.begin_run, store, { checkpoint = gm.realpath(args.checkpoint), config = run.config or "",
-    model = "{" .. table.concat(model_json, ",") .. "}", dataset = graph.dataset, created = os.date("!%Y-%m-%dT%H:%M:%SZ") })
+    model = gm.json.object(run.model, model_keys), dataset = graph.dataset, created = os.date("!%Y-%m-%dT%H:%M:%SZ") })
   -- the entities and schema once, into a new store (their aliases are in the dataset, not the index)
   if store:count("relations") == 0 then try(store.add_seed_graph, store, ds or ex.run_seed_graph(args.checkpoint)) end
 end
@@ -297,7 +296,9 @@ local ok, err = pcall(function()
     if mine(k) then
       local todo = chunk
       if store then
-        local in_store = store:done((function() local ids = {} for i, p in ipairs(chunk) do ids[i] = p.id end return ids end)())
+        local ids = {}
+        for i, p in ipairs(chunk) do ids[i] = p.id end
+        local in_store = store:done(ids)
         todo = {}
         for _, p in ipairs(chunk) do if not in_store[tostring(p.id)] then todo[#todo + 1] = p end end
       elseif held[k] then

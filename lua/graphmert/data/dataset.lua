@@ -446,14 +446,6 @@ end
 
 local SEED_FILES = { "entities.jsonl", "triples.jsonl", "relations.jsonl", "dataset.json" }
 
-local function sorted_types(set)
-  if set == "*" then return "*" end
-  local list = {}
-  for t in pairs(set) do list[#list + 1] = t end
-  table.sort(list)
-  return list
-end
-
 -- Writes the seed graph (entities, triples by id, the relation schema, and in dataset.json the
 -- dataset's name and linker options) into `dir` as JSONL that load_seed_graph reads back: what a
 -- training output keeps, so that extraction reads nothing outside it. Beside them index.bin, the
@@ -473,7 +465,7 @@ function Dataset:save_seed_graph(dir, graph)
   for i, t in ipairs(self.triples) do triples[i] = cjson.encode { head = t.head, relation = t.relation, tail = t.tail } .. "\n" end
   for i, name in ipairs(self.relation_names) do
     local s = self.schema[name]
-    relations[i] = cjson.encode { name = name, head_types = sorted_types(s.head), tail_types = sorted_types(s.tail) } .. "\n"
+    relations[i] = cjson.encode { name = name, head_types = seed_graph.type_list(s.head), tail_types = seed_graph.type_list(s.tail) } .. "\n"
   end
   local meta = { cjson.encode { name = self.name, link = self.link, split_hash = self.split_hash } }
   graph = graph or seed_graph.new(self)

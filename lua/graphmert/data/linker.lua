@@ -23,6 +23,7 @@
 --   l:heads(text) → the distinct phrases mentioned, in order of first mention
 --   l:candidates(phrase) → the ranked entity ids of a normalised phrase (or nil)
 --   linker.normalize(text) → the normalised phrase ("Hot-Dog" → "hot - dog")
+--   linker.split(joined) → the list of strings joined by "\0" (a frozen index's candidates)
 -- The index is two flat tables of strings (phrase → candidates, word prefixes of names), not a
 -- tree of tables: a 10⁵-name graph adds no objects for the collector to walk during training,
 -- and once frozen the tables can be saved and read back whole (linker.restore).
@@ -119,13 +120,18 @@ function Linker:freeze()
   return self
 end
 
+-- the ids of a frozen index's entry (ids joined by "\0"), as a list
+function M.split(joined)
+  local ids = {}
+  for id in joined:gmatch("[^%z]+") do ids[#ids + 1] = id end
+  return ids
+end
+
 function Linker:candidates(phrase)
   local c = self.index[phrase]
   if type(c) ~= "string" then return c end -- nil, or a list while adding
   if not c:find("\0", 1, true) then return { c } end
-  local ids = {}
-  for id in c:gmatch("[^%z]+") do ids[#ids + 1] = id end
-  return ids
+  return M.split(c)
 end
 
 function Linker:mentions(text)

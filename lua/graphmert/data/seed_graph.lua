@@ -67,12 +67,6 @@ local FORMAT, VERSION = "graphmert seed graph index", "1"
 local TABLES = { meta = "map", phrases = "map", prefixes = "set", stopwords = "set", entity_types = "map",
   entity_names = "map", head_types = "map", tail_types = "map" }
 
-local function split(s)
-  local out = {}
-  for x in s:gmatch("[^%z]+") do out[#out + 1] = x end
-  return out
-end
-
 -- a relation's head or tail types as the schema gives them (a set, or "*" for any) → a sorted
 -- list, or "*": how the index and the kg.sqlite store write them
 function M.type_list(types)
@@ -91,7 +85,7 @@ end
 local function types_set(s)
   if s == "*" then return "*" end
   local set = {}
-  for _, t in ipairs(split(s)) do set[t] = true end
+  for _, t in ipairs(linker.split(s)) do set[t] = true end
   return set
 end
 
@@ -145,7 +139,7 @@ function M.load(path)
     error(path .. ": the seed graph index's meta table lacks dataset, relations or longest, or has a bad max_words", 0)
   end
   return setmetatable({ dataset = meta.dataset, type = t.entity_types, name = t.entity_names, tails = tails,
-    relation_names = split(meta.relations), head_types = map(t.head_types, types_set),
+    relation_names = linker.split(meta.relations), head_types = map(t.head_types, types_set),
     tail_types = map(t.tail_types, types_set),
     linker = linker.restore { index = t.phrases, prefix = t.prefixes, longest = longest, max_words = max_words,
       stopwords = t.stopwords } }, Graph)
