@@ -53,6 +53,7 @@ local args = ex.args.parse(arg, {
   { "config", nil, "a config whose dataset's seed graph to use instead of the run's own" },
   { "resume", false, "continue a stopped run from the journal it left (a .sqlite store always continues)", flag = true },
   { "unpacked", false, "one (head, relation) query per sequence instead of a passage's heads together (slower)", flag = true },
+  { "no-page", false, "do not write the KG page (kg.html) beside the output", flag = true },
 })
 local function fail(msg) ex.args.fail("extract.lua", msg) end
 if not args.checkpoint then fail("--checkpoint is required (see --help)") end
@@ -76,26 +77,11 @@ local CHUNK = 32
 -- --format's.
 local jsonl = args.format == "jsonl" or (args.format == "auto" and args.input:match("%.jsonl$") ~= nil)
 local function each_passage()
-  if jsonl then
-    local next_record = ex.args.try("extract.lua", gm.data.corpus.each_jsonl, args.input, { on_error = "stop" })
-    return function()
-      local ok, rec = pcall(next_record)
-      if not ok then fail(tostring(rec)) end
-      return rec and { id = rec.line, text = rec.text }
-    end
-  end
-  local f, err = io.open(args.input, "r")
-  if not f then fail(err) end
-  local n, lines = 0, f:lines()
+  local next_passage = ex.args.try("extract.lua", gm.data.corpus.each_passage, args.input, jsonl and "jsonl" or "text")
   return function()
-    if not lines then return nil end
-    for line in lines do
-      n = n + 1
-      if not utf8.len(line) then fail(string.format("%s:%d: not UTF-8 text", args.input, n)) end
-      if line:match("%S") then return { id = n, text = line } end
-    end
-    lines = nil
-    f:close()
+    local ok, p = pcall(next_passage)
+    if not ok then fail(tostring(p)) end
+    return p
   end
 end
 
@@ -115,17 +101,10 @@ local chunks = (total + CHUNK - 1) // CHUNK
 
 -- the outputs' folder must take files before any work is done
 local tsv_path = args.out:gsub("%.jsonl$", "") .. ".tsv"
-local function check_writable(path)
-  local info = gm.stat(path)
-  if info and info.type ~= "file" then fail(path .. " is a " .. info.type .. "; --out names the output file") end
-  local dir = path:match("^(.*)/[^/]*$") or "."
-  local probe = string.format("%s/.extract-probe.%d.%d", dir, rank, math.random(1 << 30))
-  local ok, err = gm.write_atomic(probe, { "" })
-  if not ok then fail("cannot write " .. path .. ": " .. err) end
-  os.remove(probe)
-end
-check_writable(args.out)
-if not storing then check_writable(tsv_path) end
+local page_path = not args["no-page"] and args.out:gsub("%.[^./]*$", "") .. ".html"
+ex.args.writable("extract.lua", args.out)
+if not storing then ex.args.writable("extract.lua", tsv_path) end
+if page_path then ex.args.writable("extract.lua", page_path) end
 
 local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
 local run = try(ex.read_run, args.checkpoint)
@@ -277,6 +256,22 @@ local function store_chunk(chunk, by_passage)
   end
 end
 
+-- the KG page (graphmert.kg.page) of the triples, with the text of the passages they cite
+-- (the input read once more) and the seed graph's names, aliases and facts
+local function page_data(triples, passages, entities)
+  if not passages then
+    local cited = {}
+    for _, t in ipairs(triples) do for _, s in ipairs(t.sources) do cited[tostring(math.tointeger(s) or s)] = true end end
+    passages = {}
+    for p in each_passage() do
+      local id = tostring(p.id)
+      if cited[id] then passages[id] = p.text end
+    end
+  end
+  return try(gm.kg.page.data, { triples = triples, graph = graph, passages = passages, entities = entities,
+    title = args.out:match("[^/]*$"), kg = args.out, corpus = args.input })
+end
+
 -- chunk by chunk, so that an interruption keeps every chunk finished before it
 local t0, committed = gm.clock(), gm.clock()
 local mine_total = 0
@@ -339,6 +334,11 @@ if store then
     print(string.format("%s%d passages added to %s: %d triples from %d passages in all, %.1f s", ok and "" or "interrupted: ",
       done - skipped, args.out, store:count("triples"), store:count("passages"), gm.clock() - t0))
     store:close()
+    if ok and page_path then
+      local written, werr = gm.kg.page.write(page_path, page_data(gm.kg.read(args.out, { top = args.top })))
+      if not written then fail(werr) end
+      print("the KG page: " .. page_path)
+    end
   end)
   os.exit(ok and 0 or 130)
 end
@@ -382,8 +382,8 @@ local function merged()
   return merger:result(), k - 1
 end
 
--- an interrupted run never replaces a complete output: its triples go to OUT.partial.jsonl and
--- .partial.tsv, written whole even if Ctrl-C comes again
+-- an interrupted run never replaces a complete output: its triples go to OUT.partial.jsonl,
+-- .partial.tsv and .partial.html, written whole even if Ctrl-C comes again
 local out_path, out_tsv = args.out, tsv_path
 if not ok then out_path, out_tsv = args.out:gsub("%.jsonl$", "") .. ".partial.jsonl", tsv_path:gsub("%.tsv$", "") .. ".partial.tsv" end
 local KG_FIELDS = { "head", "relation", "tail", "score", "count", "sources", "decoding", "head_id", "tail_id", "seed" }
@@ -400,13 +400,17 @@ local function write_outputs()
     tsv[#tsv + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
       t.decoding, t.head_id or "", t.tail_id or "", seed)
   end
-  local written, werr = gm.write_atomic { { out_path, jsonl_out }, { out_tsv, tsv } }
+  local files = { { out_path, jsonl_out }, { out_tsv, tsv } }
+  local out_page = page_path and (ok and page_path or page_path:gsub("%.html$", "") .. ".partial.html")
+  if out_page then files[3] = { out_page, { gm.kg.page.html(page_data(kg)) } } end
+  local written, werr = gm.write_atomic(files)
   if not written then fail(werr) end
   if ok then for r = 0, size - 1 do os.remove(journal_path(r)) end end
   local multi = 0
   for _, t in ipairs(kg) do if t.tail:find(" ") then multi = multi + 1 end end
-  print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s%s",
-    ok and "" or "interrupted: ", ok and total or done, #kg, multi, out_path, out_tsv, gm.clock() - t0,
+  print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s%s, %.1f s%s",
+    ok and "" or "interrupted: ", ok and total or done, #kg, multi, out_path, out_tsv,
+    out_page and ("; the KG page " .. out_page) or "", gm.clock() - t0,
     ok and "" or "; --resume continues the run"))
 end
 gm.without_interrupts(write_outputs)

@@ -7,7 +7,6 @@
 -- against it, with a 95% bootstrap interval over triples) and the share whose head and tail types
 -- the schema allows (validity).
 local gm = require "graphmert"
-local cjson = require "cjson"
 local ex = gm.experiment
 local stats = gm.eval.stats
 
@@ -22,33 +21,9 @@ local function fail(msg) ex.args.fail("score_kg.lua", msg) end
 if not args.kg then fail("--kg is required (see --help)") end
 if not args.data == not args.config then fail("give --data DIR or --config FILE (see --help)") end
 
--- the graph's triples as {head_id, relation, tail_id, tail}
-local function read_kg(path)
-  local triples = {}
-  if path:match("%.sqlite$") then
-    local store = gm.kg.store.open(path, { read_only = true })
-    for _, t in ipairs(store:kg(args.top)) do
-      triples[#triples + 1] = { head_id = t.head_id, relation = t.relation, tail = t.tail,
-        tail_id = not t.tail_id:match("^new:") and t.tail_id or nil, head = t.head }
-    end
-    store:close()
-    return triples
-  end
-  local n = 0
-  for line in io.lines(path) do
-    n = n + 1
-    local ok, t = pcall(cjson.decode, line)
-    if not ok or type(t) ~= "table" or type(t.relation) ~= "string" or type(t.head) ~= "string" or type(t.tail) ~= "string" then
-      error(string.format("%s:%d: not a kg.jsonl triple (head, relation, tail)", path, n), 0)
-    end
-    triples[#triples + 1] = t
-  end
-  return triples
-end
-
 local info = gm.stat(args.kg)
 if not info or info.type ~= "file" then fail(args.kg .. ": not a file") end
-local triples = ex.args.try("score_kg.lua", read_kg, args.kg)
+local triples = ex.args.try("score_kg.lua", gm.kg.read, args.kg, { top = args.top })
 local graph = gm.data.seed_graph.new(ex.args.try("score_kg.lua", ex.named_dataset, args))
 
 local function row(name, list)

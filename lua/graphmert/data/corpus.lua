@@ -8,6 +8,10 @@
 --   "stop", an error "path:line: what is wrong")
 -- each_jsonl(path, opts) → an iterator over the same records, a line read at a time (a corpus of
 --   any size in constant memory), and the report it fills as it goes
+-- each_passage(path, format) → an iterator over the passages {id = line number, text} of a file
+--   extraction reads: format "jsonl" (JSONL records, each_jsonl), "text" (one passage per line,
+--   blank lines skipped) or "auto" (jsonl for a .jsonl file); a bad line is an error
+--   "path:line: what is wrong"
 -- build(records, tokenizer, {layout = gm.layout{...}, relations = {name → id}, copies = 1,
 --   packing = "record"}) → sequences, report: records are tokenised and packed into roots; each
 --   triple's tail tokens go into the leaf slots of the first root of its head's first occurrence
@@ -76,6 +80,29 @@ function M.each_jsonl(path, opts)
     lines = nil
     f:close()
   end, report
+end
+
+function M.each_passage(path, format)
+  if format == "jsonl" or (format == "auto" and path:match("%.jsonl$")) then
+    local next_record = M.each_jsonl(path, { on_error = "stop" })
+    return function()
+      local rec = next_record()
+      return rec and { id = rec.line, text = rec.text }
+    end
+  end
+  local f, err = io.open(path, "r")
+  if not f then error(err, 0) end
+  local n, lines = 0, f:lines()
+  return function()
+    if not lines then return nil end
+    for line in lines do
+      n = n + 1
+      if not utf8.len(line) then error(string.format("%s:%d: not UTF-8 text", path, n), 0) end
+      if line:match("%S") then return { id = n, text = line } end
+    end
+    lines = nil
+    f:close()
+  end
 end
 
 function M.read_jsonl(path, opts)

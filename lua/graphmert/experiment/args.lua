@@ -10,7 +10,8 @@
 -- unknown option (with the nearest known name), a missing value, a value of the wrong type or
 -- range is a usage error (gm.errors kind "usage": the graphmert binary prints its one line,
 -- "script: message (see --help)", with no traceback and exits with status 2). M.fail(script, msg)
--- and M.try(script, fn, ...) give scripts the same ending for what they check themselves.
+-- and M.try(script, fn, ...) give scripts the same ending for what they check themselves;
+-- M.writable(script, path) checks an output can be written before the work starts.
 local errors = require "graphmert.errors"
 
 local M = {}
@@ -47,6 +48,19 @@ function M.try(script, fn, ...)
     M.fail(script, (tostring(res[2]):gsub("^[%w_./-]+%.lua:%d+: ", "")))
   end
   return table.unpack(res, 2, res.n)
+end
+
+-- the output file `path` can be written — checked before the work starts, so that hours of it are
+-- never lost to a missing folder, a full disk or a directory in the way — else a usage error
+function M.writable(script, path)
+  local gm = require "graphmert"
+  local info = gm.stat(path)
+  if info and info.type ~= "file" then M.fail(script, path .. " is a " .. info.type .. "; --out names the output file") end
+  local dir = path:match("^(.*)/[^/]*$") or "."
+  local probe = string.format("%s/.graphmert-probe.%d.%d", dir, math.random(1 << 30), os.time())
+  local ok, err = gm.write_atomic(probe, { "" })
+  if not ok then M.fail(script, "cannot write " .. path .. ": " .. err) end
+  os.remove(probe)
 end
 
 function M.usage(spec)

@@ -6,6 +6,7 @@
 --   ablate    experiments/ablation.lua     the λ × H-GAT grid with seeds and intervals
 --   validate  experiments/validate.lua     read and check a dataset
 --   export    experiments/export.lua       a kg.sqlite store as RDF or kg.jsonl / kg.tsv
+--   page      experiments/page.lua         the KG page: a kg.jsonl or kg.sqlite as one HTML file to review
 --   score     experiments/score_kg.lua     a kg.sqlite or kg.jsonl scored against a dataset
 --   configs   list the shipped configs (a --config value may be one of their names)
 -- The shipped files are found under $GRAPHMERT_HOME, else beside the binary: <prefix>/share/
@@ -17,7 +18,7 @@ local args = require "graphmert.experiment.args"
 local M = {}
 
 M.scripts = { train = "train.lua", extract = "extract.lua", evaluate = "extract_eval.lua", ablate = "ablation.lua",
-  validate = "validate.lua", export = "export.lua", score = "score_kg.lua" }
+  validate = "validate.lua", export = "export.lua", score = "score_kg.lua", page = "page.lua" }
 local ABOUT = {
   train = "train GraphMERT (and its baseline) on a config's dataset",
   extract = "a knowledge graph from text with a trained model",
@@ -25,10 +26,11 @@ local ABOUT = {
   ablate = "the λ × H-GAT ablation grid with seeds and intervals",
   validate = "read and check a dataset before training on it",
   export = "a kg.sqlite store as RDF (N-Triples, Turtle) or kg.jsonl / kg.tsv",
-  score = "score a kg.sqlite or kg.jsonl against a dataset's seed graph and schema",
+  score = "score a kg.sqlite or kg.jsonl against a dataset's seed graph and schema, or a review",
+  page = "the KG page: a kg.jsonl or kg.sqlite as one HTML file to browse, check and review",
   configs = "list the shipped configs",
 }
-local ORDER = { "train", "extract", "export", "score", "evaluate", "validate", "ablate", "configs" }
+local ORDER = { "train", "extract", "page", "export", "score", "evaluate", "validate", "ablate", "configs" }
 
 local function is_file(path)
   local info = gm.stat(path)

@@ -1,0 +1,160 @@
+-- page.lua — the KG page: an extracted knowledge graph as one self-contained HTML file (its CSS,
+-- JavaScript and data inline: no server, no network, opens from disk offline) to browse, check
+-- and review it. The page (graphmert.kg.page_template) searches entities by name or alias, draws
+-- an entity's neighbourhood (extracted triples and seed-graph facts told apart, coloured by
+-- relation, score as line weight), shows each triple's evidence (its passages, the head and tail
+-- mentions marked), filters by relation, minimum score and seed vs new (kept in the URL's
+-- fragment, so a view can be shared), sums the graph up, and records a reviewer's accept / reject
+-- per triple, exported as JSONL that `graphmert score --gold` reads as a gold set.
+--
+--   page.data{triples =, graph =, passages =, title =, kg =, corpus =} → the page's data
+--     triples: kg.jsonl records {head, relation, tail, score, count, sources, decoding, head_id,
+--       tail_id, seed}; a triple without tail_id names a new entity ("new:" .. tail)
+--     graph: the seed graph (gm.data.seed_graph; optional): entity names, types and aliases, and
+--       the facts that touch the triples' entities, drawn beside them
+--     passages: passage id (a source, as a string) → text (optional: without it the page lists
+--       the sources' ids only); a source missing from it is an error
+--   page.html(data) → the page's text
+--   page.write(path, data) → writes it atomically (true, or nil and the error)
+-- The data is JSON in a <script type="application/json"> element, every "<" escaped, so no text
+-- of the corpus can end it. Scores are kept to 4 decimals.
+local cjson = require "cjson"
+local gm = require "graphmert"
+local linker = require "graphmert.data.linker"
+
+local M = {}
+
+local MAX_ALIASES = 12 -- per entity: enough to find it by, bounded for graphs with long synonym lists
+
+local function round4(x) return math.floor(x * 1e4 + 0.5) / 1e4 end
+
+-- the ids, in order of first appearance, and a table id → position (0-based, as JavaScript counts)
+local function indexer()
+  local list, at = {}, {}
+  return list, at, function(id)
+    local i = at[id]
+    if not i then
+      list[#list + 1] = id
+      i = #list - 1
+      at[id] = i
+    end
+    return i
+  end
+end
+
+local function fail(msg) error("kg page: " .. msg, 0) end
+
+function M.data(opts)
+  local graph, passages = opts.graph, opts.passages
+  local triples = opts.triples or fail("no triples given")
+  local ids, entity_at, entity = indexer()
+  local names, new = {}, {}
+  local relations, relation_at, relation = indexer()
+  if graph then for _, name in ipairs(graph.relation_names) do relation(name) end end
+  local decodings, _, decoding = indexer()
+
+  local rows = {}
+  for n, t in ipairs(triples) do
+    if type(t.head) ~= "string" or type(t.relation) ~= "string" or type(t.tail) ~= "string" or type(t.score) ~= "number" then
+      fail(string.format("triple %d has no head, relation, tail and score", n))
+    end
+    local head_id = t.head_id or (graph and graph:entity(t.head)) or ("new:" .. t.head)
+    local tail_id = t.tail_id or ("new:" .. t.tail)
+    names[head_id], names[tail_id] = names[head_id] or t.head, names[tail_id] or t.tail
+    if not t.tail_id then new[tail_id] = true end
+    if not t.head_id and head_id:match("^new:") then new[head_id] = true end
+    local sources = {}
+    for i, s in ipairs(type(t.sources) == "table" and t.sources or {}) do
+      sources[i] = tostring(math.tointeger(s) or s) -- (cjson reads 2 as 2.0)
+      if passages and not passages[sources[i]] then
+        fail(string.format("passage %s, a source of %s / %s / %s, is not in the corpus given", sources[i], t.head,
+          t.relation, t.tail))
+      end
+    end
+    rows[n] = { entity(head_id), relation(t.relation), entity(tail_id), round4(t.score), math.tointeger(t.count) or #sources,
+      decoding(t.decoding or "open"), t.seed and 1 or 0, sources }
+  end
+
+  -- the seed graph's facts with an end among the triples' entities (one hop around the graph)
+  local facts = {}
+  if graph then
+    local wanted = {}
+    for _, id in ipairs(ids) do wanted[id] = true end
+    local fact_relations = {}
+    for name in pairs(graph.tails) do fact_relations[#fact_relations + 1] = name end
+    table.sort(fact_relations)
+    for _, name in ipairs(fact_relations) do
+      local heads = {}
+      for head in pairs(graph.tails[name]) do heads[#heads + 1] = head end
+      table.sort(heads)
+      for _, head in ipairs(heads) do
+        for _, tail in ipairs(linker.split(graph.tails[name][head])) do
+          if wanted[head] or wanted[tail] then facts[#facts + 1] = { entity(head), relation(name), entity(tail) } end
+        end
+      end
+    end
+  end
+
+  -- the entities: [id, name, type, seed (0/1), aliases]; aliases are a store's, else the linker's
+  -- phrases (names folded to lower case) for the entity other than its own name
+  local known = opts.entities or {}
+  local aliases = {}
+  if graph then
+    for phrase in pairs(graph.linker.index) do
+      for _, id in ipairs(graph:candidates(phrase) or {}) do
+        if entity_at[id] and not known[id] then
+          local list = aliases[id] or {}
+          aliases[id] = list
+          list[#list + 1] = phrase
+        end
+      end
+    end
+  end
+  local entities = {}
+  for i, id in ipairs(ids) do
+    local e = known[id] or {}
+    local name = e.name or graph and graph.name[id] or names[id] or id:gsub("^new:", "")
+    local own, list = linker.normalize(name), {}
+    local candidates = e.aliases or aliases[id] or {}
+    if not e.aliases then table.sort(candidates) end
+    for _, a in ipairs(candidates) do
+      if linker.normalize(a) ~= own and #list < MAX_ALIASES then list[#list + 1] = a end
+    end
+    local seed = e.seed
+    if seed == nil then seed = not new[id] and graph ~= nil and graph.name[id] ~= nil end
+    entities[i] = { id, name, e.type or graph and graph.type[id] or cjson.null, seed and 1 or 0, list }
+  end
+
+  local cited, cited_count = {}, 0
+  if passages then
+    for _, row in ipairs(rows) do
+      for _, s in ipairs(row[8]) do
+        if not cited[s] then cited[s], cited_count = passages[s], cited_count + 1 end
+      end
+    end
+  end
+  return { format = "graphmert-kg-page", version = 1, title = opts.title or "Knowledge graph", kg = opts.kg or "",
+    corpus = opts.corpus or "", dataset = graph and graph.dataset or "", created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
+    relations = relations, decodings = decodings, entities = entities, triples = rows, facts = facts,
+    passages = cited, passage_count = cited_count }
+end
+
+-- JSON for the page: empty tables as arrays (the page reads them as lists), "<" escaped
+local function page_json(data)
+  local text = cjson.encode(data):gsub("<", "\\u003c")
+  return text
+end
+
+function M.html(data)
+  local template = require "graphmert.kg.page_template"
+  local title = data.title:gsub("[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" })
+  local fill = { TITLE = title, DATA = page_json(data) }
+  local html = template:gsub("{{(%u+)}}", fill)
+  return html
+end
+
+function M.write(path, data)
+  return gm.write_atomic(path, { M.html(data) })
+end
+
+return M
