@@ -1,11 +1,15 @@
--- score_kg.lua — how much of an extracted knowledge graph does a dataset's seed graph hold, and
--- how much does its relation schema allow? Reads a kg.sqlite store (the top triples per head and
--- relation, as kg.jsonl lists them) or a kg.jsonl, and the dataset --config or --data names.
+-- score_kg.lua — how much of an extracted knowledge graph does a dataset's seed graph hold, how
+-- much does its relation schema allow, and how much did a person accept? Reads a kg.sqlite store
+-- (the top triples per head and relation, as kg.jsonl lists them) or a kg.jsonl, the dataset
+-- --config or --data names, and a review the KG page exported (--gold).
 --   graphmert score --kg out/tiny/kg.sqlite --config tiny [--top 5]
 --   graphmert score --kg out/tiny/kg.jsonl --data experiments/data/tiny
+--   graphmert score --kg out/tiny/kg.jsonl --gold review.jsonl [--config tiny]
 -- Prints, overall and per relation: the triples, the share the seed graph holds (precision
 -- against it, with a 95% bootstrap interval over triples) and the share whose head and tail types
--- the schema allows (validity).
+-- the schema allows (validity). With --gold: the triples reviewed and the share accepted
+-- (precision by review, with its interval over the reviewed triples); decisions about triples
+-- the graph lacks are counted on stderr, not scored.
 local gm = require "graphmert"
 local ex = gm.experiment
 local stats = gm.eval.stats
@@ -16,23 +20,55 @@ local args = ex.args.parse(arg, {
   { "config", nil, "a config whose dataset to score against (a file or a shipped config's name)" },
   { "data", nil, "a dataset folder to score against" },
   { "top", 5, "triples kept per (head, relation) from a store", type = "integer", min = 1 },
+  { "gold", nil, "a review exported by the KG page (review.jsonl): precision by a person's decisions" },
 })
 local function fail(msg) ex.args.fail("score_kg.lua", msg) end
 if not args.kg then fail("--kg is required (see --help)") end
-if not args.data == not args.config then fail("give --data DIR or --config FILE (see --help)") end
+if args.data and args.config then fail("give --data DIR or --config FILE, not both") end
+if not (args.data or args.config or args.gold) then fail("give --data DIR or --config FILE, or --gold review.jsonl (see --help)") end
 
 local info = gm.stat(args.kg)
 if not info or info.type ~= "file" then fail(args.kg .. ": not a file") end
 local triples = ex.args.try("score_kg.lua", gm.kg.read, args.kg, { top = args.top })
-local graph = gm.data.seed_graph.new(ex.args.try("score_kg.lua", ex.named_dataset, args))
+local graph = (args.data or args.config) and gm.data.seed_graph.new(ex.args.try("score_kg.lua", ex.named_dataset, args))
+local verdicts -- kg.key → 1 accepted, 0 rejected
+if args.gold then
+  verdicts = {}
+  local in_kg, lacking = {}, 0
+  for _, t in ipairs(triples) do in_kg[gm.kg.key(t)] = true end
+  for _, d in ipairs(ex.args.try("score_kg.lua", gm.kg.read_review, args.gold)) do
+    local key = gm.kg.key(d)
+    if in_kg[key] then verdicts[key] = d.verdict == "accept" and 1 or 0 else lacking = lacking + 1 end
+  end
+  if lacking > 0 then
+    io.stderr:write(string.format("%s: %d decisions are about triples %s lacks (not scored)\n", args.gold, lacking, args.kg))
+  end
+end
+
+local function interval(units, value)
+  local lo, hi, x = stats.bootstrap(units, stats.ratio(value, function() return 1 end))
+  return string.format("%.3f [%.3f, %.3f]", x, lo, hi)
+end
 
 local function row(name, list)
-  local units = {}
-  for i, t in ipairs(list) do units[i] = { held = graph:holds(t) and 1 or 0, valid = graph:valid(t) and 1 or 0 } end
-  local lo, hi, held = stats.bootstrap(units, stats.ratio(function(u) return u.held end, function() return 1 end))
-  local valid = stats.ratio(function(u) return u.valid end, function() return 1 end)(units)
-  if #units == 0 then return string.format("| %-24s | %7d | - | - |", name, 0) end
-  return string.format("| %-24s | %7d | %.3f [%.3f, %.3f] | %.3f |", name, #units, held, lo, hi, valid)
+  local cells = { string.format("| %-24s | %7d |", name, #list) }
+  if graph then
+    local units = {}
+    for i, t in ipairs(list) do units[i] = { held = graph:holds(t) and 1 or 0, valid = graph:valid(t) and 1 or 0 } end
+    if #units == 0 then
+      cells[#cells + 1] = " - | - |"
+    else
+      local valid = stats.ratio(function(u) return u.valid end, function() return 1 end)(units)
+      cells[#cells + 1] = string.format(" %s | %.3f |", interval(units, function(u) return u.held end), valid)
+    end
+  end
+  if verdicts then
+    local reviewed = {}
+    for _, t in ipairs(list) do reviewed[#reviewed + 1] = verdicts[gm.kg.key(t)] end
+    cells[#cells + 1] = string.format(" %8d | %s |", #reviewed,
+      #reviewed > 0 and interval(reviewed, function(v) return v end) or "-")
+  end
+  return table.concat(cells)
 end
 
 local by_relation, names = {}, {}
@@ -41,7 +77,15 @@ for _, t in ipairs(triples) do
   table.insert(by_relation[t.relation], t)
 end
 table.sort(names)
-local lines = { "| relation                 | triples | held by the seed graph (95% CI) | valid by the schema |",
-  "|--------------------------|---------|----------------------------------|---------------------|", row("all", triples) }
+local header, rule = { "| relation                 | triples |" }, { "|--------------------------|---------|" }
+if graph then
+  header[#header + 1] = " held by the seed graph (95% CI) | valid by the schema |"
+  rule[#rule + 1] = "----------------------------------|---------------------|"
+end
+if verdicts then
+  header[#header + 1] = " reviewed | accepted by review (95% CI) |"
+  rule[#rule + 1] = "----------|-----------------------------|"
+end
+local lines = { table.concat(header), table.concat(rule), row("all", triples) }
 for _, name in ipairs(names) do lines[#lines + 1] = row(name, by_relation[name]) end
 print(table.concat(lines, "\n"))

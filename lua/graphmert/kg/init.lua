@@ -6,6 +6,10 @@
 --     passages (id → text), entities (id → {name, type, aliases, seed}) and the run it records
 --     (meta: checkpoint, config, dataset, ...). A line that is not a triple is an error
 --     "path:line: ...".
+--   kg.read_review(path) → the decisions of a review the KG page exported (JSONL: head, head_id,
+--     relation, tail, tail_id, verdict = "accept" | "reject"), checked line by line
+--   kg.key(t) → one string per triple, the same for a kg.jsonl triple and a review decision about
+--     it: head id, relation, tail id (a new tail, which has none, by "new:" and its name)
 local cjson = require "cjson"
 
 local M = {
@@ -54,6 +58,35 @@ function M.read(path, opts)
   end
   f:close()
   return triples
+end
+
+function M.key(t)
+  local head = t.head_id ~= nil and t.head_id ~= cjson.null and t.head_id or ("new:" .. t.head)
+  local tail = t.tail_id ~= nil and t.tail_id ~= cjson.null and t.tail_id or ("new:" .. t.tail)
+  return head .. "\t" .. t.relation .. "\t" .. tail
+end
+
+function M.read_review(path)
+  local f, err = io.open(path, "r")
+  if not f then error(err, 0) end
+  local decisions, n = {}, 0
+  for line in f:lines() do
+    n = n + 1
+    if line:match("%S") then
+      local ok, d = pcall(cjson.decode, line)
+      if not ok or type(d) ~= "table" or type(d.head) ~= "string" or type(d.relation) ~= "string" or type(d.tail) ~= "string" then
+        f:close()
+        error(string.format("%s:%d: not a review decision (head, relation and tail strings, verdict)", path, n), 0)
+      end
+      if d.verdict ~= "accept" and d.verdict ~= "reject" then
+        f:close()
+        error(string.format("%s:%d: verdict %s: a decision is \"accept\" or \"reject\"", path, n, cjson.encode(d.verdict)), 0)
+      end
+      decisions[#decisions + 1] = d
+    end
+  end
+  f:close()
+  return decisions
 end
 
 return M

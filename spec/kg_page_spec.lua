@@ -1,0 +1,348 @@
+-- The KG page (graphmert.kg.page, `graphmert page`, the kg.html extract writes): its data, the
+-- command's usage errors, and the page itself in Debian's headless Chromium (spec/browser.lua) —
+-- the neighbourhood drawn, search by alias, the filters and the fragment, evidence, the review
+-- export and `graphmert score --gold` reading it.
+local gm = require "graphmert"
+local cjson = require "cjson"
+local files = require "spec.files"
+local browser = require "spec.browser"
+
+local BIN = "./build/bin/graphmert "
+local run, write, read = files.run, files.write, files.read
+local TINY = "experiments/data/tiny"
+
+local function jsonl(path)
+  local out = {}
+  for line in io.lines(path) do out[#out + 1] = cjson.decode(line) end
+  return out
+end
+
+-- the tiny dataset's entities: id → {name, aliases (lower case)}, and its facts
+local function tiny()
+  local entities, facts = {}, {}
+  for line in io.lines(TINY .. "/entities.tsv") do
+    local id, name, _, aliases = line:match("^([^\t]*)\t([^\t]*)\t([^\t]*)\t?(.*)$")
+    if id ~= "id" then
+      local names = { [name:lower()] = true }
+      for a in (aliases or ""):gmatch("[^|]+") do names[a:lower()] = true end
+      entities[id] = { name = name, names = names }
+    end
+  end
+  for line in io.lines(TINY .. "/triples.tsv") do
+    local h, r, t = line:match("^([^\t]*)\t([^\t]*)\t([^\t]*)$")
+    if h ~= "head" then facts[#facts + 1] = { h, r, t } end
+  end
+  return entities, facts
+end
+
+local function sorted(set)
+  local list = {}
+  for k in pairs(set) do list[#list + 1] = k end
+  table.sort(list)
+  return list
+end
+
+describe("the KG page's data (graphmert.kg.page)", function()
+  local page = gm.kg.page
+  local graph = gm.data.seed_graph.new(gm.experiment.dataset { dir = TINY })
+  local triples = {
+    { head = "heart", relation = "connected_to", tail = "lung", score = -0.5, count = 2, sources = { 1, 2 },
+      decoding = "open", head_id = "ANAT:0007", tail_id = "ANAT:0008", seed = true },
+    { head = "heart", relation = "produces", tail = "cardiac glue", score = -2.25, count = 1, sources = { 2 },
+      decoding = "open", head_id = "ANAT:0007", seed = false },
+  }
+  local passages = { ["1"] = "The heart pumps blood to the lungs.", ["2"] = "The heart </script><b>beats</b>." }
+
+  it("holds the triples' entities, a new tail as new:<name>, and the seed-graph facts around them", function()
+    local d = page.data { triples = triples, graph = graph, passages = passages }
+    local ids = {}
+    for i, e in ipairs(d.entities) do ids[e[1]] = i end
+    assert.truthy(ids["ANAT:0007"] and ids["ANAT:0008"] and ids["new:cardiac glue"])
+    local new = d.entities[ids["new:cardiac glue"]]
+    assert.same({ "new:cardiac glue", "cardiac glue", cjson.null, 0, {} }, new)
+    assert.equal(1, d.entities[ids["ANAT:0007"]][4])
+    local _, facts = tiny()
+    local expected = 0
+    for _, f in ipairs(facts) do
+      if f[1] == "ANAT:0007" or f[3] == "ANAT:0007" or f[1] == "ANAT:0008" or f[3] == "ANAT:0008" then expected = expected + 1 end
+    end
+    assert.equal(expected, #d.facts)
+    assert.equal(2, #d.triples)
+    assert.same({ "1", "2" }, d.triples[1][8])
+    assert.equal(-2.25, d.triples[2][4])
+    assert.equal(2, d.passage_count)
+  end)
+
+  it("finds an entity's aliases in the seed graph", function()
+    local d = page.data { triples = { { head = "digestive system", relation = "part_of", tail = "heart", score = -1,
+      head_id = "ANAT:0001", tail_id = "ANAT:0007" } }, graph = graph }
+    for _, e in ipairs(d.entities) do
+      if e[1] == "ANAT:0001" then assert.same({ "gastrointestinal system" }, e[5]) end
+    end
+  end)
+
+  it("names a source the corpus lacks, and a record that is no triple", function()
+    assert.has_error(function() page.data { triples = triples, graph = graph, passages = { ["1"] = "x" } } end,
+      "kg page: passage 2, a source of heart / connected_to / lung, is not in the corpus given")
+    assert.has_error(function() page.data { triples = { { head = "a", relation = "r" } } } end,
+      "kg page: triple 1 has no head, relation, tail and score")
+  end)
+
+  it("keeps every < of the data out of the page's markup", function()
+    local html = page.html(page.data { triples = triples, graph = graph, passages = passages, title = "a <title>" })
+    local data = html:match('<script id="kg%-data" type="application/json">(.-)</script>')
+    assert.truthy(data)
+    assert.is_nil(data:find("<", 1, true))
+    assert.equal("The heart </script><b>beats</b>.", cjson.decode(data).passages["2"])
+    assert.truthy(html:find("<title>a &lt;title&gt;</title>", 1, true))
+    assert.is_nil(html:find("https?://"), "the page loads nothing from the network")
+  end)
+end)
+
+describe("kg.read and kg.read_review", function()
+  it("name the line that is not a triple or not a decision", function()
+    local path = files.tmpname()
+    write(path, '{"head":"a","relation":"r","tail":"b","score":-1}\n[1,2]\n')
+    local function message(fn, ...) return select(2, pcall(fn, ...)) end
+    assert.equal(path .. ":2: not a kg.jsonl triple (head, relation and tail strings, a numeric score)", message(gm.kg.read, path))
+    write(path, '{"head":"a","relation":"r","tail":"b","verdict":"accept"}\n{"head":"a","relation":"r","tail":"b","verdict":"maybe"}\n')
+    assert.equal(path .. ':2: verdict "maybe": a decision is "accept" or "reject"', message(gm.kg.read_review, path))
+    os.remove(path)
+  end)
+
+  it("give a triple and a decision about it the same key, a new tail by its name", function()
+    assert.equal("A\tr\tnew:b c", gm.kg.key { head = "a", head_id = "A", relation = "r", tail = "b c" })
+    assert.equal("A\tr\tnew:b c", gm.kg.key { head = "a", head_id = "A", relation = "r", tail = "b c", tail_id = cjson.null })
+    assert.equal("A\tr\tB", gm.kg.key { head = "a", head_id = "A", relation = "r", tail = "b", tail_id = "B" })
+  end)
+end)
+
+describe("graphmert page and extract's kg.html", function()
+  local dir = files.tmpname()
+  local config = dir .. ".config.lua"
+  -- nothing held out: the run's seed graph is the whole dataset, which the expectations read
+  write(config, string.format([[return { seed = 1, data = { dir = %q }, heldout = 0, heldout_triples = 0, copies = 4,
+    vocab_size = 600, leaf_rate = 0.5, tail_end = true,
+    model = { roots = 64, leaves = 4, hidden = 32, layers = 1, heads = 2, ffn = 64, head = "single", sbo = false },
+    steps = 60, batch = 8, lr = 3e-3, warmup = 10, baseline = false }]], gm.realpath(TINY)))
+  local _, code = run(BIN .. "train --config " .. config .. " --out " .. dir)
+  assert(code == 0, "training the checkpoint failed")
+  local corpus = TINY .. "/corpus.txt"
+  local out, status = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir ..
+    "/kg.jsonl --decoding constrained")
+  assert(status == 0, out)
+  local kg_path, page_path = dir .. "/kg.jsonl", dir .. "/kg.html"
+
+  it("extract writes kg.html beside kg.jsonl, and --no-page does not", function()
+    assert.matches("the KG page " .. page_path:gsub("%p", "%%%0"), out)
+    local html = read(page_path)
+    assert.truthy(html:find('<script id="kg-data"', 1, true))
+    local o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir .. "/bare.jsonl --no-page")
+    assert.equal(0, c, o)
+    assert.is_nil(gm.stat(dir .. "/bare.html"))
+  end)
+
+  it("makes the same page's data from kg.jsonl and the corpus", function()
+    local o, c = run(BIN .. "page --kg " .. kg_path .. " --input " .. corpus .. " --checkpoint " .. dir .. " --out " .. dir .. "/again.html")
+    assert.equal(0, c, o)
+    local n = #jsonl(kg_path)
+    assert.matches(": " .. n .. " triples, %d+ entities, %d+ seed%-graph facts, %d+ passages", o)
+    local function data(path) return cjson.decode(read(path):match('<script id="kg%-data" type="application/json">(.-)</script>')) end
+    local a, b = data(page_path), data(dir .. "/again.html")
+    a.created, b.created, a.kg, b.kg, a.title, b.title = nil, nil, nil, nil, nil, nil
+    assert.same(a, b)
+  end)
+
+  it("makes a page from a kg.sqlite store, with the run's seed graph", function()
+    local o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir .. "/kg.sqlite --no-page")
+    assert.equal(0, c, o)
+    o, c = run(BIN .. "page --kg " .. dir .. "/kg.sqlite --out " .. dir .. "/store.html")
+    assert.equal(0, c, o)
+    assert.matches(dir:gsub("%p", "%%%0") .. "/store%.html: %d+ triples, %d+ entities, [1-9]%d* seed%-graph facts, 32 passages", o)
+  end)
+
+  it("gives usage errors, not tracebacks, and never writes over the kg", function()
+    local cases = {
+      { "page", "page.lua: %-%-kg is required" },
+      { "page --kg " .. dir .. "/missing.jsonl", "missing%.jsonl: not a file" },
+      { "page --kg " .. dir .. "/kg.sqlite --input " .. corpus, "holds its passages" },
+      { "page --kg " .. kg_path .. " --out " .. kg_path, "would replace the kg file" },
+      { "page --kg " .. kg_path .. " --data " .. TINY .. " --config tiny", "give one of" },
+      { "page --kg " .. kg_path .. " --input " .. dir .. "/none.txt", "none%.txt" },
+      { "page --kg " .. kg_path .. " --input " .. TINY .. "/relations.tsv", "is not in the corpus given" },
+      { "page --kg " .. kg_path .. " --out /nonexistent/dir/kg.html", "cannot write /nonexistent/dir/kg.html" },
+    }
+    for _, case in ipairs(cases) do
+      local o, c = run(BIN .. case[1])
+      assert.equal(2, c, case[1] .. "\n" .. o)
+      assert.matches(case[2], o)
+      assert.is_nil(o:find("traceback"), o)
+    end
+  end)
+
+  describe("in headless Chromium", function()
+    if not browser.path then
+      pending("chromium is not installed (scripts/setup.sh installs it)")
+      return
+    end
+    local kg = jsonl(kg_path)
+    local entities, facts = tiny()
+
+    it("draws an entity's neighbourhood: its triples' and facts' other ends", function()
+      local heart = "ANAT:0007"
+      local expected = { [heart] = true }
+      for _, t in ipairs(kg) do
+        local tail = t.tail_id or ("new:" .. t.tail)
+        if t.head_id == heart then expected[tail] = true end
+        if tail == heart then expected[t.head_id] = true end
+      end
+      for _, f in ipairs(facts) do
+        if f[1] == heart then expected[f[3]] = true end
+        if f[3] == heart then expected[f[1]] = true end
+      end
+      local r = browser.run(page_path, [[
+        return { nodes: [...document.querySelectorAll("#neighbourhood g.node")].map(g => g.dataset.id),
+          centre: document.querySelector("#neighbourhood g.center").dataset.id,
+          edges: document.querySelectorAll("#neighbourhood path.edge").length,
+          facts: document.querySelectorAll("#neighbourhood path.edge.fact").length,
+          title: document.querySelector("main h2").textContent };]], "#e=" .. heart)
+      assert.equal(heart, r.centre)
+      assert.matches("^heart ANAT:0007", r.title)
+      local drawn = {}
+      for _, id in ipairs(r.nodes) do drawn[id] = true end
+      local want = sorted(expected)
+      if #want <= 37 then
+        assert.same(want, sorted(drawn))
+      else
+        assert.equal(37, #r.nodes)
+        for id in pairs(drawn) do assert.truthy(expected[id], id) end
+      end
+      assert.is_true(r.facts > 0 and r.edges > r.facts)
+    end)
+
+    it("finds an entity by an alias and moves to it", function()
+      local r = browser.run(page_path, [[
+        const box = document.getElementById("search");
+        box.value = "gastrointestinal";
+        box.dispatchEvent(new Event("input"));
+        const first = document.querySelector("#suggestions li");
+        const found = { id: first.dataset.id, text: first.textContent };
+        first.dispatchEvent(new MouseEvent("mousedown", { bubbles: true }));
+        await sleep(50);
+        return { found, hash: location.hash, title: document.querySelector("main h2").textContent };]])
+      assert.equal("ANAT:0001", r.found.id)
+      assert.matches("alias “gastrointestinal system”", r.found.text)
+      assert.equal("#e=ANAT%3A0001", r.hash)
+      assert.matches("^digestive system", r.title)
+    end)
+
+    it("hides the other relations when one is chosen, and keeps the view in the fragment", function()
+      local r = browser.run(page_path, [[
+        const before = new Set([...document.querySelectorAll("main tr[data-relation]")].map(t => t.dataset.relation)).size;
+        document.querySelectorAll("#relation-menu input").forEach(b => { b.checked = b.parentElement.textContent.trim() === "part_of"; });
+        document.getElementById("relation-menu").dispatchEvent(new Event("change"));
+        await sleep(10);
+        return { before, hash: location.hash,
+          rows: [...document.querySelectorAll("main tr[data-relation]")].map(t => t.dataset.relation),
+          edges: [...document.querySelectorAll("#neighbourhood path.edge")].map(p => p.dataset.relation),
+          summary: document.getElementById("relations-summary").textContent };]], "#e=ANAT:0007")
+      assert.is_true(r.before > 1)
+      assert.equal("#e=ANAT%3A0007&r=part_of", r.hash)
+      assert.equal("Relations: part_of", r.summary)
+      assert.is_true(#r.rows > 0 and #r.edges > 0)
+      for _, rel in ipairs(r.rows) do assert.equal("part_of", rel) end
+      for _, rel in ipairs(r.edges) do assert.equal("part_of", rel) end
+    end)
+
+    it("opens a shared view: relation, minimum score, new triples only, facts hidden", function()
+      local new_scores = {}
+      for _, t in ipairs(kg) do if not t.seed then new_scores[#new_scores + 1] = t.score end end
+      table.sort(new_scores, function(a, b) return a > b end)
+      -- about the tenth best new triple's score, between two of the page's 4-decimal scores
+      local min = math.floor(new_scores[math.min(10, #new_scores)] * 10) / 10 - 0.05123
+      local wanted = 0
+      for _, t in ipairs(kg) do if t.score >= min and not t.seed then wanted = wanted + 1 end end
+      local r = browser.run(page_path, [[
+        return { kind: document.getElementById("kind").value, facts: document.getElementById("facts").checked,
+          min: document.getElementById("min-score").value,
+          count: +document.querySelector("#summary .numbers b").textContent,
+          scores: [...document.querySelectorAll("#all-triples tr.triple td:nth-child(4)")].map(td => +td.textContent),
+          seedRows: document.querySelectorAll("#all-triples .badge.seed").length };]], "#min=" .. min .. "&kind=new&facts=0")
+      assert.equal("new", r.kind)
+      assert.is_false(r.facts)
+      assert.equal(tostring(min), r.min)
+      assert.equal(wanted, r.count)
+      assert.equal(0, r.seedRows)
+      assert.is_true(#r.scores > 0)
+      for _, s in ipairs(r.scores) do assert.is_true(s >= min - 5e-4, s) end
+    end)
+
+    it("shows a triple's passages with the head's mention marked", function()
+      local r = browser.run(page_path, [[
+        const row = document.querySelector("#all-triples tr.triple");
+        row.querySelector("button.evidence-toggle").click();
+        const ev = row.nextElementSibling;
+        return { evidence: ev.classList.contains("evidence"), passages: ev.querySelectorAll(".passage").length,
+          count: +row.children[4].textContent, head: row.children[0].querySelector("a").title,
+          marks: [...ev.querySelectorAll("mark.head")].map(m => m.textContent) };]])
+      assert.is_true(r.evidence)
+      assert.equal(r.count, r.passages)
+      assert.equal(r.passages, #r.marks)
+      for _, m in ipairs(r.marks) do assert.truthy(entities[r.head].names[m:lower()], m) end
+    end)
+
+    it("exports the decisions clicked as JSONL that graphmert score --gold reads", function()
+      local r = browser.run(page_path, [[
+        const rows = [...document.querySelectorAll("#all-triples tr.triple")];
+        rows[0].querySelector("button.accept").click();
+        rows[1].querySelector("button.reject").click();
+        rows[2].querySelector("button.accept").click();
+        rows[2].querySelector("button.accept").click(); // a second click takes it back
+        document.getElementById("review-open").click();
+        const cells = row => [...row.children].slice(0, 3).map(td => td.textContent);
+        return { text: document.getElementById("review-jsonl").value, first: cells(rows[0]), second: cells(rows[1]),
+          count: document.getElementById("review-count").textContent,
+          download: document.getElementById("review-download").href.slice(0, 5) };]])
+      assert.equal("2", r.count)
+      assert.equal("blob:", r.download)
+      local lines = {}
+      for line in r.text:gmatch("[^\n]+") do lines[#lines + 1] = cjson.decode(line) end
+      assert.equal(2, #lines)
+      local by_verdict = {}
+      for _, d in ipairs(lines) do by_verdict[d.verdict] = d end
+      assert.same(r.first, { by_verdict.accept.head, by_verdict.accept.relation, by_verdict.accept.tail })
+      assert.same(r.second, { by_verdict.reject.head, by_verdict.reject.relation, by_verdict.reject.tail })
+      local review = dir .. "/review.jsonl"
+      write(review, r.text)
+      local o, c = run(BIN .. "score --kg " .. kg_path .. " --gold " .. review)
+      assert.equal(0, c, o)
+      assert.matches("| all +| +" .. #kg .. " | +2 | 0%.500 %[", o)
+    end)
+
+    it("shows a corpus's markup as text and pages long lists", function()
+      local triples, passages = {}, { ["1"] = "<img src=x onerror=\"document.title='pwned'\"> heart </script><b>bold</b>" }
+      for i = 1, 250 do
+        triples[i] = { head = "heart", relation = "part_of", tail = "tail " .. i, score = -i / 100, count = 1, sources = { 1 },
+          head_id = "ANAT:0007" }
+      end
+      local path = files.tmpname() .. ".html"
+      assert(gm.kg.page.write(path, gm.kg.page.data { triples = triples, passages = passages, title = "</title><b>x" }))
+      local r = browser.run(path, [[
+        const rows = () => document.querySelectorAll("#all-triples tr.triple").length;
+        const first = rows();
+        document.querySelector("#all-triples .more button").click();
+        const second = rows();
+        document.querySelector("#all-triples tr.triple button.evidence-toggle").click();
+        return { first, second, title: document.title, ready: document.documentElement.dataset.readyMs !== undefined,
+          bold: document.querySelectorAll("main b").length - document.querySelectorAll("#summary .numbers b").length,
+          images: document.images.length, text: document.querySelector(".passage").textContent };]])
+      os.remove(path)
+      assert.same({ 100, 200 }, { r.first, r.second })
+      assert.equal("</title><b>x", r.title)
+      assert.is_true(r.ready)
+      assert.equal(0, r.bold)
+      assert.equal(0, r.images)
+      assert.matches("<img src=x", r.text, 1, true)
+    end)
+  end)
+end)
