@@ -53,7 +53,7 @@ CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 BIND_OBJ := $(patsubst src/%.c,build/obj/%.o,$(BIND_SRC))
 HEADERS  := $(wildcard src/*.h)
 
-.PHONY: all setup test test-lua test-embedded check-core bench bench-cpu bench-tiles bench-gemm bench-extract demo gene-ontology install uninstall clean asan valgrind fuzz-smoke long-run
+.PHONY: all setup test test-lua test-embedded check-core bench bench-cpu bench-tiles bench-gemm bench-extract bench-page demo gene-ontology install uninstall clean asan valgrind fuzz-smoke long-run
 
 all: build/graphmert/core.so build/bin/graphmert
 
@@ -118,6 +118,9 @@ bench-gemm: build/bin/bench_gemm build/bin/bench_fma_peak
 # extraction on the README's long run (train it first: experiments/configs/wordnet_long_extract.lua)
 bench-extract: all
 	./build/bin/graphmert scripts/bench_extract.lua
+
+bench-page: all
+	./build/bin/graphmert scripts/bench_page.lua
 
 bench-cpu: all build/bin/bench_fma_peak
 	./build/bin/graphmert scripts/bench_cpu.lua

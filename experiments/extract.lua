@@ -269,7 +269,7 @@ local function page_data(triples, passages, entities)
     end
   end
   return try(gm.kg.page.data, { triples = triples, graph = graph, passages = passages, entities = entities,
-    title = args.out:match("[^/]*$"), kg = args.out, corpus = args.input })
+    title = args.out, kg = args.out, corpus = args.input })
 end
 
 -- chunk by chunk, so that an interruption keeps every chunk finished before it

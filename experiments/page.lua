@@ -21,7 +21,7 @@ local args = ex.args.parse(arg, {
   { "config", nil, "a config whose dataset's seed graph to show" },
   { "out", nil, "the page to write (default: the kg file with .html)" },
   { "top", 5, "triples kept per (head, relation) from a store", type = "integer", min = 1 },
-  { "title", nil, "the page's title (default: the kg file's name)" },
+  { "title", nil, "the page's title (default: the kg file's path)" },
 })
 local function fail(msg) ex.args.fail("page.lua", msg) end
 local function try(fn, ...) return ex.args.try("page.lua", fn, ...) end
@@ -60,7 +60,7 @@ else
 end
 
 local data = try(gm.kg.page.data, { triples = triples, graph = graph, passages = passages, entities = entities,
-  title = args.title or args.kg:match("[^/]*$"), kg = args.kg, corpus = args.input or (storing and args.kg) or "" })
+  title = args.title or args.kg, kg = args.kg, corpus = args.input or (storing and args.kg) or "" })
 local ok, err = gm.kg.page.write(out, data)
 if not ok then fail(err) end
 print(string.format("%s: %d triples, %d entities, %d seed-graph facts, %d passages", out, #data.triples, #data.entities,

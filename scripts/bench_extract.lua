@@ -13,6 +13,7 @@
 -- Nothing else may run on the machine meanwhile.
 local gm = require "graphmert"
 local ex = gm.experiment
+local bench = require "scripts.bench_common"
 
 local checkpoint = arg[1] or "out/wordnet_long_extract"
 local config = arg[2] or "experiments/configs/wordnet_long_extract.lua"
@@ -28,21 +29,6 @@ os.execute("mkdir -p " .. dir)
 if not gm.stat(checkpoint .. "/run.json") then
   io.stderr:write(checkpoint .. " is not a training run: train it first (see " .. config .. ")\n")
   os.exit(2)
-end
-
-local function cpu()
-  local name, flags, family, model = "unknown CPU", "", "?", "?"
-  for line in io.lines("/proc/cpuinfo") do
-    name = line:match("^model name%s*:%s*(.-)%s*$") or name
-    family = line:match("^cpu family%s*:%s*(%d+)") or family
-    model = line:match("^model%s*:%s*(%d+)") or model
-    flags = line:match("^flags%s*:%s*(.*)$") or flags
-  end
-  local simd = {}
-  for _, f in ipairs { "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile" } do
-    if (" " .. flags .. " "):find(" " .. f .. " ", 1, true) then simd[#simd + 1] = f end
-  end
-  return string.format("%s (family %s, model %s; %s)", name, family, model, table.concat(simd, ", "))
 end
 
 -- the corpora: the run's held-out passages (the first n_large training glosses for the large one)
@@ -121,7 +107,7 @@ if wanted.rss then
     " --relations hypernym"))
 end
 
-print(string.format("# Extraction benchmark (%s decoding)\n\n%s, %s; `%s`\n", decoding, cpu(), os.date("!%Y-%m-%d %H:%M UTC"),
+print(string.format("# Extraction benchmark (%s decoding)\n\n%s, %s; `%s`\n", decoding, bench.cpu(), os.date("!%Y-%m-%d %H:%M UTC"),
   table.concat(arg, " ", 1, #arg > 0 and #arg or 0)))
 print("| run | passages | wall s | extraction s | passages/s | peak RSS MB | command |")
 print("|---|---|---|---|---|---|---|")

@@ -5,11 +5,12 @@
 # sqlite3 exports the Gene Ontology (scripts/gene_ontology.sh); strace lets the hostile-folder
 # specs see which files a load opens; lua-dbi-sqlite3 writes and reads the kg.sqlite stores (Lua DBI
 # with prepared statements over Debian's libsqlite3); raptor2-utils' rapper checks the RDF exports;
-# time (/usr/bin/time) reads the peak memory of the extraction benchmark (make bench-extract).
+# time (/usr/bin/time) reads the peak memory of the extraction benchmark (make bench-extract);
+# chromium (headless) runs the KG page's specs and its benchmark, fonts-dejavu-core its text.
 set -e
 PACKAGES="build-essential pkg-config lua5.4 liblua5.4-dev libopenblas-dev libopenmpi-dev openmpi-bin lua-lpeg lua-busted \
 lua-cjson libreadline-dev wordnet-base gnuplot-nox libdnnl-dev sqlite3 strace \
-lua-dbi-sqlite3 raptor2-utils time"
+lua-dbi-sqlite3 raptor2-utils time chromium fonts-dejavu-core"
 missing=""
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

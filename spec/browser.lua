@@ -3,8 +3,13 @@
 -- the page; it acts as a user would (sets inputs, dispatches events, clicks buttons) and returns
 -- a JSON value, which Chromium's --dump-dom hands back in a <pre id="test-result">.
 --   browser.path → the chromium binary, or nil when it is not installed
---   browser.run(page, driver, fragment) → the driver's result (a Lua value), or an error
--- Virtual time (--virtual-time-budget) lets the driver's waits (await sleep(ms)) pass at once.
+--   browser.screenshot(page, png, {driver =, fragment =, width = 1280, height = 900}) → writes a PNG
+--     of the page after a driver (run without waiting) acted on it
+--   browser.run(page, driver, fragment, {real_time = false}) → the driver's result (a Lua value),
+--     or an error
+-- Virtual time (--virtual-time-budget) lets the driver's waits (await sleep(ms)) pass at once;
+-- with real_time (for timings: virtual time would stop performance.now) there is none, and the
+-- driver must finish without waiting (the DOM is taken at the load event).
 -- Each run has its own profile folder, so no decisions kept by one run reach another.
 local cjson = require "cjson"
 local files = require "spec.files"
@@ -41,16 +46,38 @@ local function unescape(s)
   return (s:gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&quot;", '"'):gsub("&#39;", "'"):gsub("&amp;", "&"))
 end
 
-function M.run(page, driver, fragment)
-  assert(M.path, "chromium is not installed")
+-- a copy of the page with the driver after its own script
+local function with_driver(page, driver)
   local html = files.read(page)
   local at = html:find("</body>", 1, true)
   assert(at, page .. " has no </body>")
-  local copy, profile = files.tmpname() .. ".html", files.tmpname()
+  local copy = files.tmpname() .. ".html"
   local before, after = HARNESS:match("^(.-)%%s(.*)$")
   files.write(copy, html:sub(1, at - 1) .. before .. driver .. after .. html:sub(at))
-  local out, code = files.run(string.format("%s --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=%s " ..
-    "--virtual-time-budget=30000 --dump-dom 'file://%s%s' 2>/dev/null", M.path, profile, copy, fragment or ""))
+  return copy
+end
+
+local function chromium(profile, flags, url)
+  return files.run(string.format("%s --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars " ..
+    "--user-data-dir=%s %s '%s' 2>/dev/null", M.path, profile, flags, url))
+end
+
+function M.screenshot(page, png, opts)
+  assert(M.path, "chromium is not installed")
+  opts = opts or {}
+  local copy, profile = with_driver(page, opts.driver or ""), files.tmpname()
+  local out, code = chromium(profile, string.format("--window-size=%d,%d --screenshot=%s", opts.width or 1280,
+    opts.height or 900, png), "file://" .. copy .. (opts.fragment or ""))
+  os.remove(copy)
+  os.execute("rm -rf '" .. profile .. "'")
+  assert(code == 0, "chromium exited with " .. tostring(code) .. ": " .. out)
+end
+
+function M.run(page, driver, fragment, opts)
+  assert(M.path, "chromium is not installed")
+  local copy, profile = with_driver(page, driver), files.tmpname()
+  local virtual = not (opts and opts.real_time) and "--virtual-time-budget=30000 " or ""
+  local out, code = chromium(profile, virtual .. "--dump-dom", "file://" .. copy .. (fragment or ""))
   os.remove(copy)
   os.execute("rm -rf '" .. profile .. "'")
   assert(code == 0, "chromium exited with " .. tostring(code))

@@ -16,18 +16,19 @@ return [==[<!DOCTYPE html>
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, "DejaVu Sans", sans-serif; color: var(--ink); background: var(--bg); }
 header { position: sticky; top: 0; z-index: 5; background: #fff; border-bottom: 1px solid var(--line); padding: 8px 16px;
-  display: flex; flex-wrap: wrap; gap: 10px 18px; align-items: center; }
-header h1 { font-size: 16px; margin: 0; white-space: nowrap; }
+  display: flex; flex-wrap: wrap; gap: 8px 14px; align-items: center; }
+header h1 { font-size: 16px; margin: 0; white-space: nowrap; max-width: 220px; overflow: hidden; text-overflow: ellipsis; }
 header h1 a { color: inherit; text-decoration: none; }
 .search { position: relative; }
-.search input { width: 280px; padding: 5px 8px; border: 1px solid #b9c0cc; border-radius: 4px; font: inherit; }
+.search input { width: 230px; padding: 5px 8px; border: 1px solid #b9c0cc; border-radius: 4px; font: inherit; }
 #suggestions { position: absolute; top: 100%; left: 0; width: 380px; margin: 2px 0 0; padding: 0; list-style: none;
   background: #fff; border: 1px solid #b9c0cc; border-radius: 4px; box-shadow: 0 4px 14px #0002; max-height: 360px; overflow: auto; }
 #suggestions:empty { display: none; }
 #suggestions li { padding: 5px 8px; cursor: pointer; }
 #suggestions li:hover, #suggestions li.active { background: #e8eef9; }
 #suggestions small { color: var(--muted); }
-.filters { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: center; }
+.filters { display: flex; flex-wrap: wrap; gap: 6px 12px; align-items: center; }
+.filters select { max-width: 180px; }
 .filters label { white-space: nowrap; }
 .filters input[type=number] { width: 72px; }
 details.relations { position: relative; }
@@ -90,7 +91,7 @@ dialog .row { display: flex; gap: 10px; align-items: center; margin: 8px 0; flex
 </head>
 <body>
 <header>
-  <h1><a href="#" id="home-link">{{TITLE}}</a></h1>
+  <h1><a href="#" id="home-link" title="{{TITLE}}: the summary">{{TITLE}}</a></h1>
   <div class="search">
     <input id="search" type="search" placeholder="Search an entity by name or alias" autocomplete="off" aria-label="Search an entity">
     <ul id="suggestions" role="listbox"></ul>
@@ -99,9 +100,9 @@ dialog .row { display: flex; gap: 10px; align-items: center; margin: 8px 0; flex
     <details class="relations" id="relations"><summary id="relations-summary">Relations: all</summary><div class="menu" id="relation-menu"></div></details>
     <label>min score <input id="min-score" type="number" step="0.1" max="0" placeholder="any"></label>
     <label>show <select id="kind">
-      <option value="all">all extracted triples</option>
-      <option value="new">only new to the seed graph</option>
-      <option value="seed">only held by the seed graph</option>
+      <option value="all">all triples</option>
+      <option value="new">new to the seed graph</option>
+      <option value="seed">in the seed graph</option>
     </select></label>
     <label><input id="facts" type="checkbox" checked> seed-graph facts</label>
   </div>
@@ -276,7 +277,7 @@ function evidenceHtml(t) {
   if (!t.src.length) return '<p class="muted">No source passages are recorded for this triple.</p>';
   return t.src.map(id => {
     const text = PASSAGES[id];
-    const where = `<div class="where">passage ${esc(id)}${D.corpus ? " of " + esc(D.corpus) : ""}</div>`;
+    const where = `<div class="where">line ${esc(id)}${D.corpus ? " of " + esc(D.corpus) : ""}</div>`;
     return `<div class="passage">${where}${text === undefined ? '<span class="muted">(the page was made without the corpus)</span>' : markPassage(text, t)}</div>`;
   }).join("");
 }
