@@ -76,25 +76,25 @@ build/obj/mpi-$(MPI).stamp: | build/obj
 build/graphmert/core.so: $(CORE_OBJ) $(BIND_OBJ) | build/graphmert
 	$(CC) -shared -Wl,-z,nodelete -o $@ $^ $(LDLIBS)
 
-build/gen/embedded_lua.c: scripts/embed_lua.lua $(LUA_SRC) | build/gen
-	$(LUA) scripts/embed_lua.lua $@ $(LUA_SRC)
+build/gen/embedded_lua.c: scripts/build/embed_lua.lua $(LUA_SRC) | build/gen
+	$(LUA) scripts/build/embed_lua.lua $@ $(LUA_SRC)
 
 # -Wl,-E exports the Lua API so that C modules such as lpeg still load in the binary.
 build/bin/graphmert: src/main.c src/main_arena.c src/main_arena.h build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) | build/bin
 	$(CC) $(ALL_CFLAGS) -Isrc -o $@ src/main.c src/main_arena.c build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) \
 	  $(LUA_STATIC) $(LDLIBS) -lreadline -ldl -Wl,-E
 
-build/bin/bench_sgemm: scripts/bench_sgemm.c scripts/bench_util.h | build/bin
+build/bin/bench_sgemm: scripts/bench/bench_sgemm.c scripts/bench/bench_util.h | build/bin
 	$(CC) -O2 $(BLAS_CFLAGS) -o $@ $< $(BLAS_LIBS) -lm
 
 # No -march: the loops carry their own AVX-512 attributes and the program checks the CPU first.
-build/bin/bench_fma_peak: scripts/bench_fma_peak.c scripts/bench_util.h | build/bin
+build/bin/bench_fma_peak: scripts/bench/bench_fma_peak.c scripts/bench/bench_util.h | build/bin
 	$(CC) -O2 -fopenmp -o $@ $<
 
 # The attention's float32 tile products alone, in the attention's loop order, after the FMA peak
 # on 1 and 2 threads (seconds; not part of make test). Linked with the core's objects: the tile
 # kernel is internal.
-build/bin/bench_tiles: scripts/bench_tiles.c scripts/bench_util.h $(CORE_OBJ) $(HEADERS) | build/bin
+build/bin/bench_tiles: scripts/bench/bench_tiles.c scripts/bench/bench_util.h $(CORE_OBJ) $(HEADERS) | build/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -fopenmp -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
 
 bench-tiles: build/bin/bench_tiles build/bin/bench_fma_peak
@@ -106,7 +106,7 @@ bench-tiles: build/bin/bench_tiles build/bin/bench_fma_peak
 # graphmert's float32 products (OpenBLAS) against oneDNN's sgemm over the training step's shapes,
 # after the FMA peak (seconds; not part of make test). Linked with the core's objects: gm_gemm is
 # internal.
-build/bin/bench_gemm: scripts/bench_gemm.c scripts/bench_util.h $(CORE_OBJ) $(HEADERS) | build/bin
+build/bin/bench_gemm: scripts/bench/bench_gemm.c scripts/bench/bench_util.h $(CORE_OBJ) $(HEADERS) | build/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -fopenmp -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
 
 bench-gemm: build/bin/bench_gemm build/bin/bench_fma_peak
@@ -117,13 +117,13 @@ bench-gemm: build/bin/bench_gemm build/bin/bench_fma_peak
 # and PyTorch's figures (a few minutes); not part of make test.
 # extraction on the README's long run (train it first: experiments/configs/wordnet_long_extract.lua)
 bench-extract: all
-	./build/bin/graphmert scripts/bench_extract.lua
+	./build/bin/graphmert scripts/bench/bench_extract.lua
 
 bench-page: all
-	./build/bin/graphmert scripts/bench_page.lua
+	./build/bin/graphmert scripts/bench/bench_page.lua
 
 bench-cpu: all build/bin/bench_fma_peak
-	./build/bin/graphmert scripts/bench_cpu.lua
+	./build/bin/graphmert scripts/bench/bench_cpu.lua
 
 # The core never sees Lua: only the binding (lgm_*) and main.c include Lua headers.
 check-core:
@@ -135,32 +135,32 @@ setup:
 test: $(if $(filter 1,$(SETUP)),setup)
 	$(MAKE) all
 	$(MAKE) check-core
-	sh scripts/run_tests.sh
+	sh scripts/test/run_tests.sh
 
 test-lua: all
-	$(BUSTED) -o scripts/summary_output.lua
+	$(BUSTED) -o scripts/test/summary_output.lua
 
 test-embedded: all
-	$(BUSTED) --run=embedded -o scripts/summary_output.lua
+	$(BUSTED) --run=embedded -o scripts/test/summary_output.lua
 
 demo: $(if $(filter 1,$(SETUP)),setup)
 	$(MAKE) all
 	./build/bin/graphmert experiments/train.lua --config experiments/configs/wordnet_10min.lua \
 	  --out out/wordnet_10min
 
-# The Gene Ontology from Debian's r-bioc-go.db as a dataset (scripts/gene_ontology.sh), GraphMERT
+# The Gene Ontology from Debian's r-bioc-go.db as a dataset (scripts/data/gene_ontology.sh), GraphMERT
 # and its baseline trained on it, and extraction from held-out definitions scored against it.
 gene-ontology: $(if $(filter 1,$(SETUP)),setup)
 	$(MAKE) all
-	sh scripts/gene_ontology.sh
+	sh scripts/data/gene_ontology.sh
 	./build/bin/graphmert experiments/train.lua --config experiments/configs/gene_ontology.lua \
 	  --out out/gene_ontology
 	./build/bin/graphmert experiments/extract_eval.lua --checkpoint out/gene_ontology \
 	  --config experiments/configs/gene_ontology.lua --decoding constrained --passages 300
 
 bench: all build/bin/bench_sgemm
-	./build/bin/graphmert scripts/bench_core.lua
-	./build/bin/graphmert scripts/bench_digress.lua
+	./build/bin/graphmert scripts/bench/bench_core.lua
+	./build/bin/graphmert scripts/bench/bench_digress.lua
 
 # -fno-sanitize-recover: an UndefinedBehaviorSanitizer report stops the run instead of scrolling by.
 # Only the build products are removed (before and after), not the fuzzers' corpora under build/fuzz.
@@ -169,19 +169,19 @@ asan:
 	rm -rf $(BUILD_PRODUCTS)
 	$(MAKE) all CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 	ASAN_OPTIONS=detect_leaks=1 GRAPHMERT_ASAN_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
-	  $(BUSTED) --run=embedded -o scripts/summary_output.lua
+	  $(BUSTED) --run=embedded -o scripts/test/summary_output.lua
 	rm -rf $(BUILD_PRODUCTS)
 
 # The specs under valgrind (stock lua5.4 loading core.so): memory errors and definite leaks fail.
 # Slow (tens of minutes); not part of make test.
 valgrind: all
 	valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-	  --suppressions=scripts/valgrind.supp --num-callers=30 \
-	  $(LUA) /usr/bin/busted --run=default -o scripts/summary_output.lua $(SPECS)
+	  --suppressions=scripts/test/valgrind.supp --num-callers=30 \
+	  $(LUA) /usr/bin/busted --run=default -o scripts/test/summary_output.lua $(SPECS)
 
 # 10,000 steps of a tiny model: RSS drift and live bytes (not part of make test)
 long-run: all
-	./build/bin/graphmert scripts/long_run.lua 10000
+	./build/bin/graphmert scripts/test/long_run.lua 10000
 
 # libFuzzer harnesses (clang): the core and binding rebuilt with ASan, UBSan and coverage.
 FUZZ_TARGETS := safetensors from_pretrained tokenizer wordnet jsonl dataset api

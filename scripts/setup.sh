@@ -2,7 +2,7 @@
 # setup.sh — installs the Debian packages graphmert needs, only those missing. Idempotent:
 # a second run installs nothing. Used by `make test`, `make demo` and .ci/run. libdnnl-dev is
 # optional at run time (gm_dnnl.c loads it if present): it speeds up the "medium" precision.
-# sqlite3 exports the Gene Ontology (scripts/gene_ontology.sh); strace lets the hostile-folder
+# sqlite3 exports the Gene Ontology (scripts/data/gene_ontology.sh); strace lets the hostile-folder
 # specs see which files a load opens; lua-dbi-sqlite3 writes and reads the kg.sqlite stores (Lua DBI
 # with prepared statements over Debian's libsqlite3); raptor2-utils' rapper checks the RDF exports;
 # time (/usr/bin/time) reads the peak memory of the extraction benchmark (make bench-extract);

@@ -1,4 +1,4 @@
--- Hostile checkpoint folders (made by scripts/hostile_checkpoints.lua): each load, in a process of
+-- Hostile checkpoint folders (made by scripts/test/hostile_checkpoints.lua): each load, in a process of
 -- its own, ends in under a second with an error naming the file and the problem (or loads, for a
 -- Hugging Face cache whose links stay inside it), its peak RSS stays under 100 MB, a FIFO never
 -- blocks it, and no file outside the folder is opened.
@@ -35,7 +35,7 @@ local function from_pretrained(case) return string.format("gm.nn.GraphMERT.from_
 
 describe("hostile checkpoint folders", function()
   setup(function()
-    local output, code = files.run(BIN .. " scripts/hostile_checkpoints.lua " .. out)
+    local output, code = files.run(BIN .. " scripts/test/hostile_checkpoints.lua " .. out)
     assert(code == 0, output)
   end)
   teardown(function() os.execute("rm -rf " .. out) end)

@@ -175,9 +175,9 @@ describe("safetensors F16 and BF16", function()
   end)
 end)
 
-describe("scripts/torch_to_safetensors.lua", function()
+describe("scripts/tools/torch_to_safetensors.lua", function()
   local function run(args)
-    local p = io.popen("./build/bin/graphmert scripts/torch_to_safetensors.lua " .. args .. " 2>&1")
+    local p = io.popen("./build/bin/graphmert scripts/tools/torch_to_safetensors.lua " .. args .. " 2>&1")
     local out = p:read("a")
     local ok = p:close()
     return out, ok

@@ -1,5 +1,5 @@
 -- GraphMERT on the Gene Ontology (Debian's r-bioc-go.db, release 2022-07-01, exported by
--- scripts/gene_ontology.sh: 35,140 definitions as "term name: definition" passages, 43,558
+-- scripts/data/gene_ontology.sh: 35,140 definitions as "term name: definition" passages, 43,558
 -- terms with 117,981 synonyms as entities typed by namespace, 85,713 is_a / part_of /
 -- (positively, negatively) regulates edges as the seed graph), then the baseline without decay
 -- and H-GAT on the same budget — about half an hour on 2 cores:

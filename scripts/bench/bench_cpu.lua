@@ -2,18 +2,18 @@
 -- machine (a register-only loop, build/bin/bench_fma_peak), then t:matmul 2048³, gm.attention
 -- forward+backward (B8 H8 N1024 d64, decay [H,N,N] in scores; also, in float32, with
 -- gm.set_attention_keep_scores(true)) and the 2-layer GraphMERT
--- training step of scripts/bench_model.lua (every leaf filled, and 15% filled), each in the
+-- training step of scripts/bench/bench_model.lua (every leaf filled, and 15% filled), each in the
 -- "highest" and "medium" matrix-product precisions, as seconds and as a fraction of the measured
 -- float32 peak, next to PyTorch 1.13 doing the same work on the same threads
--- (scripts/bench_cpu_torch.py). It also reads the float32 FMAs fed from L1 as a product's
+-- (scripts/bench/bench_cpu_torch.py). It also reads the float32 FMAs fed from L1 as a product's
 -- micro-kernel feeds them (bench_fma_peak f32-fed): the most a float32 product kernel of that
 -- shape can reach on this core, so that a gap below it is known to be the kernels' and the
 -- caches', not the core's.
---   graphmert scripts/bench_cpu.lua [threads=2] [reps=5] [steps=3] [rounds=3]   (make bench-cpu)
+--   graphmert scripts/bench/bench_cpu.lua [threads=2] [reps=5] [steps=3] [rounds=3]   (make bench-cpu)
 -- FLOPs are the model's useful ones: multiply-adds count 2, attention and the step count only
 -- real (unpadded) nodes, H-GAT and elementwise work are left out; so "of peak" is a lower bound.
 local gm = require "graphmert"
-local bench = require "scripts.bench_common"
+local bench = require "scripts.bench.bench_common"
 
 local threads = math.tointeger(tonumber(arg[1]) or 2)
 local reps = math.tointeger(tonumber(arg[2]) or 5)
@@ -126,7 +126,7 @@ for _, fill in ipairs { "1", "0.15" } do
   local r, runs = { ratios = {} }, { highest = {}, medium = {} }
   for round = 1, rounds do
     for _, p in ipairs { "highest", "medium" } do
-      local out = first_line(string.format("GRAPHMERT_MATMUL_PRECISION=%s %s scripts/bench_model.lua %d %d --child %s",
+      local out = first_line(string.format("GRAPHMERT_MATMUL_PRECISION=%s %s scripts/bench/bench_model.lua %d %d --child %s",
         p, arg[-1], steps, threads, fill))
       local t, real = out:match("graphmert step ([%d.]+) .* real (%d+)")
       if not t then error("training step failed: " .. out) end

@@ -4,16 +4,22 @@
 -- entity with the most triples), a relation filter, the next 100 rows. The graphs are synthetic
 -- (hub-heavy heads, 12 relations, each triple from 1–3 of N/2 passages of about 200 characters,
 -- every entity with two aliases). Prints a Markdown table with the CPU and the date.
---   graphmert scripts/bench_page.lua [sizes=10000,100000] [repeats=3]   (make bench-page)
+--   graphmert scripts/bench/bench_page.lua [sizes=10000,100000] [repeats=3]   (make bench-page)
 -- Nothing else may run on the machine meanwhile.
 package.path = "./?.lua;" .. package.path
 local gm = require "graphmert"
-local bench = require "scripts.bench_common"
+local bench = require "scripts.bench.bench_common"
 local browser = require "spec.browser"
 
 local sizes = {}
 for n in (arg[1] or "10000,100000"):gmatch("%d+") do sizes[#sizes + 1] = math.tointeger(tonumber(n)) end
 local repeats = math.tointeger(tonumber(arg[2] or 3))
+for _, n in ipairs(sizes) do
+  if n < 5000 then
+    io.stderr:write("bench_page: sizes of 5000 triples or more (a relation's list must have 200 rows to page)\n")
+    os.exit(2)
+  end
+end
 if not browser.path then
   io.stderr:write("bench_page: chromium is not installed (scripts/setup.sh installs it)\n")
   os.exit(2)

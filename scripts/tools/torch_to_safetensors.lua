@@ -2,11 +2,11 @@
 -- as a safetensors file. The checkpoint is read by gm.torch_load, which runs no pickled code; the
 -- output is written atomically (temporary file, fsync, rename), every tensor as F32, with the
 -- metadata format = "pt" that Hugging Face's loaders expect.
---   graphmert scripts/torch_to_safetensors.lua in.bin out.safetensors [--skip-non-float]
+--   graphmert scripts/tools/torch_to_safetensors.lua in.bin out.safetensors [--skip-non-float]
 -- --skip-non-float leaves integer and bool buffers out (they are listed) instead of failing.
 local gm = require "graphmert"
 
-local usage = "usage: graphmert scripts/torch_to_safetensors.lua in.bin out.safetensors [--skip-non-float]\n"
+local usage = "usage: graphmert scripts/tools/torch_to_safetensors.lua in.bin out.safetensors [--skip-non-float]\n"
 local input, output, flag = arg[1], arg[2], arg[3]
 if not input or not output or (flag and flag ~= "--skip-non-float") or arg[4] then
   io.stderr:write(usage)

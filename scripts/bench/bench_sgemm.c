@@ -1,5 +1,5 @@
 /* bench_sgemm.c — OpenBLAS cblas_sgemm called directly at n x n x n: the ceiling that
- * scripts/bench_core.lua compares t:matmul with. Prints "sgemm <n> <best seconds> <GFLOP/s>". */
+ * scripts/bench/bench_core.lua compares t:matmul with. Prints "sgemm <n> <best seconds> <GFLOP/s>". */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>

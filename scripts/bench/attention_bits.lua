@@ -4,11 +4,11 @@
 -- query blocks), written to one safetensors file. Run it with two builds and compare the files
 -- byte for byte: a change to the kernels that is meant to keep the float32 results must leave
 -- them identical (`cmp`), which a loss or a tolerance cannot show.
---   graphmert scripts/attention_bits.lua OUT.safetensors [threads=2] [precision=highest]
+--   graphmert scripts/bench/attention_bits.lua OUT.safetensors [threads=2] [precision=highest]
 local gm = require "graphmert"
 local safetensors = require "graphmert.safetensors"
 
-local path = arg[1] or error("usage: graphmert scripts/attention_bits.lua OUT.safetensors [threads] [precision]")
+local path = arg[1] or error("usage: graphmert scripts/bench/attention_bits.lua OUT.safetensors [threads] [precision]")
 gm.set_num_threads(math.tointeger(tonumber(arg[2]) or 2))
 gm.set_float32_matmul_precision(arg[3] or "highest")
 

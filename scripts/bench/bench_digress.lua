@@ -1,9 +1,9 @@
 -- bench_digress.lua — DiGress's NodeEdgeBlock forward and forward+backward at bs=8, n=64,
 -- dx=256, de=64, dy=64, 8 heads (the last eighth of each graph padded), next to the same math in
--- PyTorch (scripts/bench_digress_torch.py, same thread count) when python3-torch is installed.
---   graphmert scripts/bench_digress.lua [bs n dx de dy heads threads reps]
+-- PyTorch (scripts/bench/bench_digress_torch.py, same thread count) when python3-torch is installed.
+--   graphmert scripts/bench/bench_digress.lua [bs n dx de dy heads threads reps]
 local gm = require "graphmert"
-local bench = require "scripts.bench_common"
+local bench = require "scripts.bench.bench_common"
 
 local v = {}
 for i, default in ipairs { 8, 64, 256, 64, 64, 8, 2, 5 } do v[i] = math.tointeger(tonumber(arg[i]) or default) end

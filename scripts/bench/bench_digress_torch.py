@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """bench_digress_torch.py — DiGress's NodeEdgeBlock in PyTorch, written as upstream's
 (cvignac/DiGress src/models/transformer_model.py, masked softmax of layers.py), for
-scripts/bench_digress.lua.
+scripts/bench/bench_digress.lua.
 
-    /usr/bin/python3 scripts/bench_digress_torch.py bs n dx de dy heads threads reps
+    /usr/bin/python3 scripts/bench/bench_digress_torch.py bs n dx de dy heads threads reps
 
 Prints "torch forward <s> backward <s>" (medians; backward = forward + backward)."""
 import math

@@ -5,7 +5,7 @@
 -- more above their median over the first quarter after step 1,000. RSS swings by ±6% around a
 -- flat level as the C library's heap grows and trims, so two single readings (what this compared
 -- before) failed a run without a leak about one time in five; a leak moves the whole level.
---   graphmert scripts/long_run.lua [STEPS]
+--   graphmert scripts/test/long_run.lua [STEPS]
 local gm = require "graphmert"
 
 local steps = math.tointeger(tonumber(arg[1]) or 10000)

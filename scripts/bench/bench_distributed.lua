@@ -1,7 +1,7 @@
 -- bench_distributed.lua — data-parallel training-step time under MPI for the README's cost
--- model: the 2-layer hidden-512 GraphMERT of scripts/bench_model.lua (batch 8 × 1024 nodes, 15%
+-- model: the 2-layer hidden-512 GraphMERT of scripts/bench/bench_model.lua (batch 8 × 1024 nodes, 15%
 -- of the leaves filled), the global batch shared by the ranks as experiments/train.lua does.
---   mpirun -np K graphmert scripts/bench_distributed.lua [steps=3] [threads=1]
+--   mpirun -np K graphmert scripts/bench/bench_distributed.lua [steps=3] [threads=1]
 -- Rank 0 prints the median step time and the all-reduce time within it (after a barrier, so
 -- without the wait for a slower rank).
 local gm = require "graphmert"
@@ -13,7 +13,7 @@ local steps = math.tointeger(tonumber(arg[1]) or 3)
 local threads = math.tointeger(tonumber(arg[2]) or 1)
 gm.set_num_threads(threads)
 gm.manual_seed(0)
-local model, batch = require("scripts.bench_common").graphmert_step_setup(0.15)
+local model, batch = require("scripts.bench.bench_common").graphmert_step_setup(0.15)
 local B = batch.ids:size(1)
 local params = model:parameters()
 local opt = gm.optim.adamw(model:named_parameters(), { lr = 1e-4 })

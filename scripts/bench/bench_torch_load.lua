@@ -1,6 +1,6 @@
 -- bench_torch_load.lua — the time to load a checkpoint with gm.torch_load (a .bin or .pt file)
 -- or gm.safetensors.load (anything else); run it under /usr/bin/time -v for the peak RSS.
---   graphmert scripts/bench_torch_load.lua FILE [repeats=3]
+--   graphmert scripts/bench/bench_torch_load.lua FILE [repeats=3]
 local gm = require "graphmert"
 local path, repeats = assert(arg[1], "usage: bench_torch_load.lua FILE [repeats]"), tonumber(arg[2] or 3)
 local load = (path:match("%.bin$") or path:match("%.pt$")) and gm.torch_load or gm.safetensors.load

@@ -5,7 +5,7 @@
 -- RSS on the held-out passages and on a corpus 25 times larger (the training glosses), both
 -- with --relations hypernym so that the long one stays short. Prints a Markdown table with the
 -- CPU, the date and every command.
---   graphmert scripts/bench_extract.lua [checkpoint=out/wordnet_long_extract]
+--   graphmert scripts/bench/bench_extract.lua [checkpoint=out/wordnet_long_extract]
 --       [config=experiments/configs/wordnet_long_extract.lua] [passages=2000] [unpacked=500]
 --       [decoding=open] [large=50000] [rows=startup,two,one,mpi,unpacked,rss]  (make bench-extract)
 -- The run must exist (train it with the config first). Its held-out passages and the large
@@ -13,7 +13,7 @@
 -- Nothing else may run on the machine meanwhile.
 local gm = require "graphmert"
 local ex = gm.experiment
-local bench = require "scripts.bench_common"
+local bench = require "scripts.bench.bench_common"
 
 local checkpoint = arg[1] or "out/wordnet_long_extract"
 local config = arg[2] or "experiments/configs/wordnet_long_extract.lua"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""bench_model_torch.py — the GraphMERT training step in PyTorch 1.13, for scripts/bench_model.lua.
+"""bench_model_torch.py — the GraphMERT training step in PyTorch 1.13, for scripts/bench/bench_model.lua.
 
-    /usr/bin/python3 scripts/bench_model_torch.py FILL_FRACTION STEPS THREADS
+    /usr/bin/python3 scripts/bench/bench_model_torch.py FILL_FRACTION STEPS THREADS
 A 2-layer post-LN encoder (hidden 512, 8 heads, FFN 2048, vocabulary 8000) on batch 8 × 1024
 nodes (128 roots, 7 leaves), decay multiplied into the scaled scores, padding masked (dense, as
 PyTorch users write it), tied LM head, cross-entropy on 15% of the nodes, AdamW.

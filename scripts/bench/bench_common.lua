@@ -29,7 +29,7 @@ end
 function M.torch_output(script, ...)
   local args = {}
   for i, v in ipairs { ... } do args[i] = tostring(v) end
-  local p = io.popen(string.format("/usr/bin/python3 scripts/%s %s 2>/dev/null", script, table.concat(args, " ")))
+  local p = io.popen(string.format("/usr/bin/python3 scripts/bench/%s %s 2>/dev/null", script, table.concat(args, " ")))
   if not p then return nil end
   local out = p:read("a")
   p:close()
@@ -44,7 +44,7 @@ function M.torch_forward_backward(script, ...)
 end
 
 -- The benchmarks' training-step setup: the 2-layer hidden-512 GraphMERT (with the single LM head,
--- no SBO and no graph token, as the PyTorch twin scripts/bench_model_torch.py has it) and a
+-- no SBO and no graph token, as the PyTorch twin scripts/bench/bench_model_torch.py has it) and a
 -- masked batch of 8 × 1024 nodes (128 roots × 7 leaves) with `fill` of the leaf groups filled.
 -- Draws from gm's generator: seed it first.
 function M.graphmert_step_setup(fill)

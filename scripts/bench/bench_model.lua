@@ -1,10 +1,10 @@
 -- bench_model.lua — GraphMERT training-step throughput and peak RSS next to the same model in
--- PyTorch 1.13 (scripts/bench_model_torch.py), in one run: a 2-layer model (hidden 512, 8
+-- PyTorch 1.13 (scripts/bench/bench_model_torch.py), in one run: a 2-layer model (hidden 512, 8
 -- heads, FFN 2048, vocabulary 8000) on batch 8 × 1024 nodes, every leaf filled and 15% filled.
---   graphmert scripts/bench_model.lua [steps=3] [threads=2] [fill...]
+--   graphmert scripts/bench/bench_model.lua [steps=3] [threads=2] [fill...]
 -- Each configuration runs in its own process, so peak RSS is per configuration.
 local gm = require "graphmert"
-local bench = require "scripts.bench_common"
+local bench = require "scripts.bench.bench_common"
 
 local steps = math.tointeger(tonumber(arg[1]) or 3)
 local threads = math.tointeger(tonumber(arg[2]) or 2)

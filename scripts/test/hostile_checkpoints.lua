@@ -1,7 +1,7 @@
 -- hostile_checkpoints.lua — writes the hostile checkpoint folders spec/hostile_spec.lua loads: the
 -- cases of a model folder from the internet that once hung, blew up memory, read outside the
 -- folder or loaded wrong data (too big, or too odd, to commit as files).
---   graphmert scripts/hostile_checkpoints.lua OUT_DIR
+--   graphmert scripts/test/hostile_checkpoints.lua OUT_DIR
 -- Each case is OUT_DIR/<case>/, a model folder (config.json beside its weights) unless its name
 -- says otherwise; OUT_DIR/outside/ holds the files the links point at. torch.save archives are
 -- written by hand (a stored zip around a protocol-2 pickle), as torch 1.13 lays them out.
@@ -10,7 +10,7 @@ local cjson = require "cjson"
 
 local out = arg[1]
 if not out then
-  io.stderr:write("usage: graphmert scripts/hostile_checkpoints.lua OUT_DIR\n")
+  io.stderr:write("usage: graphmert scripts/test/hostile_checkpoints.lua OUT_DIR\n")
   os.exit(2)
 end
 

@@ -2,20 +2,20 @@
 # gene_ontology.sh — exports the Gene Ontology shipped by Debian's r-bioc-go.db (GO.sqlite,
 # release 2022-07-01) into graphmert's dataset folder: entities.tsv, triples.tsv, corpus.jsonl,
 # relations.tsv and README.md, without installing R or the package itself.
-#   sh scripts/gene_ontology.sh [OUT_DIR] [--force]     (OUT_DIR: experiments/data/gene_ontology)
+#   sh scripts/data/gene_ontology.sh [OUT_DIR] [--force]     (OUT_DIR: experiments/data/gene_ontology)
 # Idempotent: a folder holding a complete export (the four files and a .complete marker, written
 # last) is left alone unless --force. Files are written to temporary names in OUT_DIR and renamed
 # at the end, so a killed run never leaves a half export that looks complete.
 # The export uses Debian's sqlite3 command-line tool rather than a Lua binding: an export run once
 # needs no binding, and the CLI is one small Debian package (its json_object() escapes JSON right).
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT="" FORCE=0 CMD="sh scripts/gene_ontology.sh${*:+ $*}"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT="" FORCE=0 CMD="sh scripts/data/gene_ontology.sh${*:+ $*}"
 die() { echo "gene_ontology: $*" >&2; exit 1; }
 for a in "$@"; do
   case $a in
     --force) FORCE=1 ;;
     -h|--help) sed -n 2,5p "$0"; exit 0 ;;
-    -*) die "unknown option $a (usage: sh scripts/gene_ontology.sh [OUT_DIR] [--force])" ;;
+    -*) die "unknown option $a (usage: sh scripts/data/gene_ontology.sh [OUT_DIR] [--force])" ;;
     *) [ -z "$OUT" ] || die "more than one OUT_DIR given"; OUT=$a ;;
   esac
 done

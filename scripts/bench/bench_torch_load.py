@@ -1,7 +1,7 @@
 """bench_torch_load.py — a paper-size GraphMERT state dict (about 78.6M float32 parameters,
 315 MB) written twice into OUT_DIR: pytorch_model.bin by torch.save and model.safetensors, for
-timing gm.torch_load against gm.safetensors.load (scripts/bench_torch_load.lua). Not committed.
-    /usr/bin/python3 scripts/bench_torch_load.py OUT_DIR
+timing gm.torch_load against gm.safetensors.load (scripts/bench/bench_torch_load.lua). Not committed.
+    /usr/bin/python3 scripts/bench/bench_torch_load.py OUT_DIR
 """
 import collections
 import os
@@ -9,7 +9,7 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "refs"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "refs"))
 from gen_torch_fixtures import write_safetensors  # noqa: E402
 
 

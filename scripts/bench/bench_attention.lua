@@ -1,9 +1,9 @@
 -- bench_attention.lua — the fused attention at B=8, H=8, N=1024, d=64 with a [H, N, N] decay
 -- in scores mode: forward and forward+backward seconds and effective GFLOP/s, next to the same
 -- math in PyTorch (python3-torch, same thread count) when it is installed.
---   graphmert scripts/bench_attention.lua [B H N d threads reps]
+--   graphmert scripts/bench/bench_attention.lua [B H N d threads reps]
 local gm = require "graphmert"
-local bench = require "scripts.bench_common"
+local bench = require "scripts.bench.bench_common"
 
 local B, H, N, d = tonumber(arg[1]) or 8, tonumber(arg[2]) or 8, tonumber(arg[3]) or 1024, tonumber(arg[4]) or 64
 local threads, reps = tonumber(arg[5]) or 2, tonumber(arg[6]) or 5

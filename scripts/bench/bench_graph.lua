@@ -1,6 +1,6 @@
 -- bench_graph.lua — time to build the all-pairs hop table of leafy chains (7 leaves a root)
 -- with the closed form and with BFS, its bytes, and the decay mask on it.
---   graphmert scripts/bench_graph.lua
+--   graphmert scripts/bench/bench_graph.lua
 local gm = require "graphmert"
 
 -- the median of reps timings (the first run also pays for waking the threads)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""bench_attention_torch.py — the same attention math in PyTorch (for scripts/bench_attention.lua).
+"""bench_attention_torch.py — the same attention math in PyTorch (for scripts/bench/bench_attention.lua).
 
-    /usr/bin/python3 scripts/bench_attention_torch.py B H N d threads reps
+    /usr/bin/python3 scripts/bench/bench_attention_torch.py B H N d threads reps
 
 softmax((q kᵀ/√d) ⊙ decay) v with decay [H, N, N] requiring grad; prints
 "torch forward <s> backward <s>" (medians)."""

@@ -20,7 +20,7 @@ for run in default embedded haswell; do
     host=default forced=OPENBLAS_CORETYPE=Haswell
   fi
   echo "== specs: $host host${forced:+, $forced}"
-  env $forced $LUA "$BUSTED" --run=$host -o scripts/summary_output.lua "$@" | tee -a "$log" || status=1
+  env $forced $LUA "$BUSTED" --run=$host -o scripts/test/summary_output.lua "$@" | tee -a "$log" || status=1
   runs=$((runs + 1))
 done
 summaries=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log")

@@ -1,6 +1,6 @@
 -- bench_core.lua — the foundation's figures: t:matmul GFLOP/s at 1024x1024x1024 next to
 -- OpenBLAS called directly (build/bin/bench_sgemm), and the cost of one tiny op from Lua.
---   make bench        (or: graphmert scripts/bench_core.lua [threads])
+--   make bench        (or: graphmert scripts/bench/bench_core.lua [threads])
 local gm = require "graphmert"
 
 local threads = tonumber(arg and arg[1]) or gm.get_num_threads()

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""bench_cpu_torch.py — PyTorch 1.13 doing the work of scripts/bench_cpu.lua on the same threads.
+"""bench_cpu_torch.py — PyTorch 1.13 doing the work of scripts/bench/bench_cpu.lua on the same threads.
 
-    /usr/bin/python3 scripts/bench_cpu_torch.py THREADS REPS STEPS
+    /usr/bin/python3 scripts/bench/bench_cpu_torch.py THREADS REPS STEPS
 
 "highest" is float32; "medium" is what PyTorch offers on CPU for it: bf16 matrix products
 with float32 accumulation through torch.autocast("cpu", torch.bfloat16) (torch 1.13's
