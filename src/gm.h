@@ -146,7 +146,7 @@ double gm_rng_normal(gm_rng *rng);   /* standard normal (Box–Muller, one value
 /* ---- tensors ----------------------------------------------------------------------------- */
 
 /* Every op autograd records, in the one list that makes both gm_op and the op table of
- * gm_autograd.c, so that neither can miss an op: X(ID, name, reads_srcs, reads_output), where bit
+ * gm_ops.c, so that neither can miss an op: X(ID, name, reads_srcs, reads_output), where bit
  * i of reads_srcs says that backward reads the values of src[i], and reads_output that it reads
  * the op's own output. Those are the values a recorded node pins (see data_pins below); values
  * kept in ->saved are not counted here. */

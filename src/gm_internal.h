@@ -38,7 +38,7 @@ gm_tensor *gm_tensor_view(gm_tensor *base, int64_t offset, int ndim, const int64
 int gm_needs_grad(gm_tensor *const *srcs, int n);
 gm_tensor *gm_record(gm_tensor *out, gm_op op, gm_tensor *const *srcs, int n);
 /* Which sources' values (bit i = src[i]) and whether its own output an op's backward reads
- * (the op table of gm_autograd.c, made from GM_OP_LIST). */
+ * (the op table of gm_ops.c, made from GM_OP_LIST). */
 unsigned gm_op_needs_src_data(gm_op op);
 int gm_op_needs_output(gm_op op);
 /* Drops the node's sources and saved buffer (keeps requires_grad and op). */
