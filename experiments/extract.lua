@@ -258,18 +258,18 @@ end
 
 -- the KG page (graphmert.kg.page) of the triples, with the text of the passages they cite
 -- (the input read once more) and the seed graph's names, aliases and facts
-local function page_data(triples, passages, entities)
-  if not passages then
-    local cited = {}
-    for _, t in ipairs(triples) do for _, s in ipairs(t.sources) do cited[tostring(math.tointeger(s) or s)] = true end end
-    passages = {}
-    for p in each_passage() do
-      local id = tostring(p.id)
-      if cited[id] then passages[id] = p.text end
-    end
-  end
-  return try(gm.kg.page.data, { triples = triples, graph = graph, passages = passages, entities = entities,
-    title = args.out, kg = args.out, corpus = args.input })
+-- (made after the graph is written, so that no failure of the page's loses the graph)
+local function write_page(path, triples, passages, entities)
+  local written, err = pcall(function()
+    passages = passages or gm.kg.page.cited(triples, each_passage())
+    local ok, werr = gm.kg.page.write(path, gm.kg.page.data { triples = triples, graph = graph, passages = passages,
+      entities = entities, title = args.out, kg = args.out, corpus = args.input })
+    if not ok then error(werr, 0) end
+  end)
+  if written then return path end
+  if gm.errors.kind(err) == "interrupted" then error(err, 0) end
+  io.stderr:write(string.format("extract.lua: the KG page %s was not written (%s); `graphmert page` makes it from %s\n", path,
+    tostring(err), args.out))
 end
 
 -- chunk by chunk, so that an interruption keeps every chunk finished before it
@@ -334,12 +334,10 @@ if store then
     print(string.format("%s%d passages added to %s: %d triples from %d passages in all, %.1f s", ok and "" or "interrupted: ",
       done - skipped, args.out, store:count("triples"), store:count("passages"), gm.clock() - t0))
     store:close()
-    if ok and page_path then
-      local written, werr = gm.kg.page.write(page_path, page_data(gm.kg.read(args.out, { top = args.top })))
-      if not written then fail(werr) end
-      print("the KG page: " .. page_path)
-    end
   end)
+  if ok and page_path and write_page(page_path, gm.kg.read(args.out, { top = args.top })) then
+    print("the KG page: " .. page_path)
+  end
   os.exit(ok and 0 or 130)
 end
 journal:close()
@@ -382,8 +380,8 @@ local function merged()
   return merger:result(), k - 1
 end
 
--- an interrupted run never replaces a complete output: its triples go to OUT.partial.jsonl,
--- .partial.tsv and .partial.html, written whole even if Ctrl-C comes again
+-- an interrupted run never replaces a complete output: its triples go to OUT.partial.jsonl and
+-- .partial.tsv, written whole even if Ctrl-C comes again
 local out_path, out_tsv = args.out, tsv_path
 if not ok then out_path, out_tsv = args.out:gsub("%.jsonl$", "") .. ".partial.jsonl", tsv_path:gsub("%.tsv$", "") .. ".partial.tsv" end
 local KG_FIELDS = { "head", "relation", "tail", "score", "count", "sources", "decoding", "head_id", "tail_id", "seed" }
@@ -400,18 +398,16 @@ local function write_outputs()
     tsv[#tsv + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
       t.decoding, t.head_id or "", t.tail_id or "", seed)
   end
-  local files = { { out_path, jsonl_out }, { out_tsv, tsv } }
-  local out_page = page_path and (ok and page_path or page_path:gsub("%.html$", "") .. ".partial.html")
-  if out_page then files[3] = { out_page, { gm.kg.page.html(page_data(kg)) } } end
-  local written, werr = gm.write_atomic(files)
+  local written, werr = gm.write_atomic { { out_path, jsonl_out }, { out_tsv, tsv } }
   if not written then fail(werr) end
   if ok then for r = 0, size - 1 do os.remove(journal_path(r)) end end
   local multi = 0
   for _, t in ipairs(kg) do if t.tail:find(" ") then multi = multi + 1 end end
-  print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s%s, %.1f s%s",
-    ok and "" or "interrupted: ", ok and total or done, #kg, multi, out_path, out_tsv,
-    out_page and ("; the KG page " .. out_page) or "", gm.clock() - t0,
+  print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s%s",
+    ok and "" or "interrupted: ", ok and total or done, #kg, multi, out_path, out_tsv, gm.clock() - t0,
     ok and "" or "; --resume continues the run"))
+  return kg
 end
-gm.without_interrupts(write_outputs)
+local kg = gm.without_interrupts(write_outputs)
+if ok and page_path and write_page(page_path, kg) then print("the KG page: " .. page_path) end
 if not ok then os.exit(130) end

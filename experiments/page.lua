@@ -41,9 +41,8 @@ ex.args.writable("page.lua", out)
 
 local triples, passages, entities, meta = try(gm.kg.read, args.kg, { top = args.top })
 if not storing and args.input then
-  passages = {}
   local next_passage = try(gm.data.corpus.each_passage, args.input, args.format)
-  for p in function() return try(next_passage) end do passages[tostring(p.id)] = p.text end
+  passages = try(gm.kg.page.cited, triples, function() return try(next_passage) end)
 elseif not storing then
   io.stderr:write("page: no --input: the page lists each triple's source line numbers but not their text\n")
 end
@@ -60,8 +59,8 @@ else
 end
 
 local data = try(gm.kg.page.data, { triples = triples, graph = graph, passages = passages, entities = entities,
-  title = args.title or args.kg, kg = args.kg, corpus = args.input or (storing and args.kg) or "" })
-local ok, err = gm.kg.page.write(out, data)
+  title = args.title or args.kg, kg = args.kg, corpus = args.input or (meta and meta.corpus) or "" })
+local ok, err = try(gm.kg.page.write, out, data)
 if not ok then fail(err) end
 print(string.format("%s: %d triples, %d entities, %d seed-graph facts, %d passages", out, #data.triples, #data.entities,
   #data.facts, data.passage_count))

@@ -104,7 +104,24 @@ describe("kg.read and kg.read_review", function()
     local path = files.tmpname()
     write(path, '{"head":"a","relation":"r","tail":"b","score":-1}\n[1,2]\n')
     local function message(fn, ...) return select(2, pcall(fn, ...)) end
-    assert.equal(path .. ":2: not a kg.jsonl triple (head, relation and tail strings, a numeric score)", message(gm.kg.read, path))
+    assert.equal(path .. ":2: not a kg.jsonl triple (head, relation and tail strings)", message(gm.kg.read, path))
+    local cases = {
+      { '{"head":"a","relation":"r","tail":"b"}', "the score is not a finite number" },
+      { '{"head":"a","relation":"r","tail":"b","score":NaN}', "the score is not a finite number" },
+      { '{"head":"a","relation":"r","tail":"b","score":-1e400}', "the score is not a finite number" },
+      { '{"head":"a","relation":"r","tail":"b","score":-1,"head_id":5}', "head_id and tail_id are strings (or absent)" },
+      { '{"head":"a","relation":"r","tail":"b","score":-1,"sources":"12"}', "sources is not a list of passage ids" },
+      { '{"head":"a","relation":"r","tail":"b","score":-1,"sources":[{}]}', "sources is not a list of passage ids" },
+    }
+    for _, case in ipairs(cases) do
+      write(path, case[1] .. "\n")
+      assert.equal(path .. ":1: " .. case[2], message(gm.kg.read, path))
+    end
+    assert.equal("/tmp: Is a directory", message(gm.kg.read, "/tmp"))
+    assert.equal("/tmp: Is a directory", message(gm.kg.read_review, "/tmp"))
+    write(path, '{"head":"a","relation":"r","tail":"b","verdict":"accept","tail_id":{}}\n')
+    assert.equal(path .. ":1: not a review decision (head, relation and tail strings, string ids, verdict)",
+      message(gm.kg.read_review, path))
     write(path, '{"head":"a","relation":"r","tail":"b","verdict":"accept"}\n{"head":"a","relation":"r","tail":"b","verdict":"maybe"}\n')
     assert.equal(path .. ':2: verdict "maybe": a decision is "accept" or "reject"', message(gm.kg.read_review, path))
     os.remove(path)
@@ -134,7 +151,7 @@ describe("graphmert page and extract's kg.html", function()
   local kg_path, page_path = dir .. "/kg.jsonl", dir .. "/kg.html"
 
   it("extract writes kg.html beside kg.jsonl, and --no-page does not", function()
-    assert.matches("the KG page " .. page_path:gsub("%p", "%%%0"), out)
+    assert.matches("the KG page: " .. page_path:gsub("%p", "%%%0"), out)
     local html = read(page_path)
     assert.truthy(html:find('<script id="kg-data"', 1, true))
     local o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir .. "/bare.jsonl --no-page")
@@ -171,6 +188,8 @@ describe("graphmert page and extract's kg.html", function()
       { "page --kg " .. kg_path .. " --input " .. dir .. "/none.txt", "none%.txt" },
       { "page --kg " .. kg_path .. " --input " .. TINY .. "/relations.tsv", "is not in the corpus given" },
       { "page --kg " .. kg_path .. " --out /nonexistent/dir/kg.html", "cannot write /nonexistent/dir/kg.html" },
+      { "page --kg " .. kg_path .. " --input /tmp", "/tmp: Is a directory" },
+      { "score --kg " .. kg_path .. " --gold /tmp", "/tmp: Is a directory" },
     }
     for _, case in ipairs(cases) do
       local o, c = run(BIN .. case[1])
@@ -317,6 +336,44 @@ describe("graphmert page and extract's kg.html", function()
       local o, c = run(BIN .. "score --kg " .. kg_path .. " --gold " .. review)
       assert.equal(0, c, o)
       assert.matches("| all +| +" .. #kg .. " | +2 | 0%.500 %[", o)
+    end)
+
+    it("chooses no relation, or one whose name has a comma, through the fragment", function()
+      local triples = {
+        { head = "heart", relation = "part,of", tail = "body", score = -1, head_id = "A", tail_id = "B" },
+        { head = "heart", relation = "part", tail = "chest", score = -2, head_id = "A", tail_id = "C" },
+        { head = "lung", relation = "of", tail = "body", score = -3, head_id = "D", tail_id = "B" },
+        { head = "lung", relation = "part", tail = "air sac", score = -4, head_id = "D" },
+      }
+      local path = files.tmpname() .. ".html"
+      assert(gm.kg.page.write(path, gm.kg.page.data { triples = triples }))
+      local driver = [[
+        return { rows: [...document.querySelectorAll("#all-triples tr.triple")].map(t => t.dataset.relation),
+          summary: document.getElementById("relations-summary").textContent,
+          numbers: [...document.querySelectorAll("#summary .numbers b")].map(b => b.textContent),
+          missing: (document.getElementById("missing") || { textContent: "" }).textContent };]]
+      local comma = browser.run(path, driver, "#r=part%2Cof")
+      assert.same({ "part,of" }, comma.rows)
+      local none = browser.run(path, driver, "#r=")
+      assert.same({}, none.rows)
+      assert.equal("Relations: none", none.summary)
+      -- no seed graph: the entities extraction named by id are the seed graph's, "air sac" is new
+      local all = browser.run(path, driver, "#e=NOT-THERE")
+      assert.equal(4, #all.rows)
+      assert.equal("1", all.numbers[5])
+      assert.matches("No entity NOT%-THERE in this graph", all.missing)
+      os.remove(path)
+    end)
+
+    it("orders the triples at random for a review sample, the same order on every visit", function()
+      local driver = [[
+        return [...document.querySelectorAll("#all-triples tr.triple")].map(t => +t.dataset.triple);]]
+      local best = browser.run(page_path, driver)
+      local random = browser.run(page_path, driver, "#order=random")
+      local again = browser.run(page_path, driver, "#order=random")
+      assert.same(random, again)
+      assert.equal(#best, #random)
+      assert.are_not.same(best, random)
     end)
 
     it("shows a corpus's markup as text and pages long lists", function()

@@ -92,6 +92,11 @@ function M.each_passage(path, format)
   end
   local f, err = io.open(path, "r")
   if not f then error(err, 0) end
+  local probe, perr = f:read(0) -- a directory opens, and fails here
+  if probe == nil and perr then
+    f:close()
+    error(path .. ": " .. perr, 0)
+  end
   local n, lines = 0, f:lines()
   return function()
     if not lines then return nil end

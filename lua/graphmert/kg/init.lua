@@ -4,7 +4,7 @@
 --     best per head and relation, as kg.jsonl lists them), in kg.jsonl's fields {head, relation,
 --     tail, score, count, sources, decoding, head_id, tail_id, seed}; from a store also its
 --     passages (id → text), entities (id → {name, type, aliases, seed}) and the run it records
---     (meta: checkpoint, config, dataset, ...). A line that is not a triple is an error
+--     (meta: checkpoint, config, dataset, ..., and corpus: the file of its passages, when one). A line that is not a triple is an error
 --     "path:line: ...".
 --   kg.read_review(path) → the decisions of a review the KG page exported (JSONL: head, head_id,
 --     relation, tail, tail_id, verdict = "accept" | "reject"), checked line by line
@@ -33,23 +33,54 @@ local function read_store(path, top)
   end
   local meta = {}
   for _, m in ipairs(store:rows("SELECT key, value FROM meta")) do meta[m.key] = m.value end
+  local corpora = store:rows("SELECT DISTINCT source FROM passages LIMIT 2")
+  if #corpora == 1 then meta.corpus = corpora[1].source end -- the file its passages' lines are of
   store:close()
   return triples, passages, entities, meta
 end
 
-function M.read(path, opts)
-  if path:match("%.sqlite$") then return read_store(path, (opts or {}).top or 5) end
+-- a file's lines, or an error naming it (a directory opens, then fails at the first read)
+local function open_lines(path)
   local f, err = io.open(path, "r")
   if not f then error(err, 0) end
+  local probe, perr = f:read(0)
+  if probe == nil and perr then
+    f:close()
+    error(path .. ": " .. perr, 0)
+  end
+  return f
+end
+
+local function is_id(x) return x == nil or x == cjson.null or type(x) == "string" end
+local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+
+-- what is wrong with a kg.jsonl record, or nil
+local function triple_problem(t)
+  if type(t) ~= "table" or type(t.head) ~= "string" or type(t.relation) ~= "string" or type(t.tail) ~= "string" then
+    return "not a kg.jsonl triple (head, relation and tail strings)"
+  end
+  if not finite(t.score) then return "the score is not a finite number" end
+  if not is_id(t.head_id) or not is_id(t.tail_id) then return "head_id and tail_id are strings (or absent)" end
+  if t.sources ~= nil then
+    if type(t.sources) ~= "table" then return "sources is not a list of passage ids" end
+    for _, s in ipairs(t.sources) do
+      if type(s) ~= "string" and not math.tointeger(s) then return "sources is not a list of passage ids" end
+    end
+  end
+end
+
+function M.read(path, opts)
+  if path:match("%.sqlite$") then return read_store(path, (opts or {}).top or 5) end
+  local f = open_lines(path)
   local triples, n = {}, 0
   for line in f:lines() do
     n = n + 1
     if line:match("%S") then
       local ok, t = pcall(cjson.decode, line)
-      if not ok or type(t) ~= "table" or type(t.relation) ~= "string" or type(t.head) ~= "string"
-        or type(t.tail) ~= "string" or (t.score ~= nil and type(t.score) ~= "number") then
+      local problem = not ok and "not JSON" or triple_problem(t)
+      if problem then
         f:close()
-        error(string.format("%s:%d: not a kg.jsonl triple (head, relation and tail strings, a numeric score)", path, n), 0)
+        error(string.format("%s:%d: %s", path, n, problem), 0)
       end
       if t.tail_id == cjson.null then t.tail_id = nil end
       if t.head_id == cjson.null then t.head_id = nil end
@@ -61,22 +92,21 @@ function M.read(path, opts)
 end
 
 function M.key(t)
-  local head = t.head_id ~= nil and t.head_id ~= cjson.null and t.head_id or ("new:" .. t.head)
-  local tail = t.tail_id ~= nil and t.tail_id ~= cjson.null and t.tail_id or ("new:" .. t.tail)
+  local head, tail = M.page.ids(t)
   return head .. "\t" .. t.relation .. "\t" .. tail
 end
 
 function M.read_review(path)
-  local f, err = io.open(path, "r")
-  if not f then error(err, 0) end
+  local f = open_lines(path)
   local decisions, n = {}, 0
   for line in f:lines() do
     n = n + 1
     if line:match("%S") then
       local ok, d = pcall(cjson.decode, line)
-      if not ok or type(d) ~= "table" or type(d.head) ~= "string" or type(d.relation) ~= "string" or type(d.tail) ~= "string" then
+      if not ok or type(d) ~= "table" or type(d.head) ~= "string" or type(d.relation) ~= "string" or type(d.tail) ~= "string"
+        or not is_id(d.head_id) or not is_id(d.tail_id) then
         f:close()
-        error(string.format("%s:%d: not a review decision (head, relation and tail strings, verdict)", path, n), 0)
+        error(string.format("%s:%d: not a review decision (head, relation and tail strings, string ids, verdict)", path, n), 0)
       end
       if d.verdict ~= "accept" and d.verdict ~= "reject" then
         f:close()

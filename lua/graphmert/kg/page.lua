@@ -9,11 +9,14 @@
 --
 --   page.data{triples =, graph =, passages =, title =, kg =, corpus =} → the page's data
 --     triples: kg.jsonl records {head, relation, tail, score, count, sources, decoding, head_id,
---       tail_id, seed}; a triple without tail_id names a new entity ("new:" .. tail)
+--       tail_id, seed}; a head or tail without an id is a new entity, "new:" .. its name (page.ids)
 --     graph: the seed graph (gm.data.seed_graph; optional): entity names, types and aliases, and
 --       the facts that touch the triples' entities, drawn beside them
 --     passages: passage id (a source, as a string) → text (optional: without it the page lists
 --       the sources' ids only); a source missing from it is an error
+--   page.ids(t) → a triple's head and tail ids as the page (and kg.key) names them
+--   page.cited(triples, next_passage) → id → text of the passages the triples cite, read from an
+--     iterator over a corpus's passages ({id, text}, gm.data.corpus.each_passage)
 --   page.html(data) → the page's text
 --   page.write(path, data) → writes it atomically (true, or nil and the error)
 -- The data is JSON in a <script type="application/json"> element, every "<" escaped, so no text
@@ -44,12 +47,31 @@ end
 
 local function fail(msg) error("kg page: " .. msg, 0) end
 
+function M.ids(t)
+  return type(t.head_id) == "string" and t.head_id or ("new:" .. t.head),
+    type(t.tail_id) == "string" and t.tail_id or ("new:" .. t.tail)
+end
+
+local function source_id(s) return tostring(math.tointeger(s) or s) end -- (cjson reads 2 as 2.0)
+
+function M.cited(triples, next_passage)
+  local wanted, out = {}, {}
+  for _, t in ipairs(triples) do
+    for _, s in ipairs(type(t.sources) == "table" and t.sources or {}) do wanted[source_id(s)] = true end
+  end
+  for p in next_passage do
+    local id = source_id(p.id)
+    if wanted[id] then out[id] = p.text end
+  end
+  return out
+end
+
 function M.data(opts)
   local graph, passages = opts.graph, opts.passages
   local triples = opts.triples or fail("no triples given")
   local ids, entity_at, entity = indexer()
   local names, new = {}, {}
-  local relations, relation_at, relation = indexer()
+  local relations, _, relation = indexer()
   if graph then for _, name in ipairs(graph.relation_names) do relation(name) end end
   local decodings, _, decoding = indexer()
 
@@ -58,14 +80,13 @@ function M.data(opts)
     if type(t.head) ~= "string" or type(t.relation) ~= "string" or type(t.tail) ~= "string" or type(t.score) ~= "number" then
       fail(string.format("triple %d has no head, relation, tail and score", n))
     end
-    local head_id = t.head_id or (graph and graph:entity(t.head)) or ("new:" .. t.head)
-    local tail_id = t.tail_id or ("new:" .. t.tail)
+    local head_id, tail_id = M.ids(t)
     names[head_id], names[tail_id] = names[head_id] or t.head, names[tail_id] or t.tail
-    if not t.tail_id then new[tail_id] = true end
-    if not t.head_id and head_id:match("^new:") then new[head_id] = true end
+    if head_id:match("^new:") then new[head_id] = true end
+    if tail_id:match("^new:") then new[tail_id] = true end
     local sources = {}
     for i, s in ipairs(type(t.sources) == "table" and t.sources or {}) do
-      sources[i] = tostring(math.tointeger(s) or s) -- (cjson reads 2 as 2.0)
+      sources[i] = source_id(s)
       if passages and not passages[sources[i]] then
         fail(string.format("passage %s, a source of %s / %s / %s, is not in the corpus given", sources[i], t.head,
           t.relation, t.tail))
@@ -120,8 +141,10 @@ function M.data(opts)
     for _, a in ipairs(candidates) do
       if linker.normalize(a) ~= own and #list < MAX_ALIASES then list[#list + 1] = a end
     end
+    -- in the seed graph: as a store says, else as the graph says, else whether extraction named
+    -- it by an id (only the seed graph's entities have one)
     local seed = e.seed
-    if seed == nil then seed = not new[id] and graph ~= nil and graph.name[id] ~= nil end
+    if seed == nil then seed = not new[id] and (graph == nil or graph.name[id] ~= nil) end
     entities[i] = { id, name, e.type or graph and graph.type[id] or cjson.null, seed and 1 or 0, list }
   end
 
@@ -139,7 +162,7 @@ function M.data(opts)
     passages = cited, passage_count = cited_count }
 end
 
--- JSON for the page: empty tables as arrays (the page reads them as lists), "<" escaped
+-- JSON for the page, "<" escaped (cjson writes an empty list as {}: the page reads either)
 local function page_json(data)
   local text = cjson.encode(data):gsub("<", "\\u003c")
   return text

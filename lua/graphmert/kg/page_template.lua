@@ -1,9 +1,11 @@
 -- page_template.lua — the KG page's HTML, CSS and JavaScript (graphmert.kg.page fills in
 -- {{TITLE}} and {{DATA}}). Plain DOM and SVG, no library, so the page works offline and from disk.
--- The state a view needs lives in the URL's fragment: #e=<entity id>&r=<relations>&min=<score>
--- &kind=all|new|seed&facts=0|1. Review decisions are kept in the browser's localStorage (per kg
--- file and creation time) and exported as JSONL, one decision per line: {"head", "head_id",
--- "relation", "tail", "tail_id", "verdict": "accept"|"reject", "score", "reviewed"}.
+-- The state a view needs lives in the URL's fragment: #e=<entity id>&r=<relation>&r=<relation>
+-- (no r: all; one empty r: none)&min=<score>&kind=all|new|seed&facts=0|1&order=score|random.
+-- Review decisions are kept in the browser's localStorage (per kg file, by triple, so a page made
+-- again keeps them) and exported as JSONL, one decision per line: {"head", "head_id",
+-- "relation", "tail", "tail_id", "verdict": "accept"|"reject", "score", "reviewed"}; a triple is
+-- named by head id, relation and tail id, a new entity's id being "new:" and its name (kg.key).
 -- Long lists show 100 rows and a button for more, so 10⁵ triples stay responsive.
 return [==[<!DOCTYPE html>
 <html lang="en">
@@ -105,6 +107,7 @@ dialog .row { display: flex; gap: 10px; align-items: center; margin: 8px 0; flex
       <option value="seed">in the seed graph</option>
     </select></label>
     <label><input id="facts" type="checkbox" checked> seed-graph facts</label>
+    <label>order <select id="order"><option value="score">best first</option><option value="random">random sample</option></select></label>
   </div>
   <button id="review-open" type="button">Review: <span id="review-count">0</span> decisions</button>
 </header>
@@ -139,6 +142,17 @@ const T = list(D.triples).map(([h, r, t, score, count, dec, seed, src], i) =>
 const F = list(D.facts).map(([h, r, t], i) => ({ i, h, r, t, fact: true }));
 const PASSAGES = D.passages && !Array.isArray(D.passages) ? D.passages : {};
 const byScore = T.slice().sort((a, b) => b.score - a.score || b.count - a.count);
+// a fixed shuffle (the same on every visit), to review a random sample rather than the best
+let shuffled = null;
+function randomOrder() {
+  if (shuffled) return shuffled;
+  let seed = 1;
+  const random = () => { seed = (seed + 0x6D2B79F5) | 0; let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x; return ((x ^ (x >>> 14)) >>> 0) / 4294967296; };
+  shuffled = T.slice();
+  for (let i = shuffled.length - 1; i > 0; i--) { const j = Math.floor(random() * (i + 1)); [shuffled[i], shuffled[j]] = [shuffled[j], shuffled[i]]; }
+  return shuffled;
+}
 const touching = E.map(() => []), factsOf = E.map(() => []);
 for (const t of byScore) { touching[t.h].push(t); if (t.t !== t.h) touching[t.t].push(t); }
 for (const f of F) { factsOf[f.h].push(f); if (f.t !== f.h) factsOf[f.t].push(f); }
@@ -158,23 +172,25 @@ let S;
 function readState() {
   const p = new URLSearchParams(location.hash.replace(/^#/, ""));
   const min = p.get("min");
-  const rels = p.get("r");
   S = {
     e: p.get("e") || null,
-    r: rels ? new Set(rels.split(",").map(name => R.indexOf(name)).filter(i => i >= 0)) : null,
+    r: p.has("r") ? new Set(p.getAll("r").filter(name => name !== "").map(name => R.indexOf(name)).filter(i => i >= 0)) : null,
     min: min !== null && min !== "" && isFinite(+min) ? +min : null,
     kind: ["new", "seed"].includes(p.get("kind")) ? p.get("kind") : "all",
     facts: p.get("facts") !== "0",
+    order: p.get("order") === "random" ? "random" : "score",
   };
 }
 function fragment(patch) {
   const s = Object.assign({}, S, patch || {});
   const p = new URLSearchParams();
   if (s.e) p.set("e", s.e);
-  if (s.r && s.r.size < R.length) p.set("r", [...s.r].sort((a, b) => a - b).map(i => R[i]).join(","));
+  if (s.r && s.r.size === 0) p.set("r", ""); // none
+  else if (s.r && s.r.size < R.length) [...s.r].sort((a, b) => a - b).forEach(i => p.append("r", R[i]));
   if (s.min !== null) p.set("min", String(s.min));
   if (s.kind !== "all") p.set("kind", s.kind);
   if (!s.facts) p.set("facts", "0");
+  if (s.order !== "score") p.set("order", s.order);
   return "#" + p.toString();
 }
 function go(patch) { location.hash = fragment(patch); } // a new entity: a new history entry
@@ -186,8 +202,9 @@ const keepTriple = t => relationShown(t.r) && (S.min === null || t.score >= S.mi
 const keepFact = f => S.facts && relationShown(f.r);
 
 // ---- review decisions ----
-const STORE_KEY = "graphmert-review:" + D.kg + ":" + D.created;
+const STORE_KEY = "graphmert-review:" + D.kg;
 const tripleKey = t => E[t.h].id + "\t" + R[t.r] + "\t" + E[t.t].id;
+const decisionKey = d => (d.head_id || "new:" + d.head) + "\t" + d.relation + "\t" + (d.tail_id || "new:" + d.tail);
 const keyIndex = new Map(T.map(t => [tripleKey(t), t]));
 let decisions = new Map();
 try { decisions = new Map(JSON.parse(localStorage.getItem(STORE_KEY) || "[]")); } catch (e) { decisions = new Map(); }
@@ -207,7 +224,7 @@ function reviewJsonl() {
     const d = decisions.get(tripleKey(t));
     if (!d) continue;
     const h = E[t.h], tl = E[t.t];
-    lines.push(JSON.stringify({ head: h.name, head_id: h.id, relation: R[t.r], tail: tl.name,
+    lines.push(JSON.stringify({ head: h.name, head_id: h.id.startsWith("new:") ? null : h.id, relation: R[t.r], tail: tl.name,
       tail_id: tl.id.startsWith("new:") ? null : tl.id, verdict: d.verdict, score: t.score, reviewed: d.reviewed }));
   }
   return lines.length ? lines.join("\n") + "\n" : "";
@@ -219,8 +236,7 @@ function importReview(text) {
     let d;
     try { d = JSON.parse(line); } catch (e) { bad++; return; }
     if (!d || (d.verdict !== "accept" && d.verdict !== "reject")) { bad++; return; }
-    const tailId = d.tail_id || "new:" + d.tail;
-    const t = keyIndex.get(d.head_id + "\t" + d.relation + "\t" + tailId);
+    const t = keyIndex.get(decisionKey(d));
     if (!t) { unknown++; return; }
     decisions.set(tripleKey(t), { verdict: d.verdict, reviewed: d.reviewed || new Date().toISOString() });
     added++;
@@ -253,13 +269,19 @@ function tripleRow(t) {
 }
 const HEADER = "<tr><th>head</th><th>relation</th><th>tail</th><th>score</th><th>passages</th><th>decoding</th><th></th><th>review</th></tr>";
 
-// the first case-insensitive occurrence of any of the names (longest first), as [start, end)
+// where one of the names (longest first) occurs in the passage, case-insensitively, as
+// [start, end): the first whole-word occurrence ("liver", not the one in "delivery"), else the
+// first occurrence
+const WORD = /[\p{L}\p{N}]/u;
 function findMention(lower, names) {
+  let fallback = null;
   for (const n of names.filter(Boolean).map(n => n.toLowerCase()).sort((a, b) => b.length - a.length)) {
-    const at = lower.indexOf(n);
-    if (at >= 0) return [at, at + n.length];
+    for (let at = lower.indexOf(n); at >= 0; at = lower.indexOf(n, at + 1)) {
+      if (!WORD.test(lower[at - 1] || " ") && !WORD.test(lower[at + n.length] || " ")) return [at, at + n.length];
+      fallback = fallback || [at, at + n.length];
+    }
   }
-  return null;
+  return fallback;
 }
 function markPassage(text, t) {
   const lower = text.toLowerCase();
@@ -412,8 +434,8 @@ function histogramSvg(rows) {
     `<text x="0" y="${h - 4}" font-size="11">${fmt(smin)}</text><text x="${w}" y="${h - 4}" font-size="11" text-anchor="end">${fmt(smax)}</text></svg>`;
 }
 
-function renderHome() {
-  const rows = byScore.filter(keepTriple);
+function renderHome(missing) {
+  const rows = (S.order === "random" ? randomOrder() : byScore).filter(keepTriple);
   const perRelation = new Array(R.length).fill(0);
   const newTails = new Set(), heads = new Set();
   let inSeed = 0, newTailTriples = 0;
@@ -428,7 +450,8 @@ function renderHome() {
   const bars = R.map((name, r) => ({ name, r, n: perRelation[r] })).filter(x => x.n > 0 || relationShown(x.r)).sort((a, b) => b.n - a.n)
     .map(x => `<div class="bar" data-relation="${esc(x.name)}" title="show only ${esc(x.name)}"><span>${relationLabel(x.r)}</span>` +
       `<span><span class="fill" style="width:${(100 * x.n / top).toFixed(1)}%;background:${colour(x.r)}"></span></span><span class="num">${x.n}</span></div>`).join("");
-  $("main").innerHTML = `<section class="panel" id="summary"><h2>Summary</h2><div class="numbers">` +
+  $("main").innerHTML = (missing ? `<section class="panel" id="missing"><p>No entity <code>${esc(missing)}</code> in this graph.</p></section>` : "") +
+    `<section class="panel" id="summary"><h2>Summary</h2><div class="numbers">` +
     `<div><b>${rows.length}</b>triples${rows.length < T.length ? " of " + T.length : ""}</div>` +
     `<div><b>${heads.size}</b>heads</div>` +
     `<div><b>${inSeed}</b>held by the seed graph</div>` +
@@ -438,7 +461,7 @@ function renderHome() {
     `<div class="charts"><div><h2>Triples per relation</h2>${bars || '<p class="muted">none</p>'}</div>` +
     `<div><h2>Scores (mean log-probability per slot)</h2>${histogramSvg(rows)}</div></div>` +
     `<p class="muted">${esc(D.kg)}${D.dataset ? " · seed graph " + esc(D.dataset) : ""} · made ${esc(D.created)}</p></section>` +
-    `<section class="panel"><h2>Triples, best first</h2><div id="all-triples"></div></section>`;
+    `<section class="panel"><h2>Triples, ${S.order === "random" ? "in a fixed random order (a review sample)" : "best first"}</h2><div id="all-triples"></div></section>`;
   tripleTable($("all-triples"), rows, "No triples pass the filters.");
   $("main").querySelectorAll(".bar").forEach(b => b.addEventListener("click", () =>
     refine({ r: new Set([R.indexOf(b.dataset.relation)]) })));
@@ -448,15 +471,17 @@ function syncControls() {
   $("min-score").value = S.min === null ? "" : S.min;
   $("kind").value = S.kind;
   $("facts").checked = S.facts;
+  $("order").value = S.order;
   $("relation-menu").querySelectorAll("input").forEach(box => { box.checked = relationShown(+box.value); });
-  $("relations-summary").textContent = "Relations: " + (!S.r || S.r.size === R.length ? "all" : S.r.size === 1 ? R[[...S.r][0]] : S.r.size + " of " + R.length);
+  $("relations-summary").textContent = "Relations: " + (!S.r || S.r.size === R.length ? "all" : S.r.size === 0 ? "none"
+    : S.r.size === 1 ? R[[...S.r][0]] : S.r.size + " of " + R.length);
 }
 
 function render() {
   syncControls();
   const e = S.e && byId.get(S.e);
   if (e) renderEntity(e);
-  else renderHome();
+  else renderHome(S.e);
   document.title = (e ? e.name + " — " : "") + D.title;
 }
 
@@ -515,6 +540,7 @@ $("relations-none").onclick = () => refine({ r: new Set() });
 $("min-score").addEventListener("change", ev => refine({ min: ev.target.value === "" || !isFinite(+ev.target.value) ? null : +ev.target.value }));
 $("kind").addEventListener("change", ev => refine({ kind: ev.target.value }));
 $("facts").addEventListener("change", ev => refine({ facts: ev.target.checked }));
+$("order").addEventListener("change", ev => refine({ order: ev.target.value }));
 $("home-link").addEventListener("click", ev => { ev.preventDefault(); go({ e: null }); });
 
 // ---- the review dialog ----
