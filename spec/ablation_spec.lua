@@ -103,7 +103,7 @@ describe("experiments/ablation.lua", function()
     assert.matches("unknown grid key 'pasages'", out, 1, true)
     write(bad, (read(config):gsub("lambdas = { false, 0.6 }", "lambdas = { false, 1.6 }")))
     out = run(BIN .. "--config " .. bad .. " --out " .. dir .. "/bad")
-    assert.matches("grid.lambdas[2] must be false or a number in (0, 1], got 1.6", out, 1, true)
+    assert.matches("grid.lambdas[2] must be a number in (0, 1] or false (no decay), got 1.6", out, 1, true)
     os.remove(bad)
   end)
 

@@ -107,7 +107,7 @@ local rows = {
   { "leafy_chain", function() return gm.leafy_chain { roots = 1e9, leaves = 1e9 } end, "at most %d+ nodes" },
   { "leafy_chain", function() return gm.leafy_chain { roots = 4, leaves = 1, leaf_edges = "star" } end, "leaf_edges must be" },
   { "leafy_chain", function() return gm.leafy_chain { leaves = 1 } end, "roots must be an integer" },
-  { "decay_mask", function() return gm.decay_mask(gm.zeros(2, 3), { lambda = 0.6 }) end, "bad argument #1 to 'decay_mask' %(distances must be a square matrix %(got 2x3%)%)" },
+  { "decay_mask", function() return gm.decay_mask(gm.zeros(2, 3, 1), { lambda = 0.6 }) end, "bad argument #1 to 'decay_mask' %(distances must be a matrix %(got 2x3x1%)%)" },
   { "decay_mask", function() return gm.decay_mask(gm.zeros(2, 2), { lambda = 2 }) end, "bad argument #2 to 'decay_mask' %(lambda must be in %(0, 1%]" },
   { "decay_mask", function() return gm.decay_mask(gm.zeros(2, 2)) end, "bad argument #2 to 'decay_mask' %(table expected" },
   { "decay_mask", function() return gm.decay_mask(gm.zeros(2, 2), { p = "x" }) end, "p must be a number or a tensor" },

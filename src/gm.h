@@ -185,7 +185,7 @@ double gm_rng_normal(gm_rng *rng);   /* standard normal (Box–Muller, one value
   X(LAYER_NORM, "layer_norm", 0x3, 0)           /* x and the weight */                            \
   X(DROPOUT, "dropout", 0x0, 0)                 /* the mask is recomputed from its seed */        \
   X(CROSS_ENTROPY, "cross_entropy", 0x2, 0)     /* the target */                                  \
-  X(DECAY_MASK, "decay_mask", 0x1, 0)           /* p */                                           \
+  X(DECAY_MASK, "decay_mask", 0x3, 0)           /* p and the distances */                         \
   X(ATTENTION, "attention", 0xff, 1)            /* q, k, v, decay and the masks */                \
   X(HGAT, "hgat", 0x7f, 0)                      /* all seven inputs */                            \
   X(INDEX_ADD, "index_add", 0x0, 0)                                                               \
@@ -392,11 +392,13 @@ void gm_graph_cache_clear(void); /* drops the cache's references; users keep the
 
 /* ---- the spatial decay mask (gm_decay.c) --------------------------------------------------- */
 
-/* f = λ^GELU(√(sp + offset) − p), elementwise over the distances sp [N, N] (finite values
- * >= 0, or INFINITY for unreachable pairs, which give f = 0). p is a 0-dim tensor (one shared
- * value: f is [N, N]) or holds one value per head as [H] or [H, 1, 1] (f is [H, N, N]).
- * Differentiable with respect to p. λ in (0, 1]; λ = 1 gives ones. */
+/* f = λ^GELU(√(sp + offset) − p), elementwise over the distances sp [N, M] (finite values
+ * >= 0, or INFINITY for unreachable pairs, which give f = 0; [N, N] between tokens, a row for
+ * the graph token's learned distances). p is a 0-dim tensor (one shared value: f is [N, M]) or
+ * holds one value per head as [H] or [H, 1, 1] (f is [H, N, M]). Differentiable with respect to
+ * p and sp. λ in (0, 1]; λ = 1 (no decay) gives ones. */
 gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset, int gelu_tanh);
+#define GM_DEFAULT_LAMBDA 0.6 /* the official code's λ: what a caller who names none gets */
 
 /* ---- H-GAT relation fusion (gm_hgat.c) ------------------------------------------------------ */
 

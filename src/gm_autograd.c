@@ -306,9 +306,13 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
       break;
     }
     /* f = λ^GELU(√(sp + offset) − p): dp_h = Σ_ij g_hij f_hij ln λ (−GELU'(x_hij)) */
-    case GM_OP_DECAY_MASK:
-      st = accumulate(a, gm_decay_mask_backward(node, g));
+    case GM_OP_DECAY_MASK: {
+      gm_tensor *dp, *dsp;
+      st = gm_decay_mask_backward(node, g, &dp, &dsp);
+      if (dp) st = st == GM_OK ? accumulate(a, dp) : (gm_tensor_release(dp), st);
+      if (dsp) st = st == GM_OK ? accumulate(b, dsp) : (gm_tensor_release(dsp), st);
       break;
+    }
     /* the flash-style recomputation of gm_attention.c (derivations at the top of that file) */
     case GM_OP_ATTENTION: {
       gm_tensor *dq, *dk, *dv, *ddecay;

@@ -1,10 +1,11 @@
 /* gm_decay.c — GraphMERT's spatial decay mask f = λ^GELU(√(sp + offset) − p) and its
- * gradient with respect to p.
+ * gradients with respect to p and, when they are learned, the distances.
  *
  * Distances are small integers in practice (hop counts), so both directions go through a
  * table: per head, f and df/dp for every distance 0..max once, then a lookup per pair (forward)
- * or a per-distance sum of the incoming gradient (backward). Non-integer distances take the
- * direct path. */
+ * or a per-distance sum of the incoming gradient (backward). Non-integer distances (the graph
+ * token's learned ones) take the direct path. With x = √(s + offset) − p, df/ds = −df/dp ·
+ * 1/(2√(s + offset)), taken as 0 where s + offset = 0 (a distance of zero is not learned). */
 #include <string.h>
 
 #include "gm_internal.h"
@@ -53,8 +54,8 @@ static void fill_tables(int64_t slots, float p, float offset, float log_lambda, 
 static gm_status check_inputs(const gm_tensor *sp, const gm_tensor *p, float lambda,
                               float offset) {
   char a[GM_SHAPE_BUF], b[GM_SHAPE_BUF];
-  if (sp->ndim != 2 || sp->shape[0] != sp->shape[1])
-    return gm_fail(GM_ERR_SHAPE, 1, "distances must be a square matrix (got %s)", GM_SHAPE(sp, a));
+  if (sp->ndim != 2)
+    return gm_fail(GM_ERR_SHAPE, 1, "distances must be a matrix (got %s)", GM_SHAPE(sp, a));
   for (int64_t i = 0; i < sp->numel; i++) {
     float s = sp->data[i];
     if (isnan(s) || s < 0)
@@ -77,8 +78,8 @@ static gm_status check_inputs(const gm_tensor *sp, const gm_tensor *p, float lam
 
 GM_HOT gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float offset, int gelu_tanh) {
   if (check_inputs(sp, p, lambda, offset) != GM_OK) return NULL;
-  int64_t n = sp->shape[0], pairs = n * n, heads = p->numel, slots = 0;
-  int64_t shape[3] = {heads, n, n};
+  int64_t pairs = sp->numel, heads = p->numel, slots = 0;
+  int64_t shape[3] = {heads, sp->shape[0], sp->shape[1]};
   gm_tensor *out = p->ndim == 0 ? gm_tensor_empty(2, shape + 1) : gm_tensor_empty(3, shape);
   if (!out) return NULL;
   float log_lambda = logf(lambda);
@@ -105,11 +106,10 @@ GM_HOT gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float
   }
   gm_free(table);
   gm_free(idx);
-  /* iarg[0] = gelu_tanh; farg[0] = lambda, farg[1] = offset; saved = sp */
-  out = gm_record(out, GM_OP_DECAY_MASK, &p, 1);
+  /* src = {p, sp}; iarg[0] = gelu_tanh; farg[0] = lambda, farg[1] = offset */
+  gm_tensor *srcs[2] = {p, sp};
+  out = gm_record(out, GM_OP_DECAY_MASK, srcs, 2);
   if (out && out->op == GM_OP_DECAY_MASK) {
-    out->saved = sp;
-    gm_tensor_retain(sp);
     out->iarg[0] = gelu_tanh;
     out->farg[0] = lambda;
     out->farg[1] = offset;
@@ -118,13 +118,13 @@ GM_HOT gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float
 }
 
 /* dL/dp_h = Σ_ij g_hij · df/dp(sp_ij, p_h), with the sum grouped by distance when possible. */
-GM_HOT gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g) {
-  const gm_tensor *sp = node->saved, *p = node->src[0];
+static gm_tensor *p_gradient(const gm_tensor *node, const gm_tensor *g) {
+  const gm_tensor *p = node->src[0], *sp = node->src[1];
   float lambda = node->farg[0], offset = node->farg[1], log_lambda = logf(lambda);
   int gelu_tanh = (int)node->iarg[0];
   gm_tensor *dp = gm_tensor_full(p->ndim, p->shape, 0.0f);
   if (!dp || lambda == 1.0f) return dp;
-  int64_t n = sp->shape[0], pairs = n * n, heads = p->numel, slots = 0;
+  int64_t pairs = sp->numel, heads = p->numel, slots = 0;
   uint16_t *idx = distance_slots(sp, &slots);
   gm_status st = GM_OK;
   GM_FOR(h, heads, heads * pairs, {
@@ -158,4 +158,42 @@ GM_HOT gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor 
     return NULL;
   }
   return dp;
+}
+
+/* dL/dsp_ij = Σ_h g_hij · df/ds(sp_ij, p_h) = Σ_h g_hij · (−df/dp) / (2√(sp_ij + offset)) */
+static gm_tensor *distance_gradient(const gm_tensor *node, const gm_tensor *g) {
+  const gm_tensor *p = node->src[0], *sp = node->src[1];
+  float lambda = node->farg[0], offset = node->farg[1], log_lambda = logf(lambda);
+  int gelu_tanh = (int)node->iarg[0];
+  gm_tensor *dsp = gm_tensor_full(sp->ndim, sp->shape, 0.0f);
+  if (!dsp || lambda == 1.0f) return dsp;
+  int64_t pairs = sp->numel, heads = p->numel;
+  GM_FOR(i, pairs, heads * pairs, {
+    float root = sqrtf(sp->data[i] + offset);
+    if (root > 0) {
+      double total = 0;
+      for (int64_t h = 0; h < heads; h++) {
+        float f, dfdp;
+        decay_at(sp->data[i], p->data[h], offset, log_lambda, gelu_tanh, &f, &dfdp);
+        total += (double)g->data[h * pairs + i] * dfdp;
+      }
+      dsp->data[i] = (float)(-total / (2.0 * root));
+    }
+  });
+  return dsp;
+}
+
+gm_status gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dp, gm_tensor **dsp) {
+  *dp = node->src[0]->requires_grad ? p_gradient(node, g) : NULL;
+  *dsp = NULL;
+  if (node->src[0]->requires_grad && !*dp) return gm_last_status();
+  if (node->src[1]->requires_grad) {
+    *dsp = distance_gradient(node, g);
+    if (!*dsp) {
+      gm_tensor_release(*dp);
+      *dp = NULL;
+      return gm_last_status();
+    }
+  }
+  return GM_OK;
 }

@@ -69,7 +69,8 @@ void gm_cross_entropy_backward(const gm_tensor *probs, const gm_tensor *target, 
  * j): a bias's gradient, a block of columns at a time. */
 void gm_add_rows(float *o, const float *x, int64_t rows, int64_t stride, int64_t width);
 
-gm_tensor *gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g);
+/* New references in *dp and *dsp (NULL where the source needs no gradient). */
+gm_status gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dp, gm_tensor **dsp);
 /* New references (NULL where the source needs no gradient). decay_into, when not NULL, is the
  * decay's pending gradient, which the kernel may add its gradient into instead (it does when
  * that sums the same terms in the same order: a per-head decay and a batch of one); *ddecay is

@@ -40,14 +40,18 @@ static int l_attention(lua_State *L) {
 }
 
 /* gm.decay_mask(sp, {lambda = 0.6, p = 1.0, offset = 1, gelu = "erf"}); sp is a distance
- * tensor or a graphmert.Distances; lambda = nil (or false) means no decay: all ones. */
+ * matrix or a graphmert.Distances; lambda = false means no decay (all ones), a missing lambda
+ * is 0.6, as in DecayMask and GraphMERT (graphmert.nn.check.lambda). */
 static int l_decay_mask(lua_State *L) {
   gm_paths *paths = lgm_test_paths(L, 1);
   gm_tensor *sp = paths ? NULL : lgm_check_tensor(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
   static const char *const gelu_forms[] = {"erf", "tanh", NULL};
-  /* lambda nil or false: no decay (λ = 1 gives all ones) */
-  float lambda = lgm_field_boolean(L, 2, "lambda", 0) ? (float)lgm_field_number(L, 2, "lambda", 1.0) : 1.0f;
+  /* lambda false: no decay, which the core computes as λ = 1 (all ones) */
+  lua_getfield(L, 2, "lambda");
+  int no_decay = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  float lambda = no_decay ? 1.0f : (float)lgm_field_number(L, 2, "lambda", GM_DEFAULT_LAMBDA);
   float offset = (float)lgm_field_number(L, 2, "offset", 1.0);
   int gelu_tanh = lgm_field_option(L, 2, "gelu", gelu_forms) == 1;
   /* p is a number or a tensor */

@@ -8,6 +8,7 @@
 --   config.describe() → the schema as text (one line a key)
 local GraphMERT = require "graphmert.nn.GraphMERT"
 
+local check = require "graphmert.nn.check"
 local M = {}
 
 local REQUIRED = {} -- a default that marks a key every config must give
@@ -77,7 +78,7 @@ local function check_grid(grid, where)
       if not ok(v) then fail(where, string.format("grid.%s[%d] must be %s, got %s", key, i, what, tostring(v))) end
     end
   end
-  list("lambdas", function(v) return v == false or (type(v) == "number" and v > 0 and v <= 1) end, "false or a number in (0, 1]")
+  list("lambdas", function(v) return (pcall(check.lambda, "lambda", v)) end, "a number in (0, 1] or false (no decay)")
   list("hgat", function(v) return type(v) == "boolean" end, "true or false")
   list("seeds", function(v) return math.type(v) == "integer" or (type(v) == "number" and v == math.floor(v)) end, "an integer")
   for _, key in ipairs { "passages", "probe_sequences" } do
@@ -89,7 +90,7 @@ local function check_grid(grid, where)
   return out
 end
 
-local sorted_keys = require("graphmert.nn.check").sorted_keys
+local sorted_keys = check.sorted_keys
 
 -- the keys of `data` for each source
 local DATA_KEYS = { files = { dir = "string", corpus = "string", triples = "string", entities = "string",

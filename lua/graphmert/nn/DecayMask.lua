@@ -5,7 +5,8 @@
 -- at 1, stored as `sp_param` of shape [heads, 1, 1] (the official parameter's name and shape, so
 -- its weights load as they are), and distances are hop counts + 1 (offset = 1). The design
 -- notes' variant is DecayMask{per_head = false, init_p = 0, offset = 0}: one shared p at 0 on
--- plain hop counts. lambda = false turns the decay off (all ones).
+-- plain hop counts. lambda = false turns the decay off (all ones); a missing lambda is 0.6, as
+-- everywhere (gm.decay_mask, GraphMERT).
 --
 -- DecayMask{heads = 8, lambda = 0.6, init_p = 1.0, offset = 1, gelu = "erf", per_head = true}
 -- forward(sp): sp is a distance tensor [N, N] or a graphmert.Distances; the result is
@@ -21,18 +22,13 @@ function DecayMask:__init(opts)
   Module.__init(self)
   opts = opts or {}
   self.heads = opts.heads or 8
-  self.lambda = opts.lambda
-  if opts.lambda == nil then self.lambda = 0.6 end
-  if opts.lambda == false then self.lambda = nil end
+  if opts.lambda == nil then self.lambda = check.DEFAULT_LAMBDA else self.lambda = opts.lambda end
   self.offset = opts.offset or 1
   self.gelu = opts.gelu or "erf"
   self.per_head = opts.per_head ~= false
   local init_p = opts.init_p or 1.0
   check.positive_integer("DecayMask", "heads", self.heads)
-  if self.lambda ~= nil then
-    assert(type(self.lambda) == "number" and self.lambda > 0 and self.lambda <= 1,
-      "DecayMask: lambda must be in (0, 1] or nil")
-  end
+  check.lambda("DecayMask: lambda", self.lambda)
   local p = self.per_head and gm.full(init_p, self.heads, 1, 1) or gm.tensor(init_p)
   self:register_parameter("sp_param", p)
 end

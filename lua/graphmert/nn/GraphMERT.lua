@@ -92,9 +92,8 @@ function GraphMERT:__init(config)
   for _, key in ipairs { "hgat", "hgat_interleaved", "positions", "compact", "sbo", "graph_token" } do
     if type(c[key]) ~= "boolean" then error(string.format("GraphMERT: %s must be true or false, got %s", key, tostring(c[key])), 2) end
   end
-  if c.lambda ~= false and (type(c.lambda) ~= "number" or not (c.lambda > 0 and c.lambda <= 1)) then
-    error("GraphMERT: lambda must be a number in (0, 1] or false, got " .. tostring(c.lambda), 2)
-  end
+  local ok, err = pcall(check.lambda, "GraphMERT: lambda", c.lambda)
+  if not ok then error(err, 2) end
   if type(c.init_std) ~= "number" or not (c.init_std >= 0 and c.init_std < math.huge) then
     error("GraphMERT: init_std must be a number >= 0, got " .. tostring(c.init_std), 2)
   end
@@ -109,7 +108,7 @@ function GraphMERT:__init(config)
     self:register_parameter("hgat_attention", gm.randn(c.relations, 2 * H) * std)
   end
   self:add_module("decay", DecayMask {
-    heads = c.heads, lambda = c.lambda == false and false or c.lambda, offset = c.offset })
+    heads = c.heads, lambda = c.lambda, offset = c.offset })
   self:add_module("layers", Module())
   for i = 1, c.layers do
     self.layers:add_module(tostring(i - 1), EncoderLayer {
@@ -219,19 +218,12 @@ local function softplus1(x)
 end
 
 -- The decay mask [heads, N+1, N+1] with the graph token's row and column first: its distance to
--- node n is softplus(graph_token_distance[n]), to itself 0; λ^GELU(√d − p) as for the tokens.
+-- node n is softplus(graph_token_distance[n]), to itself 0; the tokens' decay (the same kernel,
+-- λ, p and GELU) over √d, i.e. offset 0, learned through d.
 function GraphMERT:_graph_token_decay(decay)
-  local c, N = self.config, self.nodes
-  local row
-  if c.lambda then
-    local d = softplus1(self.graph_token_distance):sqrt():reshape(1, 1, N)
-    local log_lambda, p = math.log(c.lambda), self.decay.sp_param
-    local to_nodes = ((d - p):gelu() * log_lambda):exp()                    -- [heads, 1, N]
-    local to_itself = ((p * -1):gelu() * log_lambda):exp():reshape(c.heads, 1, 1)
-    row = gm.cat({ to_itself, to_nodes }, 3)
-  else
-    row = gm.ones(c.heads, 1, N + 1)
-  end
+  local c, N, mask = self.config, self.nodes, self.decay
+  local d = gm.cat({ gm.zeros(1, 1), softplus1(self.graph_token_distance):reshape(1, N) }, 2) -- [1, N+1]
+  local row = gm.decay_mask(d, { lambda = mask.lambda, p = mask.sp_param, offset = 0, gelu = mask.gelu }) -- [heads, 1, N+1]
   local column = row:narrow(3, 2, N):permute(1, 3, 2)
   return gm.cat({ row, gm.cat({ column, decay }, 3) }, 2)
 end
