@@ -94,9 +94,7 @@ local function run_cell(cell, index)
   local train_seconds = gm.clock() - t0
   local acc, _, per_sequence = ex.masked_accuracy(dd, c, model, { alone = true })
   local tails = ex.tail_metrics(dd, c, model)
-  local opts = { graph = d.graph, relations = d.relations, mode = "constrained", top = 1, tail_end = cfg.tail_end,
-    empty = cfg.absent > 0,
-    tails = ex.known_tails(d) }
+  local opts = gm.eval.extract.options(cfg, d.graph, d.relations, { mode = "constrained", top = 1, tails = ex.known_tails(d) })
   local extraction = {}
   model:evaluating(function()
     for i, p in ipairs(passages) do

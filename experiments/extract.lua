@@ -140,8 +140,8 @@ if args.relations ~= "all" then
   end
 end
 
-local opts = { graph = graph, relations = relations, only = only, mode = args.decoding, top = args.top,
-  batch = args.batch, pack = not args.unpacked, tail_end = run.tail_end, empty = (run.absent or 0) > 0 }
+local opts = extract.options(run, graph, relations, { only = only, mode = args.decoding, top = args.top, batch = args.batch,
+  pack = not args.unpacked })
 if args.decoding == "constrained" then opts.tails = graph:known_tails(tok, relations, model.layout.leaves) end
 
 -- The journals: a header line (the run's settings: --resume continues only the same run), then

@@ -74,8 +74,8 @@ do
   end
 end
 
-local opts = { graph = graph, relations = relations, mode = args.decoding, top = 1, tail_end = run.tail_end,
-  empty = (run.absent or 0) > 0 and not args["answer-all"], pack = not args.unpacked }
+local opts = gm.eval.extract.options(run, graph, relations, { mode = args.decoding, top = 1, pack = not args.unpacked,
+  answer_all = args["answer-all"] })
 local systems = { { name = "GraphMERT", dir = args.checkpoint } }
 local baseline_dir = args.checkpoint .. "/baseline"
 if gm.stat(baseline_dir .. "/run.json") then systems[2] = { name = "no decay, no H-GAT", dir = baseline_dir } end

@@ -10,6 +10,10 @@
 --   empty one (the model's "this head has no such relation"). The passages' queries go to one
 --   decode, batched across passages (the same triples as passage by passage); with pack, the
 --   heads of a passage are asked together, one relation each per sequence.
+-- options(run, graph, relations, choices) → triples' opts: how the run was trained (run.json or
+--   its config: tail_end, absent — a model taught absent relations may answer "none", so empty
+--   is on unless choices.answer_all) with the caller's choices (mode = "open", top = 5, batch,
+--   pack, only, tails)
 -- merge(triples, {top = 5, min_score}) → one entry per (head, relation, tail): count = passages
 --   supporting it, sources = their ids, score = the best; self-loops and tails without a letter
 --   dropped; the top per (head, relation) kept, best first
@@ -29,6 +33,13 @@ local decode = require("graphmert.eval.decode").decode
 local normalize = require("graphmert.data.linker").normalize
 
 local M = {}
+
+function M.options(run, graph, relations, choices)
+  choices = choices or {}
+  return { graph = graph, relations = relations, mode = choices.mode or "open", top = choices.top or 5,
+    batch = choices.batch, pack = choices.pack, only = choices.only, tails = choices.tails, tail_end = run.tail_end,
+    empty = (run.absent or 0) > 0 and not choices.answer_all }
+end
 
 -- The decoder's queries for one passage: each head found (in the roots' part of the text) with
 -- each relation allowed for it; meta[i] names query i's head and relation.

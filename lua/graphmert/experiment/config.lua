@@ -192,15 +192,16 @@ function M.check(cfg, where, base)
   return out
 end
 
--- A config file's table, with `extends = "other.lua"` (a path relative to the file) resolved:
--- the base's keys, then the file's; a table-valued key present in both (model, data, grid,
--- loss) is merged key by key, so a variant names only what it changes. A relative data path is
--- made relative to the file that names it.
 -- the source a config's data names: its `source`, "files" when it names files, nil when it names
 -- neither (a variant that changes, say, WordNet's limit)
 local function source_of(data)
   return data.source or ((data.dir or data.corpus or data.triples or data.entities) and "files") or nil
 end
+
+-- A config file's table, with `extends = "other.lua"` (a path relative to the file) resolved:
+-- the base's keys, then the file's; a table-valued key present in both (model, data, grid,
+-- loss) is merged key by key, so a variant names only what it changes. A relative data path is
+-- made relative to the file that names it.
 
 local function read(path, chain)
   chain = chain or {}

@@ -21,7 +21,8 @@ return function(named_params, config)
   local betas = config.betas or { 0.9, 0.999 }
   local weight_decay = config.weight_decay or 0.01
   local no_decay = config.no_decay or default_no_decay
-  local opt = protocol.new(named_params, config.lr or 1e-3, "adamw")
+  local opt = protocol.new(named_params, config.lr or 1e-3, "adamw",
+    { { name = "exp_avg" }, { name = "exp_avg_sq" } })
   local params = opt.params
   for _, p in ipairs(params) do
     p.exp_avg, p.exp_avg_sq = gm.zeros(p.tensor:shape()), gm.zeros(p.tensor:shape())
@@ -41,28 +42,6 @@ return function(named_params, config)
         end
       end
     end)
-  end
-
-  function opt:state_dict()
-    local tensors = {}
-    for _, p in ipairs(params) do
-      tensors[p.name .. ".exp_avg"] = p.exp_avg
-      tensors[p.name .. ".exp_avg_sq"] = p.exp_avg_sq
-    end
-    return tensors, { step = self.step_count, lr = self.lr }
-  end
-
-  function opt:load_state_dict(tensors, meta)
-    gm.no_grad(function()
-      for _, p in ipairs(params) do
-        local m, v = tensors[p.name .. ".exp_avg"], tensors[p.name .. ".exp_avg_sq"]
-        if not m or not v then error("adamw: no state for parameter '" .. p.name .. "'", 3) end
-        p.exp_avg:copy_(m)
-        p.exp_avg_sq:copy_(v)
-      end
-    end)
-    self.step_count = math.tointeger(meta.step) or 0
-    if meta.lr then self.lr = meta.lr end
   end
 
   return opt

@@ -15,7 +15,8 @@ return function(named_params, config)
   config = config or {}
   local momentum, dampening = config.momentum or 0, config.dampening or 0
   local weight_decay, nesterov = config.weight_decay or 0, config.nesterov or false
-  local opt = protocol.new(named_params, config.lr or 1e-2, "sgd")
+  local opt = protocol.new(named_params, config.lr or 1e-2, "sgd",
+    { { name = "momentum_buffer", label = "momentum buffer", optional = true } })
   local params = opt.params
 
   function opt:step()
@@ -26,38 +27,17 @@ return function(named_params, config)
         if g then
           if weight_decay ~= 0 then g = g + p.tensor * weight_decay end
           if momentum ~= 0 then
-            if not p.buffer then
-              p.buffer = g:clone()
+            if not p.momentum_buffer then
+              p.momentum_buffer = g:clone()
             else
-              p.buffer:mul_(momentum):add_(g, 1 - dampening)
+              p.momentum_buffer:mul_(momentum):add_(g, 1 - dampening)
             end
-            g = nesterov and (g + p.buffer * momentum) or p.buffer
+            g = nesterov and (g + p.momentum_buffer * momentum) or p.momentum_buffer
           end
           p.tensor:add_(g, -self.lr)
         end
       end
     end)
-  end
-
-  function opt:state_dict()
-    local tensors = {}
-    for _, p in ipairs(params) do
-      if p.buffer then tensors[p.name .. ".momentum_buffer"] = p.buffer end
-    end
-    return tensors, { step = self.step_count, lr = self.lr }
-  end
-
-  function opt:load_state_dict(tensors, meta)
-    for _, p in ipairs(params) do
-      local b = tensors[p.name .. ".momentum_buffer"]
-      if b and b:numel() ~= p.tensor:numel() then
-        error(string.format("sgd: momentum buffer of '%s' has %s, the parameter %s", p.name, b:shape_string(),
-          p.tensor:shape_string()), 3)
-      end
-      p.buffer = b and b:clone() or nil
-    end
-    self.step_count = math.tointeger(meta.step) or 0
-    if meta.lr then self.lr = meta.lr end
   end
 
   return opt
