@@ -77,6 +77,16 @@ describe_mpi("gm.distributed under mpirun -np 2", function()
     end
   end)
 
+  it("finalizes MPI at exit for a script that does not, from both hosts", function()
+    for _, host in ipairs { bin, lua_host } do
+      local out, code = run(mpirun .. "2 " .. host .. " spec/fixtures/distributed_no_finalize.lua")
+      assert.equal(0, code, out)
+      assert.matches("rank 0 of 2: done", out)
+      assert.matches("rank 1 of 2: done", out)
+      assert.is_nil(out:find("improperly"), out)
+    end
+  end)
+
   it("trains 20 steps on 2 ranks with one process's losses, and resumes with 1 or 2 ranks", function()
     local out, code = train(1, dir .. "/one")
     assert.equal(0, code, out)

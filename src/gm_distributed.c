@@ -30,6 +30,10 @@ int gm_dist_rank(void) { return world_rank; }
 int gm_dist_size(void) { return world_size; }
 
 #ifdef GM_WITH_MPI
+/* A script that started MPI and ended without gm.distributed.finalize() would leave mpirun
+ * reporting an abnormal exit: MPI is finalized at exit, as mpi4py does. */
+static void finalize_at_exit(void) { gm_dist_finalize(); }
+
 /* A process started by mpirun (ORTE), a PMIx launcher (srun, prterun) or a PMI one (hydra).
  * A plain run does not initialise MPI: a singleton MPI_Init is slow and may print warnings. */
 static int launched_by_mpi(void) {
@@ -52,6 +56,7 @@ gm_status gm_dist_init(void) {
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     mpi_on = 1;
+    atexit(finalize_at_exit);
   }
 #endif
   started = 1;

@@ -476,6 +476,9 @@ int main(int argc, char **argv) {
   report(L, status);
   lua_close(L);
   main_arena_release();
-  if (usage_failure) return 2;
-  return status == LUA_OK && ma.status ? EXIT_SUCCESS : EXIT_FAILURE;
+  int code = usage_failure ? 2 : status == LUA_OK && ma.status ? EXIT_SUCCESS : EXIT_FAILURE;
+  /* under mpirun, a rank that fails ends the job rather than leave the others waiting in a
+   * collective (mpi4py's -m mpi4py); one that ends well has MPI finalized at exit */
+  if (code != EXIT_SUCCESS && gm_dist_size() > 1) gm_dist_abort(code);
+  return code;
 }
