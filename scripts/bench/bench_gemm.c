@@ -18,7 +18,8 @@
 #include <stdlib.h>
 
 #include "bench_util.h"
-#include "gm_internal.h"
+#include "gm.h"
+#include "gm_kernels.h"
 
 /* dnnl_sgemm: row-major, BLAS-like arguments (oneDNN's dnnl.h, not needed to build) */
 typedef int (*dnnl_sgemm_fn)(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha,

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 
 #include "bench_util.h"
-#include "gm_internal.h"
+#include "gm_kernels.h"
 
 enum { H = 8, N = 1024, D = 64, BQ = 64, BK = 256, LDT = BK + 16 /* as gm_attention.c's */ };
 
