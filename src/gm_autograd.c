@@ -4,7 +4,18 @@
  * ones, and visits the nodes in reverse order. Each visit is one case of the switch in
  * node_backward(): it turns the node's gradient g into contributions for its sources, which
  * accumulate in their grad_pending until they are visited in turn. Leaves move their pending
- * gradient into ->grad. Backward itself runs with grad mode off, so it records nothing. */
+ * gradient into ->grad. Backward itself runs with grad mode off, so it records nothing.
+ *
+ * Where an op's backward lives, one rule: node_backward holds the chain rule of every op —
+ * which source gets what, composed from differentiable ops where it can be (add, mul, matmul,
+ * narrow, index_select, ...), and the accumulation. Every loop over the data that computes a
+ * gradient is a kernel in the op's own file, beside its forward: gm_unary_backward
+ * (gm_elementwise.c), gm_reduction_backward and gm_softmax_backward_kernel (gm_reduce.c),
+ * gm_narrow_backward, gm_index_rows_add and gm_gather_kernel (gm_shape.c),
+ * gm_layer_norm_backward, gm_cross_entropy_backward and gm_dropout_apply (gm_nn.c),
+ * gm_decay_mask_backward (gm_decay.c), gm_attention_backward, gm_hgat_backward,
+ * gm_solve_backward, gm_segment_softmax_backward. A new op adds a case here and, if it needs
+ * one, a kernel there. */
 #include <math.h>
 #include <string.h>
 
@@ -51,64 +62,6 @@ static gm_tensor *reduce_to(gm_tensor *g, const gm_tensor *t) {
   return r;
 }
 
-/* Elementwise derivative of a unary op times g: dx = g ⊙ f'(x). */
-#define DERIV_LOOP(EXPR)     \
-  GM_FOR(i, n, n, {          \
-    float x = xs[i], y = ys[i]; \
-    (void)x;                 \
-    (void)y;                 \
-    dx[i] = gs[i] * (EXPR);  \
-  });                        \
-  break;
-
-GM_HOT static gm_tensor *unary_backward(const gm_tensor *node, const gm_tensor *g) {
-  const gm_tensor *a = node->src[0];
-  gm_tensor *res = gm_tensor_empty(a->ndim, a->shape);
-  if (!res) return NULL;
-  /* ops that read neither x nor y may have had them dropped: point at g instead (unread) */
-  const float *gs = g->data, *xs = a->data ? a->data : gs, *ys = node->data ? node->data : gs;
-  float *dx = res->data, s = node->farg[0];
-  int64_t n = a->numel;
-  switch (node->op) {
-    case GM_OP_ADD_SCALAR: DERIV_LOOP(1.0f)
-    case GM_OP_MUL_SCALAR: DERIV_LOOP(s)
-    case GM_OP_RDIV_SCALAR: DERIV_LOOP(-y / x)          /* d(s/x) = −s/x² = −y/x */
-    case GM_OP_POW_SCALAR: DERIV_LOOP(s * powf(x, s - 1.0f))
-    case GM_OP_NEG: DERIV_LOOP(-1.0f)
-    case GM_OP_EXP: DERIV_LOOP(y)
-    case GM_OP_LOG: DERIV_LOOP(1.0f / x)
-    case GM_OP_SQRT: DERIV_LOOP(0.5f / y)
-    case GM_OP_TANH: DERIV_LOOP(1.0f - y * y)
-    case GM_OP_GELU: DERIV_LOOP(gm_gelu_erf_grad(x))
-    case GM_OP_GELU_TANH: DERIV_LOOP(gm_gelu_tanh_grad(x))
-    case GM_OP_RELU: DERIV_LOOP(x > 0 ? 1.0f : 0.0f)
-    case GM_OP_LEAKY_RELU: DERIV_LOOP(x > 0 ? 1.0f : s)
-    default: GM_ASSERT(!"not a unary op");
-  }
-  return res;
-}
-
-/* The backward of sum/mean/max over dim (or all when dim < 0): spread g back over the input. */
-static gm_tensor *reduction_backward(const gm_tensor *node, const gm_tensor *g) {
-  const gm_tensor *a = node->src[0];
-  int dim = (int)node->iarg[0];
-  int64_t outer = 1, size = a->numel, inner = 1;
-  if (dim >= 0) gm_dim_split(a, dim, &outer, &size, &inner);
-  gm_tensor *dx = gm_tensor_full(a->ndim, a->shape, 0.0f);
-  if (!dx) return NULL;
-  float scale = node->op == GM_OP_MEAN ? 1.0f / (float)size : 1.0f;
-  for (int64_t o = 0; o < outer; o++)
-    for (int64_t k = 0; k < inner; k++) {
-      float gv = g->data[o * inner + k];
-      float *p = dx->data + o * size * inner + k;
-      if (node->op == GM_OP_MAX) /* only the (first) maximum moves the output */
-        p[(int64_t)node->saved->data[o * inner + k] * inner] = gv;
-      else
-        for (int64_t j = 0; j < size; j++) p[j * inner] = gv * scale;
-    }
-  return dx;
-}
-
 static gm_tensor *zeros_like(const gm_tensor *t) { return gm_tensor_full(t->ndim, t->shape, 0.0f); }
 
 /* Turns the node's gradient g into contributions for its sources. */
@@ -143,11 +96,11 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
     case GM_OP_ADD_SCALAR: case GM_OP_MUL_SCALAR: case GM_OP_RDIV_SCALAR: case GM_OP_POW_SCALAR:
     case GM_OP_NEG: case GM_OP_EXP: case GM_OP_LOG: case GM_OP_SQRT: case GM_OP_TANH:
     case GM_OP_GELU: case GM_OP_GELU_TANH: case GM_OP_RELU: case GM_OP_LEAKY_RELU:
-      st = accumulate(a, unary_backward(node, g));
+      st = accumulate(a, gm_unary_backward(node, g));
       break;
     /* sum: every input gets g; mean: g/n; max: the argmax gets g */
     case GM_OP_SUM: case GM_OP_MEAN: case GM_OP_MAX:
-      st = accumulate(a, reduction_backward(node, g));
+      st = accumulate(a, gm_reduction_backward(node, g));
       break;
     /* y = softmax(x): dx = y (g − Σ g y); log-softmax: dx = g − e^y Σ g */
     case GM_OP_SOFTMAX: case GM_OP_LOG_SOFTMAX: {
@@ -220,34 +173,15 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
       }
       break;
     }
-    /* g added into the narrowed window of a's pending gradient; the first contribution is
-     * zeros except the window, which gets g (only the rest is zeroed: the window is often most
-     * of a large tensor). Packed attention narrows q, k and v of each sequence out of one
-     * product: adding each window where it lands, instead of a full-size tensor per window,
-     * saved a pass over that product's gradient per sequence. */
+    /* g into a's window: added into its pending gradient when there is one (gm_narrow_backward) */
     case GM_OP_NARROW: {
-      int dim = (int)node->iarg[0];
-      int64_t outer, size, inner, len = node->shape[dim], start = node->iarg[1];
-      gm_dim_split(a, dim, &outer, &size, &inner);
       gm_tensor *into = pending_in_place(a);
       if (into) {
-        int64_t n = len * inner;
-        for (int64_t o = 0; o < outer; o++) {
-          float *dst = into->data + (o * size + start) * inner;
-          const float *src = g->data + o * n;
-          GM_FOR(k, n, n, { dst[k] += src[k]; });
-        }
+        gm_narrow_backward(node, g, into->data, 1);
         break;
       }
       gm_tensor *dx = gm_tensor_empty(a->ndim, a->shape);
-      if (dx) {
-        for (int64_t o = 0; o < outer; o++) {
-          float *row = dx->data + o * size * inner;
-          memset(row, 0, (size_t)(start * inner) * sizeof(float));
-          memcpy(row + start * inner, g->data + o * len * inner, (size_t)(len * inner) * sizeof(float));
-          memset(row + (start + len) * inner, 0, (size_t)((size - start - len) * inner) * sizeof(float));
-        }
-      }
+      if (dx) gm_narrow_backward(node, g, dx->data, 0);
       st = accumulate(a, dx);
       break;
     }

@@ -206,3 +206,40 @@ gm_tensor *gm_gelu(gm_tensor *a) { return unary(a, UN_GELU, 0); }
 gm_tensor *gm_gelu_tanh(gm_tensor *a) { return unary(a, UN_GELU_TANH, 0); }
 gm_tensor *gm_relu(gm_tensor *a) { return unary(a, UN_RELU, 0); }
 gm_tensor *gm_leaky_relu(gm_tensor *a, float slope) { return unary(a, UN_LEAKY_RELU, slope); }
+
+/* Elementwise derivative of a unary op times g: dx = g ⊙ f'(x). */
+#define DERIV_LOOP(EXPR)     \
+  GM_FOR(i, n, n, {          \
+    float x = xs[i], y = ys[i]; \
+    (void)x;                 \
+    (void)y;                 \
+    dx[i] = gs[i] * (EXPR);  \
+  });                        \
+  break;
+
+GM_HOT gm_tensor *gm_unary_backward(const gm_tensor *node, const gm_tensor *g) {
+  const gm_tensor *a = node->src[0];
+  gm_tensor *res = gm_tensor_empty(a->ndim, a->shape);
+  if (!res) return NULL;
+  /* ops that read neither x nor y may have had them dropped: point at g instead (unread) */
+  const float *gs = g->data, *xs = a->data ? a->data : gs, *ys = node->data ? node->data : gs;
+  float *dx = res->data, s = node->farg[0];
+  int64_t n = a->numel;
+  switch (node->op) {
+    case GM_OP_ADD_SCALAR: DERIV_LOOP(1.0f)
+    case GM_OP_MUL_SCALAR: DERIV_LOOP(s)
+    case GM_OP_RDIV_SCALAR: DERIV_LOOP(-y / x)          /* d(s/x) = −s/x² = −y/x */
+    case GM_OP_POW_SCALAR: DERIV_LOOP(s * powf(x, s - 1.0f))
+    case GM_OP_NEG: DERIV_LOOP(-1.0f)
+    case GM_OP_EXP: DERIV_LOOP(y)
+    case GM_OP_LOG: DERIV_LOOP(1.0f / x)
+    case GM_OP_SQRT: DERIV_LOOP(0.5f / y)
+    case GM_OP_TANH: DERIV_LOOP(1.0f - y * y)
+    case GM_OP_GELU: DERIV_LOOP(gm_gelu_erf_grad(x))
+    case GM_OP_GELU_TANH: DERIV_LOOP(gm_gelu_tanh_grad(x))
+    case GM_OP_RELU: DERIV_LOOP(x > 0 ? 1.0f : 0.0f)
+    case GM_OP_LEAKY_RELU: DERIV_LOOP(x > 0 ? 1.0f : s)
+    default: GM_ASSERT(!"not a unary op");
+  }
+  return res;
+}

@@ -69,6 +69,13 @@ void gm_cross_entropy_backward(const gm_tensor *probs, const gm_tensor *target, 
  * j): a bias's gradient, a block of columns at a time. */
 void gm_add_rows(float *o, const float *x, int64_t rows, int64_t stride, int64_t width);
 
+/* The backward kernels of the ops whose forward lives in gm_elementwise.c, gm_reduce.c and
+ * gm_shape.c (the rule: gm_autograd.c's header). gm_unary_backward: dx = g ⊙ f'(x) for the unary
+ * ops; gm_reduction_backward: sum / mean / max over a dim spread back; gm_narrow_backward: g into
+ * the window of dx (added when add, else the rest of dx zeroed). */
+gm_tensor *gm_unary_backward(const gm_tensor *node, const gm_tensor *g);
+gm_tensor *gm_reduction_backward(const gm_tensor *node, const gm_tensor *g);
+void gm_narrow_backward(const gm_tensor *node, const gm_tensor *g, float *dx, int add);
 /* New references in *dp and *dsp (NULL where the source needs no gradient). */
 gm_status gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dp, gm_tensor **dsp);
 /* New references (NULL where the source needs no gradient). decay_into, when not NULL, is the

@@ -153,3 +153,24 @@ GM_HOT void gm_softmax_backward_kernel(const gm_tensor *y, const gm_tensor *g, g
       }
   });
 }
+
+/* The backward of sum/mean/max over dim (or all when dim < 0): spread g back over the input. */
+gm_tensor *gm_reduction_backward(const gm_tensor *node, const gm_tensor *g) {
+  const gm_tensor *a = node->src[0];
+  int dim = (int)node->iarg[0];
+  int64_t outer = 1, size = a->numel, inner = 1;
+  if (dim >= 0) gm_dim_split(a, dim, &outer, &size, &inner);
+  gm_tensor *dx = gm_tensor_full(a->ndim, a->shape, 0.0f);
+  if (!dx) return NULL;
+  float scale = node->op == GM_OP_MEAN ? 1.0f / (float)size : 1.0f;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t k = 0; k < inner; k++) {
+      float gv = g->data[o * inner + k];
+      float *p = dx->data + o * size * inner + k;
+      if (node->op == GM_OP_MAX) /* only the (first) maximum moves the output */
+        p[(int64_t)node->saved->data[o * inner + k] * inner] = gv;
+      else
+        for (int64_t j = 0; j < size; j++) p[j * inner] = gv * scale;
+    }
+  return dx;
+}

@@ -383,3 +383,28 @@ gm_tensor *gm_index_add(gm_tensor *base, gm_tensor *index, gm_tensor *src, int i
   }
   return out;
 }
+
+/* narrow's backward: g [.., len, ..] into the window [start, start + len) along dim of dx, a's
+ * shape. add: dx is a's pending gradient, the window gets g added; else dx is new, the window
+ * gets g and the rest zeros (only the rest is zeroed: the window is often most of a large
+ * tensor). Packed attention narrows q, k and v of each sequence out of one product: adding each
+ * window where it lands, instead of a full-size tensor per window, saves a pass over that
+ * product's gradient per sequence. */
+void gm_narrow_backward(const gm_tensor *node, const gm_tensor *g, float *dx, int add) {
+  const gm_tensor *a = node->src[0];
+  int dim = (int)node->iarg[0];
+  int64_t outer, size, inner, len = node->shape[dim], start = node->iarg[1];
+  gm_dim_split(a, dim, &outer, &size, &inner);
+  int64_t n = len * inner;
+  for (int64_t o = 0; o < outer; o++) {
+    float *row = dx + o * size * inner, *dst = row + start * inner;
+    const float *src = g->data + o * n;
+    if (add) {
+      GM_FOR(k, n, n, { dst[k] += src[k]; });
+    } else {
+      memset(row, 0, (size_t)(start * inner) * sizeof(float));
+      memcpy(dst, src, (size_t)n * sizeof(float));
+      memset(row + (start + len) * inner, 0, (size_t)((size - start - len) * inner) * sizeof(float));
+    }
+  }
+}
