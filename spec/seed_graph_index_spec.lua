@@ -175,3 +175,42 @@ describe("a run folder's seed graph (ex.run_graph)", function()
     assert.matches("links to a file outside", err)
   end)
 end)
+
+describe("gm.load_tables with lazy = true", function()
+  it("reads every table as a read-only map over the file, answering as the tables do", function()
+    local path = files.tmpname()
+    local tables = { names = { b = "2", a = "1", ["long key " .. string.rep("x", 100)] = "3", ["\0odd"] = "" },
+      set = { z = true, y = true }, empty = {} }
+    assert(gm.write_atomic(path, { gm.pack_tables(tables) }))
+    local eager, lazy = gm.load_tables(path), gm.load_tables(path, { lazy = true })
+    local maps = {}
+    for name, map in pairs(lazy) do maps[name] = map end
+    lazy = nil
+    collectgarbage()
+    collectgarbage() -- the maps keep the file's bytes alive without the table that held them
+    for name, t in pairs(eager) do
+      local map, n, order = maps[name], 0, {}
+      for k, v in pairs(t) do
+        n = n + 1
+        assert.equal(v, map[k])
+      end
+      assert.equal(n, #map)
+      for k, v in pairs(map) do
+        order[#order + 1] = k
+        assert.equal(t[k], v)
+      end
+      local sorted = {}
+      for k in pairs(t) do sorted[#sorted + 1] = k end
+      table.sort(sorted)
+      assert.same(sorted, order)
+    end
+    assert.is_nil(maps.names.c)
+    assert.is_nil(maps.names[1])
+    assert.is_nil(maps.set[false])
+    assert.error_matches(function() maps.names.c = "3" end, "read%-only")
+    assert.matches("graphmert.TableMap %(4 entries, map%)", tostring(maps.names))
+    assert.equal(gm.pack_tables(eager), gm.pack_tables(maps)) -- maps pack as their tables do
+    assert.error_matches(function() gm.load_tables(path, "lazy") end, "table expected")
+    os.remove(path)
+  end)
+end)

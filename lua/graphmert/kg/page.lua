@@ -52,6 +52,16 @@ function M.ids(t)
     type(t.tail_id) == "string" and t.tail_id or ("new:" .. t.tail)
 end
 
+-- the ids of a linker index entry: joined by "\0" once frozen, a list while it is built
+local function each_id(candidates)
+  if type(candidates) == "string" then return candidates:gmatch("[^\0]+") end
+  local i = 0
+  return function()
+    i = i + 1
+    return candidates[i]
+  end
+end
+
 local function source_id(s) return tostring(math.tointeger(s) or s) end -- (cjson reads 2 as 2.0)
 
 function M.cited(triples, next_passage)
@@ -96,24 +106,25 @@ function M.data(opts)
       decoding(t.decoding or "open"), t.seed and 1 or 0, sources }
   end
 
-  -- the seed graph's facts with an end among the triples' entities (one hop around the graph)
+  -- the seed graph's facts with an end among the triples' entities (one hop around the graph):
+  -- one pass over the facts (relation → head → tails joined by "\0"), no table per fact passed by
   local facts = {}
   if graph then
-    local wanted = {}
+    local wanted, found = {}, {}
     for _, id in ipairs(ids) do wanted[id] = true end
-    local fact_relations = {}
-    for name in pairs(graph.tails) do fact_relations[#fact_relations + 1] = name end
-    table.sort(fact_relations)
-    for _, name in ipairs(fact_relations) do
-      local heads = {}
-      for head in pairs(graph.tails[name]) do heads[#heads + 1] = head end
-      table.sort(heads)
-      for _, head in ipairs(heads) do
-        for _, tail in ipairs(linker.split(graph.tails[name][head])) do
-          if wanted[head] or wanted[tail] then facts[#facts + 1] = { entity(head), relation(name), entity(tail) } end
+    for name, heads in pairs(graph.tails) do
+      for head, joined in pairs(heads) do
+        for tail in joined:gmatch("[^\0]+") do
+          if wanted[head] or wanted[tail] then found[#found + 1] = { name, head, tail } end
         end
       end
     end
+    table.sort(found, function(a, b)
+      if a[1] ~= b[1] then return a[1] < b[1] end
+      if a[2] ~= b[2] then return a[2] < b[2] end
+      return a[3] < b[3]
+    end)
+    for i, f in ipairs(found) do facts[i] = { entity(f[2]), relation(f[1]), entity(f[3]) } end
   end
 
   -- the entities: [id, name, type, seed (0/1), aliases]; aliases are a store's, else the linker's
@@ -121,8 +132,8 @@ function M.data(opts)
   local known = opts.entities or {}
   local aliases = {}
   if graph then
-    for phrase in pairs(graph.linker.index) do
-      for _, id in ipairs(graph:candidates(phrase) or {}) do
+    for phrase, candidates in pairs(graph.linker.index) do
+      for id in each_id(candidates) do
         if entity_at[id] and not known[id] then
           local list = aliases[id] or {}
           aliases[id] = list
