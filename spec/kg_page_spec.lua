@@ -35,12 +35,7 @@ local function tiny()
   return entities, facts
 end
 
-local function sorted(set)
-  local list = {}
-  for k in pairs(set) do list[#list + 1] = k end
-  table.sort(list)
-  return list
-end
+local sorted = require("graphmert.nn.check").sorted_keys
 
 describe("the KG page's data (graphmert.kg.page)", function()
   local page = gm.kg.page

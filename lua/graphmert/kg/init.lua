@@ -69,25 +69,33 @@ local function triple_problem(t)
   end
 end
 
-function M.read(path, opts)
-  if path:match("%.sqlite$") then return read_store(path, (opts or {}).top or 5) end
+-- the records of a JSONL file, each checked by problem(record) → what is wrong with it, or nil
+local function read_jsonl(path, problem)
   local f = open_lines(path)
-  local triples, n = {}, 0
+  local records, n = {}, 0
   for line in f:lines() do
     n = n + 1
     if line:match("%S") then
-      local ok, t = pcall(cjson.decode, line)
-      local problem = not ok and "not JSON" or triple_problem(t)
-      if problem then
+      local ok, record = pcall(cjson.decode, line)
+      local wrong = not ok and "not JSON" or problem(record)
+      if wrong then
         f:close()
-        error(string.format("%s:%d: %s", path, n, problem), 0)
+        error(string.format("%s:%d: %s", path, n, wrong), 0)
       end
-      if t.tail_id == cjson.null then t.tail_id = nil end
-      if t.head_id == cjson.null then t.head_id = nil end
-      triples[#triples + 1] = t
+      records[#records + 1] = record
     end
   end
   f:close()
+  return records
+end
+
+function M.read(path, opts)
+  if path:match("%.sqlite$") then return read_store(path, (opts or {}).top or 5) end
+  local triples = read_jsonl(path, triple_problem)
+  for _, t in ipairs(triples) do
+    if t.tail_id == cjson.null then t.tail_id = nil end
+    if t.head_id == cjson.null then t.head_id = nil end
+  end
   return triples
 end
 
@@ -96,27 +104,16 @@ function M.key(t)
   return head .. "\t" .. t.relation .. "\t" .. tail
 end
 
-function M.read_review(path)
-  local f = open_lines(path)
-  local decisions, n = {}, 0
-  for line in f:lines() do
-    n = n + 1
-    if line:match("%S") then
-      local ok, d = pcall(cjson.decode, line)
-      if not ok or type(d) ~= "table" or type(d.head) ~= "string" or type(d.relation) ~= "string" or type(d.tail) ~= "string"
-        or not is_id(d.head_id) or not is_id(d.tail_id) then
-        f:close()
-        error(string.format("%s:%d: not a review decision (head, relation and tail strings, string ids, verdict)", path, n), 0)
-      end
-      if d.verdict ~= "accept" and d.verdict ~= "reject" then
-        f:close()
-        error(string.format("%s:%d: verdict %s: a decision is \"accept\" or \"reject\"", path, n, cjson.encode(d.verdict)), 0)
-      end
-      decisions[#decisions + 1] = d
-    end
+local function decision_problem(d)
+  if type(d) ~= "table" or type(d.head) ~= "string" or type(d.relation) ~= "string" or type(d.tail) ~= "string"
+    or not is_id(d.head_id) or not is_id(d.tail_id) then
+    return "not a review decision (head, relation and tail strings, string ids, verdict)"
   end
-  f:close()
-  return decisions
+  if d.verdict ~= "accept" and d.verdict ~= "reject" then
+    return string.format("verdict %s: a decision is \"accept\" or \"reject\"", cjson.encode(d.verdict))
+  end
 end
+
+function M.read_review(path) return read_jsonl(path, decision_problem) end
 
 return M
