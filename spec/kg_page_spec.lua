@@ -76,6 +76,24 @@ describe("the KG page's data (graphmert.kg.page)", function()
     end
   end)
 
+  it("finds the same facts and aliases in a loaded index (maps over its file) as in a built graph", function()
+    local path = files.tmpname()
+    graph:save(path)
+    local loaded = gm.data.seed_graph.load(path)
+    os.remove(path)
+    local some = { triples[1], triples[2], { head = "digestive system", relation = "part_of", tail = "heart", score = -1,
+      head_id = "ANAT:0001", tail_id = "ANAT:0007" } }
+    local a = page.data { triples = some, graph = graph, passages = passages }
+    local b = page.data { triples = some, graph = loaded, passages = passages }
+    a.created, b.created = nil, nil
+    assert.same(a, b)
+    assert.is_true(#a.facts > 0)
+    graph:save(path)
+    local touched = gm.table_find(gm.load_tables(path, { lazy = true }).phrases, { ["ANAT:0001"] = true })
+    os.remove(path)
+    assert.same({ ["digestive system"] = "ANAT:0001", ["gastrointestinal system"] = "ANAT:0001" }, touched)
+  end)
+
   it("names a source the corpus lacks, and a record that is no triple", function()
     assert.has_error(function() page.data { triples = triples, graph = graph, passages = { ["1"] = "x" } } end,
       "kg page: passage 2, a source of heart / connected_to / lung, is not in the corpus given")

@@ -390,7 +390,63 @@ static int l_load_tables(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg table_functions[] = {{"pack_tables", l_pack_tables}, {"load_tables", l_load_tables}, {NULL, NULL}};
+/* ---- finding ---- */
+
+typedef struct {
+  const char *s;
+  size_t n;
+} word;
+
+static int compare_words(const void *x, const void *y) {
+  const word *a = x, *b = y;
+  return compare_bytes(a->s, a->n, b->s, b->n);
+}
+
+static int is_wanted(const word *wanted, size_t count, const char *s, size_t n) {
+  word w = {s, n};
+  return bsearch(&w, wanted, count, sizeof w, compare_words) != NULL;
+}
+
+/* gm.table_find(map, set) → {key = value, ...}: the entries of a graphmert.TableMap whose key is
+ * in set (string → true), or one of whose value's "\0"-separated parts is: the seed graph's facts
+ * that touch some entities (relation → head → tails), or the phrases that name them (phrase →
+ * ids), found in one pass over the file's bytes with no Lua string per entry passed by. */
+static int l_table_find(lua_State *L) {
+  table_map *m = check_map(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t count = 0;
+  lua_pushnil(L);
+  while (lua_next(L, 2)) count += lua_type(L, -2) == LUA_TSTRING, lua_pop(L, 1);
+  word *wanted = lua_newuserdatauv(L, sizeof(word) * (count ? count : 1), 0); /* its strings stay in set */
+  size_t i = 0;
+  lua_pushnil(L);
+  while (lua_next(L, 2)) {
+    if (lua_type(L, -2) == LUA_TSTRING) wanted[i].s = lua_tolstring(L, -2, &wanted[i].n), i++;
+    lua_pop(L, 1);
+  }
+  qsort(wanted, count, sizeof *wanted, compare_words);
+  lua_newtable(L);
+  for (uint32_t e = 0; e < m->n && count; e++) {
+    const char *key, *value;
+    size_t key_len, value_len;
+    map_entry(m, e, &key, &key_len, &value, &value_len);
+    int found = is_wanted(wanted, count, key, key_len);
+    for (size_t start = 0; value && !found && start <= value_len;) {
+      const char *end = memchr(value + start, 0, value_len - start);
+      size_t len = end ? (size_t)(end - value) - start : value_len - start;
+      found = len > 0 && is_wanted(wanted, count, value + start, len);
+      start += len + 1;
+    }
+    if (!found) continue;
+    lua_pushlstring(L, key, key_len);
+    push_value(L, m, e);
+    lua_rawset(L, -3);
+  }
+  return 1;
+}
+
+static const luaL_Reg table_functions[] = {
+    {"pack_tables", l_pack_tables}, {"load_tables", l_load_tables}, {"table_find", l_table_find}, {NULL, NULL}};
 
 void lgm_open_tables(lua_State *L, int module) {
   luaL_newmetatable(L, MAP_META);

@@ -76,6 +76,7 @@ return {
   ["gm.read_file"] = "gm.read_file(path[, offset = 0[, length]]) → the bytes of a regular file (a FIFO or device is refused unopened)",
   ["gm.pack_tables"] = "gm.pack_tables{name = table, ...} → the bytes of a file of flat string tables (each a set: key → true, or a map: key → string) that gm.load_tables reads back; write them with gm.write_atomic",
   ["gm.load_tables"] = "gm.load_tables(path[, {lazy = false}]) → {name = table, ...} as gm.pack_tables wrote them, every length, count and key order checked (errors name the file and byte); lazy: each table a read-only graphmert.TableMap over the file (t[key] by binary search, pairs in key order, #t), no Lua string per entry",
+  ["gm.table_find"] = "gm.table_find(map, set) → {key = value, ...}: the entries of a graphmert.TableMap (gm.load_tables{lazy}) whose key, or one of whose \\0-separated value parts, is in set (string → true), in one pass over the file",
   ["gm.tensor_from_file"] = "gm.tensor_from_file(path, offset, nbytes, shape[, dtype = \"F32\"]) — a tensor read from a byte range of a regular file (F32, F64, F16, BF16), with no copy of the file",
   -- tensor: shape and values
   ["Tensor:shape"] = "t:shape() — the sizes as a Lua list",

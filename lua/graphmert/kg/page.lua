@@ -62,6 +62,22 @@ local function each_id(candidates)
   end
 end
 
+-- the entries of a seed-graph table (a Lua table, or a map over the index file, which
+-- gm.table_find searches without a Lua string per entry) whose key or one of whose ids is wanted
+local function entries_touching(tbl, wanted)
+  if type(tbl) == "userdata" then return gm.table_find(tbl, wanted) end
+  local out = {}
+  for key, ids in pairs(tbl) do
+    local hit = wanted[key]
+    for id in each_id(ids) do
+      if hit then break end
+      hit = wanted[id]
+    end
+    if hit then out[key] = ids end
+  end
+  return out
+end
+
 local function source_id(s) return tostring(math.tointeger(s) or s) end -- (cjson reads 2 as 2.0)
 
 function M.cited(triples, next_passage)
@@ -106,14 +122,13 @@ function M.data(opts)
       decoding(t.decoding or "open"), t.seed and 1 or 0, sources }
   end
 
-  -- the seed graph's facts with an end among the triples' entities (one hop around the graph):
-  -- one pass over the facts (relation → head → tails joined by "\0"), no table per fact passed by
+  -- the seed graph's facts with an end among the triples' entities (one hop around the graph)
   local facts = {}
   if graph then
     local wanted, found = {}, {}
     for _, id in ipairs(ids) do wanted[id] = true end
     for name, heads in pairs(graph.tails) do
-      for head, joined in pairs(heads) do
+      for head, joined in pairs(entries_touching(heads, wanted)) do
         for tail in joined:gmatch("[^\0]+") do
           if wanted[head] or wanted[tail] then found[#found + 1] = { name, head, tail } end
         end
@@ -132,7 +147,7 @@ function M.data(opts)
   local known = opts.entities or {}
   local aliases = {}
   if graph then
-    for phrase, candidates in pairs(graph.linker.index) do
+    for phrase, candidates in pairs(entries_touching(graph.linker.index, entity_at)) do
       for id in each_id(candidates) do
         if entity_at[id] and not known[id] then
           local list = aliases[id] or {}
