@@ -57,9 +57,13 @@ local function with_driver(page, driver)
   return copy
 end
 
+-- (timeout: a page that never lets Chromium finish fails its spec, in a minute, instead of
+-- hanging the run)
 local function chromium(profile, flags, url)
-  return files.run(string.format("%s --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars " ..
-    "--user-data-dir=%s %s '%s' 2>/dev/null", M.path, profile, flags, url))
+  local out, code = files.run(string.format("timeout -k 5 60 %s --headless --no-sandbox --disable-gpu --no-first-run " ..
+    "--hide-scrollbars --user-data-dir=%s %s '%s' 2>/dev/null", M.path, profile, flags, url))
+  if code == 124 then error("chromium did not finish in 60 s on " .. url, 3) end
+  return out, code
 end
 
 function M.screenshot(page, png, opts)

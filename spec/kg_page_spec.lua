@@ -252,6 +252,33 @@ describe("graphmert page and extract's kg.html", function()
       assert.is_true(r.facts > 0 and r.edges > r.facts)
     end)
 
+    it("moves to a neighbour when its node is clicked, in a history entry of its own", function()
+      local r = browser.run(page_path, [[
+        // (a fragment change before the load event replaces the entry: a user clicks after it)
+        if (document.readyState !== "complete") await new Promise(r => addEventListener("load", r));
+        await sleep(10);
+        const before = history.length;
+        const node = [...document.querySelectorAll("#neighbourhood g.node")].find(g => !g.classList.contains("center"));
+        node.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+        await sleep(50);
+        return { id: node.dataset.id, hash: decodeURIComponent(location.hash), entries: history.length - before,
+          centre: document.querySelector("#neighbourhood g.center").dataset.id };]], "#e=ANAT:0007")
+      assert.equal("#e=" .. r.id, r.hash)
+      assert.equal(r.id, r.centre)
+      assert.equal(1, r.entries) -- so the browser's Back returns
+    end)
+
+    it("renders to a PNG with --screenshot", function()
+      local png = files.tmpname() .. ".png"
+      browser.screenshot(page_path, png, { fragment = "#e=ANAT:0007", width = 1000, height = 700 })
+      local bytes = read(png)
+      os.remove(png)
+      assert.equal("\137PNG\r\n\26\n", bytes:sub(1, 8))
+      local width, height = string.unpack(">I4I4", bytes, 17)
+      assert.same({ 1000, 700 }, { width, height })
+      assert.is_true(#bytes > 20000, "a blank page compresses to far less")
+    end)
+
     it("finds an entity by an alias and moves to it", function()
       local r = browser.run(page_path, [[
         const box = document.getElementById("search");
