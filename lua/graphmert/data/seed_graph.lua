@@ -188,16 +188,25 @@ function Graph:known_tails(tok, relations, leaves)
   local phrases = {}
   for phrase in pairs(self.linker.index) do phrases[#phrases + 1] = phrase end
   table.sort(phrases) -- a fixed order: ties rank the same on every run
+  -- each phrase's token ids and its entities' types, looked up once (not once per relation)
   local encoded = {}
   for _, phrase in ipairs(phrases) do
     local ids = tok:encode(phrase)
-    if #ids > 0 and #ids <= leaves then encoded[#encoded + 1] = { self.linker:candidates(phrase), ids } end
+    if #ids > 0 and #ids <= leaves then
+      local types = {}
+      for i, entity in ipairs(self.linker:candidates(phrase)) do types[i] = self.type[entity] end
+      encoded[#encoded + 1] = { types, ids }
+    end
   end
   local out = {}
   for name, id in pairs(relations) do
-    local list = {}
+    local list, wanted = {}, self.tail_types[name]
     for _, e in ipairs(encoded) do
-      if of_type(self, e[1], self.tail_types[name]) then list[#list + 1] = e[2] end
+      local fits = wanted == "*"
+      for _, t in ipairs(wanted and not fits and e[1] or {}) do
+        if wanted[t] then fits = true break end
+      end
+      if fits then list[#list + 1] = e[2] end
     end
     out[id] = list
   end
