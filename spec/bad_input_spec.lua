@@ -155,6 +155,15 @@ local rows = {
   { "load_tables", function() return gm.load_tables("/dev/zero") end, "load_tables: /dev/zero: a device, not a regular file" },
   { "load_tables", function() return gm.load_tables("Makefile") end, "load_tables: Makefile: no GMTABLES mark at byte 0" },
   { "load_tables", function() return gm.load_tables() end, "bad argument #1 to 'load_tables' %(string expected" },
+  { "load_tables", function() return gm.load_tables("Makefile", "lazy") end, "bad argument #2 to 'load_tables' %(table expected" },
+  { "table_find", function() return gm.table_find({}, {}) end, "bad argument #1 to 'table_find' %(graphmert.TableMap expected, got table%)" },
+  { "table_find", function()
+      local path = os.tmpname()
+      gm.write_atomic(path, { gm.pack_tables { t = { a = "b" } } })
+      local map = gm.load_tables(path, { lazy = true }).t
+      os.remove(path)
+      return gm.table_find(map, "a")
+    end, "bad argument #2 to 'table_find' %(table expected, got string%)" },
   { "pack_tables", function() return gm.pack_tables { t = { 1, 2 } } end, "pack_tables: table 't' has a number key %(keys must be strings%)" },
   { "pack_tables", function() return gm.pack_tables { t = { a = "x", b = true } } end, "all values must be strings, or all true" },
   { "pack_tables", function() return gm.pack_tables { t = { a = false } } end, "at key 'a' holds a boolean" },
