@@ -18,11 +18,11 @@ return [==[<!DOCTYPE html>
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, "DejaVu Sans", sans-serif; color: var(--ink); background: var(--bg); }
 header { position: sticky; top: 0; z-index: 5; background: #fff; border-bottom: 1px solid var(--line); padding: 8px 16px;
-  display: flex; flex-wrap: wrap; gap: 8px 14px; align-items: center; }
-header h1 { font-size: 16px; margin: 0; white-space: nowrap; max-width: 220px; overflow: hidden; text-overflow: ellipsis; }
+  display: flex; flex-wrap: wrap; gap: 8px 12px; align-items: center; }
+header h1 { font-size: 16px; margin: 0; white-space: nowrap; max-width: 190px; overflow: hidden; text-overflow: ellipsis; }
 header h1 a { color: inherit; text-decoration: none; }
 .search { position: relative; }
-.search input { width: 230px; padding: 5px 8px; border: 1px solid #b9c0cc; border-radius: 4px; font: inherit; }
+.search input { width: 190px; padding: 5px 8px; border: 1px solid #b9c0cc; border-radius: 4px; font: inherit; }
 #suggestions { position: absolute; top: 100%; left: 0; width: 380px; margin: 2px 0 0; padding: 0; list-style: none;
   background: #fff; border: 1px solid #b9c0cc; border-radius: 4px; box-shadow: 0 4px 14px #0002; max-height: 360px; overflow: auto; }
 #suggestions:empty { display: none; }
@@ -30,7 +30,7 @@ header h1 a { color: inherit; text-decoration: none; }
 #suggestions li:hover, #suggestions li.active { background: #e8eef9; }
 #suggestions small { color: var(--muted); }
 .filters { display: flex; flex-wrap: wrap; gap: 6px 12px; align-items: center; }
-.filters select { max-width: 180px; }
+.filters select { max-width: 130px; }
 .filters label { white-space: nowrap; }
 .filters input[type=number] { width: 72px; }
 details.relations { position: relative; }
@@ -103,11 +103,11 @@ dialog .row { display: flex; gap: 10px; align-items: center; margin: 8px 0; flex
     <label>min score <input id="min-score" type="number" step="0.1" max="0" placeholder="any"></label>
     <label>show <select id="kind">
       <option value="all">all triples</option>
-      <option value="new">new to the seed graph</option>
-      <option value="seed">in the seed graph</option>
+      <option value="new">new triples</option>
+      <option value="seed">seed-graph triples</option>
     </select></label>
-    <label><input id="facts" type="checkbox" checked> seed-graph facts</label>
-    <label>order <select id="order"><option value="score">best first</option><option value="random">random sample</option></select></label>
+    <label title="draw and list the seed graph's facts beside the extracted triples"><input id="facts" type="checkbox" checked> facts</label>
+    <label>order <select id="order"><option value="score">best first</option><option value="random">random (a sample)</option></select></label>
   </div>
   <button id="review-open" type="button">Review: <span id="review-count">0</span> decisions</button>
 </header>
@@ -166,6 +166,7 @@ const colour = r => r < PALETTE.length ? PALETTE[r] : `hsl(${(r * 137.508) % 360
 const $ = id => document.getElementById(id);
 const esc = s => String(s).replace(/[&<>"']/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 const fmt = x => x.toFixed(3);
+const short = s => s.length > 26 ? s.slice(0, 25) + "…" : s; // a node's label; its tooltip has the whole name
 
 // ---- state, kept in the URL's fragment ----
 let S;
@@ -352,7 +353,7 @@ function neighbourhoodSvg(c, edges) {
   const best = g => Math.max(...g.map(x => x.fact ? -1e9 : x.score));
   const neighbours = [...groups.entries()].sort((a, b) => best(b[1]) - best(a[1])).slice(0, MAX_NEIGHBOURS);
   const outs = neighbours.filter(([, g]) => g.some(x => x.h === c)), ins = neighbours.filter(([, g]) => !g.some(x => x.h === c));
-  const cx = SVG_W / 2, cy = SVG_H / 2, rx = SVG_W / 2 - 150, ry = SVG_H / 2 - 50;
+  const cx = SVG_W / 2, cy = SVG_H / 2, rx = SVG_W / 2 - 190, ry = SVG_H / 2 - 50;
   const pos = new Map([[c, [cx, cy]]]);
   function place(group, from, to) {
     group.forEach(([n], k) => {
@@ -397,7 +398,7 @@ function neighbourhoodSvg(c, edges) {
     const anchor = centre ? "middle" : x > cx + 5 ? "start" : x < cx - 5 ? "end" : "middle";
     const tx = centre ? 0 : anchor === "start" ? 11 : anchor === "end" ? -11 : 0, ty = centre ? -18 : anchor === "middle" ? (y < cy ? -12 : 20) : 4;
     nodes += `<g class="node${centre ? " center" : ""}${e.seed ? "" : " newent"}" data-id="${esc(e.id)}" transform="translate(${x.toFixed(1)},${y.toFixed(1)})">` +
-      `<circle r="${centre ? 12 : 7}"/><text x="${tx}" y="${ty}" text-anchor="${anchor}">${esc(e.name)}</text>` +
+      `<circle r="${centre ? 12 : 7}"/><text x="${tx}" y="${ty}" text-anchor="${anchor}">${esc(short(e.name))}</text>` +
       `<title>${esc(e.name)} (${esc(e.id)}${e.type ? ", " + esc(e.type) : ""})${e.seed ? "" : " — not in the seed graph"}</title></g>`;
   }
   const legend = [...used].sort((a, b) => a - b).map(r => `<span><i style="border-color:${colour(r)}"></i>${esc(R[r])}</span>`).join("") +
