@@ -57,9 +57,13 @@ function M.writable(script, path)
   local info = gm.stat(path)
   if info and info.type ~= "file" then M.fail(script, path .. " is a " .. info.type .. "; --out names the output file") end
   local dir = path:match("^(.*)/[^/]*$") or "."
+  local folder = gm.stat(dir)
+  if not folder or folder.type ~= "directory" then
+    M.fail(script, string.format("cannot write %s: %s is not a folder that exists", path, dir))
+  end
   local probe = string.format("%s/.graphmert-probe.%d.%d", dir, math.random(1 << 30), os.time())
   local ok, err = gm.write_atomic(probe, { "" })
-  if not ok then M.fail(script, "cannot write " .. path .. ": " .. err) end
+  if not ok then M.fail(script, "cannot write " .. path .. ": " .. err:gsub("^" .. probe:gsub("%p", "%%%0") .. "[^:]*: ", "")) end
   os.remove(probe)
 end
 
