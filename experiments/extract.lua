@@ -266,7 +266,10 @@ local function write_page(path, triples, passages, entities)
       entities = entities, title = args.out, kg = args.out, corpus = args.input })
     if not ok then error(werr, 0) end
   end)
-  if written then return path end
+  if written then
+    print("the KG page: " .. path)
+    return
+  end
   if gm.errors.kind(err) == "interrupted" then error(err, 0) end
   io.stderr:write(string.format("extract.lua: the KG page %s was not written (%s); `graphmert page` makes it from %s\n", path,
     tostring(err), args.out))
@@ -335,9 +338,7 @@ if store then
       done - skipped, args.out, store:count("triples"), store:count("passages"), gm.clock() - t0))
     store:close()
   end)
-  if ok and page_path and write_page(page_path, gm.kg.read(args.out, { top = args.top })) then
-    print("the KG page: " .. page_path)
-  end
+  if ok and page_path then write_page(page_path, gm.kg.read(args.out, { top = args.top })) end
   os.exit(ok and 0 or 130)
 end
 journal:close()
@@ -409,5 +410,5 @@ local function write_outputs()
   return kg
 end
 local kg = gm.without_interrupts(write_outputs)
-if ok and page_path and write_page(page_path, kg) then print("the KG page: " .. page_path) end
+if ok and page_path then write_page(page_path, kg) end
 if not ok then os.exit(130) end

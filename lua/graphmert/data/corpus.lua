@@ -12,6 +12,8 @@
 --   extraction reads: format "jsonl" (JSONL records, each_jsonl), "text" (one passage per line,
 --   blank lines skipped) or "auto" (jsonl for a .jsonl file); a bad line is an error
 --   "path:line: what is wrong"
+-- open_text(path) → the file opened for reading, or an error naming it (a directory opens, then
+--   fails at the first read: it is named here, not at that read)
 -- build(records, tokenizer, {layout = gm.layout{...}, relations = {name → id}, copies = 1,
 --   packing = "record"}) → sequences, report: records are tokenised and packed into roots; each
 --   triple's tail tokens go into the leaf slots of the first root of its head's first occurrence
@@ -82,6 +84,17 @@ function M.each_jsonl(path, opts)
   end, report
 end
 
+function M.open_text(path)
+  local f, err = io.open(path, "r")
+  if not f then error(err, 0) end
+  local probe, perr = f:read(0)
+  if probe == nil and perr then
+    f:close()
+    error(path .. ": " .. perr, 0)
+  end
+  return f
+end
+
 function M.each_passage(path, format)
   if format == "jsonl" or (format == "auto" and path:match("%.jsonl$")) then
     local next_record = M.each_jsonl(path, { on_error = "stop" })
@@ -90,13 +103,7 @@ function M.each_passage(path, format)
       return rec and { id = rec.line, text = rec.text }
     end
   end
-  local f, err = io.open(path, "r")
-  if not f then error(err, 0) end
-  local probe, perr = f:read(0) -- a directory opens, and fails here
-  if probe == nil and perr then
-    f:close()
-    error(path .. ": " .. perr, 0)
-  end
+  local f = M.open_text(path)
   local n, lines = 0, f:lines()
   return function()
     if not lines then return nil end

@@ -202,7 +202,6 @@ end
 -- the base's keys, then the file's; a table-valued key present in both (model, data, grid,
 -- loss) is merged key by key, so a variant names only what it changes. A relative data path is
 -- made relative to the file that names it.
-
 local function read(path, chain)
   chain = chain or {}
   for _, seen in ipairs(chain) do

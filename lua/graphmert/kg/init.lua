@@ -4,13 +4,14 @@
 --     best per head and relation, as kg.jsonl lists them), in kg.jsonl's fields {head, relation,
 --     tail, score, count, sources, decoding, head_id, tail_id, seed}; from a store also its
 --     passages (id → text), entities (id → {name, type, aliases, seed}) and the run it records
---     (meta: checkpoint, config, dataset, ..., and corpus: the file of its passages, when one). A line that is not a triple is an error
---     "path:line: ...".
+--     (meta: checkpoint, config, dataset, ..., and corpus: the file of its passages, when one). A
+--     line that is not a triple is an error "path:line: ...".
 --   kg.read_review(path) → the decisions of a review the KG page exported (JSONL: head, head_id,
 --     relation, tail, tail_id, verdict = "accept" | "reject"), checked line by line
 --   kg.key(t) → one string per triple, the same for a kg.jsonl triple and a review decision about
 --     it: head id, relation, tail id (a new tail, which has none, by "new:" and its name)
 local cjson = require "cjson"
+local open_text = require("graphmert.data.corpus").open_text
 
 local M = {
   store = require "graphmert.kg.store",
@@ -39,18 +40,6 @@ local function read_store(path, top)
   return triples, passages, entities, meta
 end
 
--- a file's lines, or an error naming it (a directory opens, then fails at the first read)
-local function open_lines(path)
-  local f, err = io.open(path, "r")
-  if not f then error(err, 0) end
-  local probe, perr = f:read(0)
-  if probe == nil and perr then
-    f:close()
-    error(path .. ": " .. perr, 0)
-  end
-  return f
-end
-
 local function is_id(x) return x == nil or x == cjson.null or type(x) == "string" end
 local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
 
@@ -71,7 +60,7 @@ end
 
 -- the records of a JSONL file, each checked by problem(record) → what is wrong with it, or nil
 local function read_jsonl(path, problem)
-  local f = open_lines(path)
+  local f = open_text(path)
   local records, n = {}, 0
   for line in f:lines() do
     n = n + 1

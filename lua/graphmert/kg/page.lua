@@ -96,7 +96,7 @@ function M.data(opts)
   local graph, passages = opts.graph, opts.passages
   local triples = opts.triples or fail("no triples given")
   local ids, entity_at, entity = indexer()
-  local names, new = {}, {}
+  local names = {}
   local relations, _, relation = indexer()
   if graph then for _, name in ipairs(graph.relation_names) do relation(name) end end
   local decodings, _, decoding = indexer()
@@ -108,8 +108,6 @@ function M.data(opts)
     end
     local head_id, tail_id = M.ids(t)
     names[head_id], names[tail_id] = names[head_id] or t.head, names[tail_id] or t.tail
-    if head_id:match("^new:") then new[head_id] = true end
-    if tail_id:match("^new:") then new[tail_id] = true end
     local sources = {}
     for i, s in ipairs(type(t.sources) == "table" and t.sources or {}) do
       sources[i] = source_id(s)
@@ -170,7 +168,7 @@ function M.data(opts)
     -- in the seed graph: as a store says, else as the graph says, else whether extraction named
     -- it by an id (only the seed graph's entities have one)
     local seed = e.seed
-    if seed == nil then seed = not new[id] and (graph == nil or graph.name[id] ~= nil) end
+    if seed == nil then seed = not id:match("^new:") and (graph == nil or graph.name[id] ~= nil) end
     entities[i] = { id, name, e.type or graph and graph.type[id] or cjson.null, seed and 1 or 0, list }
   end
 
