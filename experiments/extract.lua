@@ -349,9 +349,10 @@ end
 dist.barrier() -- every journal complete before rank 0 reads them
 if rank ~= 0 then return end
 
--- the knowledge graph merged from the journals in chunk order (the order of the input)
+-- the knowledge graph merged from the journals in chunk order (the order of the input), on disk
+-- beside the output (graphmert.kg.merge), so that the memory does not grow with the graph
 local function merged()
-  local merger = extract.merger { top = args.top, min_score = min_score }
+  local merger = extract.merger { top = args.top, min_score = min_score, disk = args.out .. ".merge" }
   local readers = {}
   for r = 0, size - 1 do
     local f = assert(io.open(journal_path(r), "r"))
@@ -367,6 +368,7 @@ local function merged()
     end
     if not rec then break end
     if math.tointeger(rec.chunk) ~= k then
+      merger:close()
       fail(string.format("%s: chunk %s where %d was expected: the journal is damaged", journal_path((k - 1) % size), tostring(rec.chunk), k))
     end
     for _, p in ipairs(rec.passages) do
@@ -378,7 +380,7 @@ local function merged()
     end
     k = k + 1
   end
-  return merger:result(), k - 1
+  return merger, k - 1
 end
 
 -- an interrupted run never replaces a complete output: its triples go to OUT.partial.jsonl and
@@ -386,29 +388,35 @@ end
 local out_path, out_tsv = args.out, tsv_path
 if not ok then out_path, out_tsv = args.out:gsub("%.jsonl$", "") .. ".partial.jsonl", tsv_path:gsub("%.tsv$", "") .. ".partial.tsv" end
 local KG_FIELDS = { "head", "relation", "tail", "score", "count", "sources", "decoding", "head_id", "tail_id", "seed" }
+-- both files streamed from the merge as it ranks the graph, and put in place as one
 local function write_outputs()
-  local kg, merged_chunks = merged()
+  local merger, merged_chunks = merged()
   if ok and merged_chunks ~= chunks then
+    merger:close()
     fail(string.format("the journals hold %d of the %d chunks of %s: --resume continues", merged_chunks, chunks, args.input))
   end
-  local jsonl_out, tsv = {}, { "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n" }
-  for _, t in ipairs(kg) do
-    local seed = graph:holds(t)
-    t.seed = seed
-    jsonl_out[#jsonl_out + 1] = gm.json.object(t, KG_FIELDS) .. "\n"
-    tsv[#tsv + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
-      t.decoding, t.head_id or "", t.tail_id or "", seed)
-  end
-  local written, werr = gm.write_atomic { { out_path, jsonl_out }, { out_tsv, tsv } }
+  local writer <close> = try(gm.atomic_writer, { out_path, out_tsv })
+  writer:write(2, "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n")
+  local n, multi = 0, 0
+  local streamed, serr = pcall(function()
+    for t in merger:each() do
+      t.seed = graph:holds(t)
+      writer:write(1, gm.json.object(t, KG_FIELDS), "\n")
+      writer:write(2, string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
+        t.decoding, t.head_id or "", t.tail_id or "", t.seed))
+      n = n + 1
+      if t.tail:find(" ") then multi = multi + 1 end
+    end
+  end)
+  merger:close()
+  if not streamed then fail(tostring(serr)) end
+  local written, werr = writer:commit()
   if not written then fail(werr) end
   if ok then for r = 0, size - 1 do os.remove(journal_path(r)) end end
-  local multi = 0
-  for _, t in ipairs(kg) do if t.tail:find(" ") then multi = multi + 1 end end
   print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s%s",
-    ok and "" or "interrupted: ", ok and total or done, #kg, multi, out_path, out_tsv, gm.clock() - t0,
+    ok and "" or "interrupted: ", ok and total or done, n, multi, out_path, out_tsv, gm.clock() - t0,
     ok and "" or "; --resume continues the run"))
-  return kg
 end
-local kg = gm.without_interrupts(write_outputs)
-if ok and page_path then write_page(page_path, kg) end
+gm.without_interrupts(write_outputs)
+if ok and page_path then write_page(page_path, try(gm.kg.read, out_path, { top = args.top })) end
 if not ok then os.exit(130) end

@@ -145,3 +145,36 @@ io.write("finished\n")
     os.execute("rm -rf " .. dir)
   end)
 end)
+
+describe("gm.atomic_writer", function()
+  it("writes files in steps and puts them in place as one at commit; a writer closed uncommitted leaves the old files", function()
+    local dir = tmpfile()
+    os.execute("mkdir -p " .. dir)
+    write(dir .. "/a.jsonl", "old a")
+    local big = ("0123456789abcdef"):rep(10000) -- past the writer's buffer
+    do
+      local w <close> = gm.atomic_writer { dir .. "/a.jsonl", dir .. "/a.tsv" }
+      for i = 1, 3 do w:write(1, "line ", tostring(i), "\n") end
+      w:write(2, big)
+      w:write(2, "end")
+      assert.equal("old a", read(dir .. "/a.jsonl")) -- nothing replaced before the commit
+      assert.is_nil(io.open(dir .. "/a.tsv"))
+      assert.is_true(w:commit())
+    end
+    assert.equal("line 1\nline 2\nline 3\n", read(dir .. "/a.jsonl"))
+    assert.equal(big .. "end", read(dir .. "/a.tsv"))
+    do -- an error while writing: the <close> removes the temporary files
+      local ok = pcall(function()
+        local w <close> = gm.atomic_writer { dir .. "/a.jsonl", dir .. "/a.tsv" }
+        w:write(1, "half")
+        error("stopped")
+      end)
+      assert.is_false(ok)
+    end
+    assert.equal("line 1\nline 2\nline 3\n", read(dir .. "/a.jsonl"))
+    -- a file that cannot be made: the ones made before it are removed too
+    assert.error_matches(function() gm.atomic_writer { dir .. "/b", dir .. "/missing/c" } end, "missing/c.tmp.%d+: No such file")
+    assert.equal("a.jsonl\na.tsv\n", files.run("ls -A " .. dir))
+    os.execute("rm -rf " .. dir)
+  end)
+end)

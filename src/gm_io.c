@@ -80,33 +80,68 @@ void gm_signals_release(void) {
   if (pending_signal) raise(pending_signal);
 }
 
-static gm_status write_temp(const gm_file_parts *f, char *tmp, size_t tmp_size) {
-  if (snprintf(tmp, tmp_size, "%s.tmp.%d", f->path, (int)getpid()) >= (int)tmp_size)
-    return gm_fail(GM_ERR_IO, 1, "path too long: %s", f->path);
-  remove_stale_temps(f->path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return gm_fail(GM_ERR_IO, 1, "%s: %s", tmp, strerror(errno));
-  gm_status st = GM_OK;
-  for (int i = 0; i < f->count && st == GM_OK; i++) st = write_all(fd, f->chunks[i], f->sizes[i], tmp);
-  if (st == GM_OK && fsync(fd) != 0) st = gm_fail(GM_ERR_IO, 1, "%s: fsync: %s", tmp, strerror(errno));
-  if (close(fd) != 0 && st == GM_OK) st = gm_fail(GM_ERR_IO, 1, "%s: %s", tmp, strerror(errno));
-  if (st != GM_OK) unlink(tmp);
+gm_status gm_staged_open(gm_staged *f, const char *path) {
+  memset(f, 0, sizeof *f);
+  f->fd = -1;
+  size_t len = strlen(path);
+  f->path = gm_malloc(len + 1);
+  f->tmp = gm_malloc(len + 32);
+  f->buffer = gm_malloc(GM_STAGED_BUFFER);
+  if (!f->path || !f->tmp || !f->buffer) {
+    gm_staged_discard(f);
+    return gm_last_status();
+  }
+  memcpy(f->path, path, len + 1);
+  snprintf(f->tmp, len + 32, "%s.tmp.%d", path, (int)getpid());
+  remove_stale_temps(path);
+  f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (f->fd < 0) {
+    gm_status st = gm_fail(GM_ERR_IO, 1, "%s: %s", f->tmp, strerror(errno));
+    gm_staged_discard(f);
+    return st;
+  }
+  return GM_OK;
+}
+
+static gm_status staged_flush(gm_staged *f) {
+  gm_status st = write_all(f->fd, f->buffer, f->used, f->tmp);
+  f->used = 0;
   return st;
 }
 
-gm_status gm_file_write_atomic_all(const gm_file_parts *files, int n) {
-  char(*tmp)[4096] = gm_malloc(sizeof *tmp * (size_t)(n > 0 ? n : 1)); /* the temporary paths */
+gm_status gm_staged_write(gm_staged *f, const void *data, size_t size) {
+  if (f->fd < 0) return gm_fail(GM_ERR_IO, 1, "%s: written after it was committed or discarded", f->path ? f->path : "a file");
+  if (f->used + size > GM_STAGED_BUFFER) {
+    gm_status st = staged_flush(f);
+    if (st != GM_OK) return st;
+  }
+  if (size >= GM_STAGED_BUFFER) return write_all(f->fd, data, size, f->tmp);
+  memcpy(f->buffer + f->used, data, size);
+  f->used += size;
+  return GM_OK;
+}
+
+/* the temporary file complete on disk and closed (the rename still to come) */
+static gm_status staged_finish(gm_staged *f) {
+  gm_status st = staged_flush(f);
+  if (st == GM_OK && fsync(f->fd) != 0) st = gm_fail(GM_ERR_IO, 1, "%s: fsync: %s", f->tmp, strerror(errno));
+  if (close(f->fd) != 0 && st == GM_OK) st = gm_fail(GM_ERR_IO, 1, "%s: %s", f->tmp, strerror(errno));
+  f->fd = -1;
+  return st;
+}
+
+gm_status gm_staged_commit_all(gm_staged *files, int n) {
   char dir[4096];
-  if (!tmp) return gm_last_status();
-  gm_signals_hold(); /* Ctrl-C and the like wait until the files are complete */
+  gm_signals_hold(); /* Ctrl-C and the like wait until the files are in place */
   gm_status st = GM_OK;
-  int written = 0, renamed = 0;
-  while (written < n && (st = write_temp(&files[written], tmp[written], sizeof tmp[written])) == GM_OK) written++;
+  for (int i = 0; i < n && st == GM_OK; i++)
+    if (files[i].fd < 0) st = gm_fail(GM_ERR_IO, 1, "%s: committed twice or discarded", files[i].path ? files[i].path : "a file");
+  for (int i = 0; i < n && st == GM_OK; i++) st = staged_finish(&files[i]);
   /* every old file stays whole until the renames replace them, back to back */
+  int renamed = 0;
   for (; st == GM_OK && renamed < n; renamed++)
-    if (rename(tmp[renamed], files[renamed].path) != 0)
+    if (rename(files[renamed].tmp, files[renamed].path) != 0)
       st = gm_fail(GM_ERR_IO, 1, "%s: rename: %s", files[renamed].path, strerror(errno));
-  for (int i = renamed; i < written; i++) unlink(tmp[i]);
   for (int i = 0; i < renamed; i++) { /* make the renames themselves durable */
     snprintf(dir, sizeof dir, "%s", files[i].path);
     int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -114,9 +149,42 @@ gm_status gm_file_write_atomic_all(const gm_file_parts *files, int n) {
       fsync(dfd);
       close(dfd);
     }
+    gm_free(files[i].tmp); /* renamed: nothing left to remove */
+    files[i].tmp = NULL;
   }
+  for (int i = 0; i < n; i++) gm_staged_discard(&files[i]);
   gm_signals_release();
-  gm_free(tmp);
+  return st;
+}
+
+void gm_staged_discard(gm_staged *f) {
+  if (f->fd >= 0) close(f->fd);
+  f->fd = -1;
+  if (f->tmp) unlink(f->tmp);
+  gm_free(f->tmp);
+  gm_free(f->path);
+  gm_free(f->buffer);
+  f->tmp = f->path = f->buffer = NULL;
+  f->used = 0;
+}
+
+gm_status gm_file_write_atomic_all(const gm_file_parts *files, int n) {
+  gm_staged *staged = gm_malloc(sizeof *staged * (size_t)(n > 0 ? n : 1));
+  if (!staged) return gm_last_status();
+  gm_signals_hold(); /* Ctrl-C and the like wait until the files are complete */
+  gm_status st = GM_OK;
+  int opened = 0;
+  while (opened < n && (st = gm_staged_open(&staged[opened], files[opened].path)) == GM_OK) {
+    for (int i = 0; i < files[opened].count && st == GM_OK; i++)
+      st = write_all(staged[opened].fd, files[opened].chunks[i], files[opened].sizes[i], staged[opened].tmp);
+    opened++;
+    if (st != GM_OK) break;
+  }
+  if (st == GM_OK) st = gm_staged_commit_all(staged, n);
+  else
+    for (int i = 0; i < opened; i++) gm_staged_discard(&staged[i]);
+  gm_signals_release();
+  gm_free(staged);
   return st;
 }
 

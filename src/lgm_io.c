@@ -63,6 +63,91 @@ static int l_write_atomic(lua_State *L) {
   return 1;
 }
 
+/* gm.atomic_writer{path, ...} → a graphmert.AtomicWriter: files written in steps and put in
+ * place as one (gm_staged_*), for outputs too large to hold as parts. w:write(i, s, ...) appends
+ * strings to file i; w:commit() → true, or nil and a message; w:close() (also __close and __gc)
+ * removes the files not committed. The box is made empty first and filled file by file, so an
+ * error part-way leaves only files that its release removes. */
+#define WRITER_META "graphmert.AtomicWriter"
+typedef struct {
+  int n, opened;
+  gm_staged files[64];
+} atomic_writer;
+
+static atomic_writer *check_writer(lua_State *L) { return luaL_checkudata(L, 1, WRITER_META); }
+
+static void writer_discard(atomic_writer *w) {
+  for (int i = 0; i < w->opened; i++) gm_staged_discard(&w->files[i]);
+  w->opened = 0;
+}
+
+static int writer_release(lua_State *L) {
+  writer_discard(check_writer(L));
+  return 0;
+}
+
+static int l_atomic_writer(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int n = (int)luaL_len(L, 1);
+  luaL_argcheck(L, n >= 1 && n <= 64, 1, "1 to 64 paths expected");
+  for (int i = 1; i <= n; i++)
+    if (lua_geti(L, 1, i) != LUA_TSTRING) luaL_argerror(L, 1, lua_pushfstring(L, "entry %d is not a path", i));
+  lua_settop(L, 1);
+  atomic_writer *w = lua_newuserdatauv(L, sizeof *w, 0);
+  w->n = n;
+  w->opened = 0;
+  luaL_setmetatable(L, WRITER_META);
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, 1, i + 1);
+    gm_status st = gm_staged_open(&w->files[i], lua_tostring(L, -1));
+    lua_pop(L, 1);
+    if (st != GM_OK) {
+      lua_pushstring(L, gm_last_error());
+      writer_discard(w);
+      return lua_error(L);
+    }
+    w->opened = i + 1;
+  }
+  return 1;
+}
+
+static int writer_write(lua_State *L) {
+  atomic_writer *w = check_writer(L);
+  lua_Integer i = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, i >= 1 && i <= w->n, 2, "no such file");
+  if (w->opened != w->n) return luaL_error(L, "atomic writer: already committed or closed");
+  int top = lua_gettop(L);
+  for (int a = 3; a <= top; a++) {
+    size_t len;
+    const char *s = luaL_checklstring(L, a, &len);
+    if (gm_staged_write(&w->files[i - 1], s, len) != GM_OK) return luaL_error(L, "%s", gm_last_error());
+  }
+  return 0;
+}
+
+static int writer_commit(lua_State *L) {
+  atomic_writer *w = check_writer(L);
+  if (w->opened != w->n) return luaL_error(L, "atomic writer: already committed or closed");
+  gm_status st = gm_staged_commit_all(w->files, w->n);
+  w->opened = 0; /* commit_all has released every file */
+  if (st != GM_OK) {
+    luaL_pushfail(L);
+    lua_pushstring(L, gm_last_error());
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int writer_tostring(lua_State *L) {
+  atomic_writer *w = check_writer(L);
+  lua_pushfstring(L, "graphmert.AtomicWriter (%d files, %s)", w->n, w->opened == w->n ? "open" : "closed");
+  return 1;
+}
+
+static const luaL_Reg writer_methods[] = {{"write", writer_write}, {"commit", writer_commit}, {"close", writer_release},
+                                          {NULL, NULL}};
+
 /* gm.stat(path) → {type = "file" | "directory" | "fifo" | "device" | "socket", size = bytes,
  * link = whether path itself is a symbolic link}, following links; or nil and a message. Never
  * opens the file, so a FIFO cannot block it. */
@@ -187,6 +272,7 @@ static int t_to_bytes(lua_State *L) {
 }
 
 static const luaL_Reg io_functions[] = {{"write_atomic", l_write_atomic},
+                                        {"atomic_writer", l_atomic_writer},
                                         {"stat", l_stat},
                                         {"isatty", l_isatty},
                                         {"without_interrupts", l_without_interrupts},
@@ -201,6 +287,17 @@ static const luaL_Reg io_methods[] = {{"to_bytes", t_to_bytes}, {NULL, NULL}};
 void lgm_open_io(lua_State *L, int module) {
   lua_pushvalue(L, module);
   lgm_set_functions(L, io_functions);
+  lua_pop(L, 1);
+  luaL_newmetatable(L, WRITER_META);
+  lua_newtable(L);
+  luaL_setfuncs(L, writer_methods, 0);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, writer_release);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, writer_release);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, writer_tostring);
+  lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);
   luaL_getmetatable(L, LGM_TENSOR);
   lua_getfield(L, -1, "__index");

@@ -74,6 +74,7 @@ return {
   ["gm.isatty"] = "gm.isatty(fd) → whether file descriptor fd (1: stdout, 2: stderr) is a terminal",
   ["gm.realpath"] = "gm.realpath(path) → the absolute path with every link resolved; or nil, message",
   ["gm.read_file"] = "gm.read_file(path[, offset = 0[, length]]) → the bytes of a regular file (a FIFO or device is refused unopened)",
+  ["gm.atomic_writer"] = "gm.atomic_writer{path, ...} → w, files written in steps and put in place as one, for outputs too large to hold: w:write(i, string, ...) appends to file i (buffered), w:commit() → true or nil, message (fsync and renames back to back, as gm.write_atomic); w:close() (or <close>, or collection) removes files not committed",
   ["gm.pack_tables"] = "gm.pack_tables{name = table, ...} → the bytes of a file of flat string tables (each a set: key → true, or a map: key → string) that gm.load_tables reads back; write them with gm.write_atomic",
   ["gm.load_tables"] = "gm.load_tables(path[, {lazy = false}]) → {name = table, ...} as gm.pack_tables wrote them, every length, count and key order checked (errors name the file and byte); lazy: each table a read-only graphmert.TableMap over the file (t[key] by binary search, pairs in key order, #t), no Lua string per entry",
   ["gm.table_find"] = "gm.table_find(map, set) → {key = value, ...}: the entries of a graphmert.TableMap (gm.load_tables{lazy}) whose key, or one of whose \\0-separated value parts, is in set (string → true), in one pass over the file",

@@ -111,7 +111,7 @@ local function pool_base()
     { decay = gm.ones(3, 3) }, { key_mask = gm.ones(1, 3) }, { need_weights = true }, { self_loops = true },
     { { 1, 2 }, { 2, 3 } }, { roots = 2, leaves = 1 }, nil, true, false, function() return gm.ones(1) end)
 end
-local skip = { write_atomic = true, set_memory_limit = true, set_num_threads = true }
+local skip = { write_atomic = true, atomic_writer = true, set_memory_limit = true, set_num_threads = true }
 local names = {}
 for name, v in pairs(gm) do
   if type(v) == "function" and not skip[name] then names[#names + 1] = { name, v } end

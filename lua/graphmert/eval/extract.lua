@@ -16,8 +16,9 @@
 --   pack, only, tails)
 -- merge(triples, {top = 5, min_score}) → one entry per (head, relation, tail): count = passages
 --   supporting it, sources = their ids, score = the best; self-loops and tails without a letter
---   dropped; the top per (head, relation) kept, best first
--- merger(opts) → the same merge as triples come: m:add(t), m:result() (a corpus streams through)
+--   dropped; the top per (head, relation) kept, best first (graphmert.kg.merge has the rule)
+-- merger(opts) → the same merge as triples come: m:add(t), then m:each() or m:result(), m:close();
+--   with opts.disk = a scratch file's path it is kept on disk (a corpus streams through)
 -- queries(tok, layout, passage, opts) → the decoder's queries for one passage and their meta
 -- score(triples, graph) → {n, held, valid}: held = the share the seed graph holds (an entity the
 --   head names has the relation to an entity the tail names); valid = the share whose tail names
@@ -31,6 +32,7 @@
 --   precision–recall curves}
 local decode = require("graphmert.eval.decode").decode
 local normalize = require("graphmert.data.linker").normalize
+local merge = require "graphmert.kg.merge"
 
 local M = {}
 
@@ -86,59 +88,8 @@ function M.triples(model, tok, passages, opts)
   return out
 end
 
--- The merge as triples come (a corpus streams through it): add(t) takes one extracted triple,
--- result() gives what merge gives for all of them in the order they were added.
-local Merger = {}
-Merger.__index = Merger
-
-function M.merger(opts)
-  return setmetatable({ opts = opts or {}, by_key = {}, order = {} }, Merger)
-end
-
-function Merger:add(t)
-  local min_score = self.opts.min_score
-  if not t.tail:match("%a") or normalize(t.tail) == normalize(t.head) or (min_score and t.score < min_score) then return end
-  local key = t.head .. "\0" .. t.relation .. "\0" .. t.tail
-  local e = self.by_key[key]
-  if not e then
-    e = { head = t.head, relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score, count = 0,
-      sources = {}, decoding = t.decoding, head_id = t.head_id, tail_id = t.tail_id, seen = {} }
-    self.by_key[key] = e
-    self.order[#self.order + 1] = e
-  end
-  if not e.seen[t.source] then
-    e.seen[t.source] = true
-    e.count = e.count + 1
-    e.sources[#e.sources + 1] = t.source
-  end
-  if t.score > e.score then e.score = t.score end
-end
-
-function Merger:result()
-  local groups, group_order = {}, {}
-  for _, e in ipairs(self.order) do
-    local key = e.head .. "\0" .. e.relation
-    if not groups[key] then groups[key] = {}; group_order[#group_order + 1] = key end
-    table.insert(groups[key], e)
-  end
-  local out = {}
-  for _, key in ipairs(group_order) do
-    local g = groups[key]
-    table.sort(g, function(x, y) return x.score > y.score or (x.score == y.score and x.count > y.count) end)
-    for k = 1, math.min(#g, self.opts.top or 5) do
-      local e = g[k]
-      out[#out + 1] = { head = e.head, relation = e.relation, tail = e.tail, tokens = e.tokens, score = e.score, count = e.count,
-        sources = e.sources, decoding = e.decoding, head_id = e.head_id, tail_id = e.tail_id }
-    end
-  end
-  return out
-end
-
-function M.merge(triples, opts)
-  local m = M.merger(opts)
-  for _, t in ipairs(triples) do m:add(t) end
-  return m:result()
-end
+-- the merge of extracted triples (graphmert.kg.merge: in memory, or on disk for a corpus)
+M.merger, M.merge = merge.merger, merge.merge
 
 -- the entity ids a gold triple's head or tail is (its id when it has one) or an extracted one names
 local function ids_of(graph, id, name)
