@@ -58,13 +58,19 @@ local function sequences_of(jobs, pack)
   return out
 end
 
+-- The vocabulary's log-probabilities are made for at most ROWS masked slots at a time (a job's
+-- slots never split): [ROWS, V] blocks of one size, reused from the block cache, instead of one
+-- [P, V] per batch whose size follows the batch, which left a new cached block for each new size
+-- and made a long run's memory grow with the corpus.
+local ROWS = 64
+
 -- Runs the model over the sequences in batches, each with its jobs' slots at their roots; take(lp,
--- where) gets each batch's [P, V] log-probabilities of the slots that hold [MASK], where[i] =
--- {job, slot} naming row i.
+-- where) gets [P, V] log-probabilities of slots that hold [MASK], where[i] = {job, slot} naming row
+-- i, block by block (every slot of a job in one block).
 local function forward_masked(model, tok, sequences, batch, take)
   local layout = model.layout
   for first = 1, #sequences, batch do
-    local seqs, positions, where = {}, {}, {}
+    local seqs, blocks = {}, { { positions = {}, where = {} } }
     for k = first, math.min(#sequences, first + batch - 1) do
       local jobs, s = sequences[k].jobs, layout:sequence(tok)
       local before = layout:append(s, jobs[1].query.toks) - 1
@@ -72,19 +78,30 @@ local function forward_masked(model, tok, sequences, batch, take)
       for _, job in ipairs(jobs) do
         local root = before + job.query.at
         layout:inject(s, root, job.query.relation, job.query.head_length, job.slots)
+        local block = blocks[#blocks]
+        if #block.positions + #job.slots > ROWS and #block.positions > 0 then
+          block = { positions = {}, where = {} }
+          blocks[#blocks + 1] = block
+        end
         for a, id in ipairs(job.slots) do
           if id == tok.mask_id then
-            positions[#positions + 1] = layout:flat(#seqs, layout:leaf(root, a))
-            where[#where + 1] = { job, a }
+            block.positions[#block.positions + 1] = layout:flat(#seqs, layout:leaf(root, a))
+            block.where[#block.where + 1] = { job, a }
           end
         end
       end
     end
-    if #positions > 0 then
+    if #blocks[1].positions > 0 then
       model:evaluating(function()
-        local lp = model:logits(model(layout:batch(seqs)), positions):log_softmax(2)
-        take(lp, where)
-        lp:release()
+        local hidden = model(layout:batch(seqs))
+        for _, block in ipairs(blocks) do
+          if #block.positions > 0 then
+            local lp = model:logits(hidden, block.positions):log_softmax(2)
+            take(lp, block.where)
+            lp:release()
+          end
+        end
+        hidden:release()
       end)
     end
   end
