@@ -179,6 +179,33 @@ describe("shapes and views", function()
       assert.equal(sums[i][2], groups:totable()[i])
     end
   end)
+  it("sum_set: a set of candidates prepared once gives top_sums's answer, ties and all", function()
+    local src = gm.tensor { 0.5, -1, 2, 0.25, 3, -2 }
+    local set = gm.sum_set({ 1, 2, 3, 4, 5, 6, 3, 3, 4, 2, 1, 4, 4, 1 }, 2)
+    assert.equal(7, #set)
+    local values, groups = set:top(src, 4)
+    assert.same({ 4, 2.25, 1, 0.75 }, values:totable())
+    assert.same({ 4, 2, 3, 6 }, groups:totable()) -- {1,4} and {4,1} tie: the lower number first
+    -- random sets and values with many ties (quarter steps), every width and k
+    math.randomseed(5)
+    for _ = 1, 200 do
+      local V, width, n = math.random(1, 40), math.random(1, 4), math.random(1, 300)
+      local x, index = {}, {}
+      for i = 1, V * width do x[i] = math.random(-20, 0) / 4 end
+      for _ = 1, n do
+        for a = 1, width do index[#index + 1] = (a - 1) * V + math.random(1, V) end
+      end
+      local t, it = gm.tensor(x), gm.tensor(index)
+      local s = gm.sum_set(it, width)
+      for _, k in ipairs { 1, 3, n + 2 } do
+        local v1, g1 = t:top_sums(it, width, k)
+        local v2, g2 = s:top(t, k)
+        assert.same(v1:totable(), v2:totable())
+        assert.same(g1:totable(), g2:totable())
+      end
+    end
+  end)
+
   it("multiplies matrices like a plain triple loop", function()
     gm.manual_seed(3)
     local a, b = gm.randn(5, 7), gm.randn(7, 4)

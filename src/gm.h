@@ -318,6 +318,19 @@ gm_tensor *gm_gather(gm_tensor *a, int dim, gm_tensor *index, int index_base);
  * for autograd. */
 gm_tensor *gm_top_sums(gm_tensor *src, gm_tensor *index, int64_t width, int64_t k, int index_base,
                        gm_tensor **candidates);
+/* The same question asked of one set of candidates again and again (constrained decoding: a
+ * relation's known tails against each query's slot log-probabilities). gm_sum_set_new groups the
+ * candidates of `index` (as gm_top_sums takes it) by their first element, once; gm_sum_set_top
+ * then gives gm_top_sums(src, index, width, k) exactly (values not NaN), reading only the groups
+ * whose bound — the first element's value plus the largest value each later slot can read — can
+ * still enter the top k. The set owns its arrays (it does not keep `index`); gm_sum_set_free
+ * releases it (NULL is fine). */
+typedef struct gm_sum_set gm_sum_set;
+gm_sum_set *gm_sum_set_new(gm_tensor *index, int64_t width, int index_base);
+gm_tensor *gm_sum_set_top(const gm_sum_set *s, gm_tensor *src, int64_t k, int index_base, gm_tensor **candidates);
+int64_t gm_sum_set_size(const gm_sum_set *s);  /* candidates */
+int64_t gm_sum_set_width(const gm_sum_set *s); /* elements per candidate */
+void gm_sum_set_free(gm_sum_set *s);
 
 /* neural-network ops */
 /* over the last dimension; weight and bias [D] are optional (NULL) */

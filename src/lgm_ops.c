@@ -275,6 +275,64 @@ static int o_top_sums(lua_State *L) {
   return 2;
 }
 static int o_gather(lua_State *L) { return indexing(L, gm_gather); }
+/* gm.sum_set(index, width) → a graphmert.SumSet: candidates for top_sums prepared once;
+ * set:top(t, k) → what t:top_sums(index, width, k) gives, reading only the groups that can enter
+ * (gm_sum_set_top). #set is the number of candidates. */
+#define SUM_SET_META "graphmert.SumSet"
+
+static gm_sum_set **check_sum_set(lua_State *L) {
+  gm_sum_set **box = luaL_checkudata(L, 1, SUM_SET_META);
+  if (!*box) luaL_argerror(L, 1, "a released sum set");
+  return box;
+}
+
+static int l_sum_set(lua_State *L) {
+  gm_tensor *index = lgm_check_tensorish(L, 1);
+  lua_Integer width = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, width >= 1 && width <= 1 << 20, 2, "a width of at least 1 expected");
+  gm_sum_set **box = lua_newuserdatauv(L, sizeof *box, 0);
+  *box = NULL;
+  luaL_setmetatable(L, SUM_SET_META);
+  *box = gm_sum_set_new(index, (int64_t)width, 1);
+  if (!*box) return lgm_raise(L);
+  return 1;
+}
+
+static int sum_set_top(lua_State *L) {
+  gm_sum_set **set = check_sum_set(L);
+  gm_tensor *src = lgm_check_tensor(L, 2);
+  lua_Integer k = luaL_checkinteger(L, 3);
+  lgm_box *values = lgm_new_box(L);
+  lgm_box *groups = lgm_new_box(L);
+  gm_tensor *which = NULL;
+  gm_tensor *r = gm_sum_set_top(*set, src, (int64_t)k, 1, &which);
+  if (!r) return lgm_raise(L);
+  lgm_box_set(L, values, r);
+  lgm_box_set(L, groups, which);
+  return 2;
+}
+
+static int sum_set_release(lua_State *L) {
+  gm_sum_set **box = luaL_checkudata(L, 1, SUM_SET_META);
+  gm_sum_set_free(*box);
+  *box = NULL;
+  return 0;
+}
+
+static int sum_set_len(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)gm_sum_set_size(*check_sum_set(L)));
+  return 1;
+}
+
+static int sum_set_tostring(lua_State *L) {
+  gm_sum_set **box = luaL_checkudata(L, 1, SUM_SET_META);
+  if (!*box) lua_pushliteral(L, "graphmert.SumSet (released)");
+  else
+    lua_pushfstring(L, "graphmert.SumSet (%I candidates of %I elements)", (lua_Integer)gm_sum_set_size(*box),
+                    (lua_Integer)gm_sum_set_width(*box));
+  return 1;
+}
+
 
 /* index_add(base, index, src): rows index[k] (1-based) of base increased by src[k] */
 static int o_index_add(lua_State *L) {
@@ -376,12 +434,22 @@ static const luaL_Reg operators[] = {
     {"__add", o_add}, {"__sub", o_sub}, {"__mul", o_mul}, {"__div", o_div},
     {"__unm", o_neg}, {"__pow", o_pow}, {NULL, NULL}};
 
-static const luaL_Reg module_only[] = {{"cat", o_cat}, {"concat", o_cat}, {NULL, NULL}};
+static const luaL_Reg sum_set_methods[] = {{"top", sum_set_top}, {NULL, NULL}};
+static const luaL_Reg sum_set_meta[] = {
+    {"__gc", sum_set_release}, {"__len", sum_set_len}, {"__tostring", sum_set_tostring}, {NULL, NULL}};
+
+static const luaL_Reg module_only[] = {{"cat", o_cat}, {"concat", o_cat}, {"sum_set", l_sum_set}, {NULL, NULL}};
 
 void lgm_open_ops(lua_State *L, int module) {
   lua_pushvalue(L, module);
   lgm_set_functions(L, ops);
   lgm_set_functions(L, module_only);
+  lua_pop(L, 1);
+  luaL_newmetatable(L, SUM_SET_META); /* (its functions get the state, as tensor methods do) */
+  lgm_set_functions(L, sum_set_meta);
+  lua_newtable(L);
+  lgm_set_functions(L, sum_set_methods);
+  lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
   luaL_getmetatable(L, LGM_TENSOR);
   lgm_set_functions(L, operators);

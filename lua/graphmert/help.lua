@@ -142,6 +142,7 @@ return {
   ["Tensor:narrow"] = "t:narrow(dim, start, length) — a slice along dim from 1-based start (also gm.narrow)",
   ["Tensor:index_select"] = "t:index_select(dim, index) — the entries at 1-based indices along dim (also gm.index_select)",
   ["Tensor:gather"] = "t:gather(dim, index) — torch.gather with 1-based indices (also gm.gather)",
+  ["gm.sum_set"] = "gm.sum_set(index, width) → set: the candidates of t:top_sums(index, width, k) prepared once (grouped by first element); set:top(t, k) → the same values and groups as t:top_sums, reading only the groups that can still rank (constrained decoding's known tails); #set = candidates",
   ["Tensor:top_sums"] = "t:top_sums(index, width, k) → values, groups — the k best sums of `width` entries of t at 1-based index (group g: index[(g-1)·width + 1 ..]), best first, and their group numbers (also gm.top_sums)",
   ["Tensor:index_add"] = "base:index_add(index, src) — base with rows index[k] (1-based) increased by src[k] (also gm.index_add)",
   -- tensor: neural-network ops

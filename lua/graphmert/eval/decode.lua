@@ -13,9 +13,8 @@
 --     first slot must start a word, no slot may be a special token.
 --   opts.mode = "constrained": only tails from opts.tails (relation id → list of id lists, e.g. the
 --     seed graph's entity names of the kind the relation reaches) are scored, each by the slot
---     distributions of one forward with ℓ masks (summed and ranked in C, t:top_sums: one index
---     per tail and slot);
---     nothing outside that list can come out.
+--     distributions of one forward with ℓ masks (summed and ranked in C by a gm.sum_set, which
+--     reads only the tails whose first token can still rank); nothing outside that list can come out.
 --   opts.top (5): candidates kept per query; opts.batch (16): sequences per forward;
 --   opts.pack (false): queries that share their passage (the same toks table) and slot count are
 --     asked in one sequence, each at its own head root, as long as their head spans do not
@@ -195,9 +194,9 @@ local function open(model, tok, queries, opts)
 end
 
 -- A relation's known tails that fit `slots` masked slots (exactly `slots` tokens, or up to
--- `slots` with tail_end, the rest [PAD]) as 1-based indices into a job's flattened [slots × V]
--- log-probabilities: index[(t − 1)·slots + a] = (a − 1)·V + the id of tail t at slot a. Made once
--- per list and slot count.
+-- `slots` with tail_end, the rest [PAD]) as a gm.sum_set over 1-based indices into a job's
+-- flattened [slots × V] log-probabilities: index[(t − 1)·slots + a] = (a − 1)·V + the id of tail
+-- t at slot a. Made once per list and slot count; each job asks it for its best sums.
 local gathered = setmetatable({}, { __mode = "k" })
 local function tail_index(list, slots, V, pad, tail_end)
   gathered[list] = gathered[list] or {}
@@ -210,7 +209,7 @@ local function tail_index(list, slots, V, pad, tail_end)
       for a = 1, slots do index[#index + 1] = (a - 1) * V + (ids[a] or pad) end
     end
   end
-  cached = { tails = tails, index = #tails > 0 and gm.tensor(index) or nil }
+  cached = { tails = tails, set = #tails > 0 and gm.sum_set(gm.tensor(index), slots) or nil }
   gathered[list][slots] = cached
   return cached
 end
@@ -241,9 +240,9 @@ local function constrained(model, tok, queries, opts)
       local picked = lp:index_select(1, r)
       local flat = picked:reshape { slots * V }
       local known = tail_index((opts.tails or {})[job.query.relation] or {}, slots, V, tok.pad_id, opts.tail_end)
-      if known.index then
-        -- the `top` best tails' summed log-probabilities, found in C without the [tails, slots] gather
-        local values, which = flat:top_sums(known.index, slots, top)
+      if known.set then
+        -- the `top` best tails' summed log-probabilities, found in C without reading every tail
+        local values, which = known.set:top(flat, top)
         values, which = values:totable(), which:totable()
         for i, v in ipairs(values) do keep(list, top, { ids = known.tails[math.tointeger(which[i])], score = v / slots }) end
       end
