@@ -110,6 +110,32 @@ describe("gm.eval.decode", function()
     end
     assert.error_matches(function() gm.eval.decode(model, tok, { query }, { mode = "beam" }) end, "mode must be")
   end)
+
+  it("asks no more of a query whose first slot the model answers [PAD] (\"none\"), scoring the empty tail", function()
+    -- the logits pushed towards [PAD] at every slot of the second query, away from it for the first
+    local forwards, rows, lps = 0, 0, {}
+    local second = { toks = query.toks, at = 4, head_length = 1, relation = 1 }
+    model.logits = function(self, hidden, positions)
+      forwards, rows = forwards + 1, rows + #positions
+      local l = getmetatable(self).logits(self, hidden, positions)
+      local bias = {}
+      for i = 1, #positions do
+        bias[i] = {}
+        for v = 1, tok:size() do bias[i][v] = v == tok.pad_id and (i > 3 and 50 or -50) or 0 end
+      end
+      l = l + gm.tensor(bias)
+      if forwards == 1 then lps = l:log_softmax(2):totable() end
+      return l
+    end
+    local out = gm.eval.decode(model, tok, { query, second }, { mode = "open", tail_end = true, empty = true, top = 1 })
+    model.logits = nil
+    -- three forwards for the first query's three slots (3 + 2 + 1 masked rows), the second's three
+    -- rows in the first only
+    assert.same({ 3, 9 }, { forwards, rows })
+    assert.is_true(#out[1][1].ids > 0)
+    assert.is_true(out[2][1].empty)
+    assert.near((lps[4][tok.pad_id] + lps[5][tok.pad_id] + lps[6][tok.pad_id]) / 3, out[2][1].score, 1e-5)
+  end)
 end)
 
 describe("decoding with a learned tail end", function()

@@ -10,7 +10,10 @@
 -- decode(model, tok, queries, opts) → per query a list of candidates {ids, score}, best first
 --   opts.mode = "open": iterative mask-predict per length: at each step the most probable
 --     (slot, token) among the still-masked slots is fixed, and the model is asked again; the
---     first slot must start a word, no slot may be a special token.
+--     first slot must start a word, no slot may be a special token. With empty, a query whose
+--     first slot the model fills best with [PAD] at the first step ("none") is asked no more: its
+--     answer is the empty tail, scored by that forward (most queries of a passage are such, so
+--     the later steps ask only the rest, in sequences of their own).
 --   opts.mode = "constrained": only tails from opts.tails (relation id → list of id lists, e.g. the
 --     seed graph's entity names of the kind the relation reaches) are scored, each by the slot
 --     distributions of one forward with ℓ masks (summed and ranked in C by a gm.sum_set, which
@@ -147,25 +150,29 @@ end
 local function open(model, tok, queries, opts)
   local masks = token_masks(tok, model.config.vocab, opts)
   local jobs = new_jobs(model, tok, queries, opts)
-  local sequences = sequences_of(jobs, opts.pack)
-  for _ = 1, model.layout.leaves do
-    local active = {} -- the sequences with a masked slot left
-    for _, s in ipairs(sequences) do
-      local masked = false
-      for _, job in ipairs(s.jobs) do masked = masked or job.masked > 0 end
-      if masked then active[#active + 1] = s end
-    end
-    if #active == 0 then break end
-    forward_masked(model, tok, active, opts.batch or 16, function(lp, where)
+  for step = 1, model.layout.leaves do
+    local asked = {} -- the jobs with a masked slot left, in sequences of their own
+    for _, job in ipairs(jobs) do if job.masked > 0 then asked[#asked + 1] = job end end
+    if #asked == 0 then break end
+    forward_masked(model, tok, sequences_of(asked, opts.pack), opts.batch or 16, function(lp, where)
       -- the best allowed token of each masked slot, found in C
       local kind = {}
       for i, w in ipairs(where) do w[1].best, kind[i] = {}, w[2] == 1 and 1 or 2 end
       local values, ids = (lp + masks:index_select(1, kind)):max(2)
       values, ids = values:totable(), ids:totable()
       for i, w in ipairs(where) do w[1].best[w[2]] = { values[i], ids[i] } end
+      if step == 1 and opts.empty then -- the empty tail's score, should the model answer "none"
+        local none = lp:narrow(2, tok.pad_id, 1):totable()
+        for i, w in ipairs(where) do w[1].none = (w[1].none or 0) + none[i][1] end
+      end
     end)
-    for _, job in ipairs(jobs) do
-      if job.masked > 0 then
+    for _, job in ipairs(asked) do
+      local first = job.best[1]
+      if step == 1 and opts.empty and first and first[2] == tok.pad_id then
+        -- "none" is the first slot's answer: the empty tail, scored by this forward, asked no more
+        for a = 1, #job.slots do job.slots[a] = tok.pad_id end
+        job.total, job.masked = job.none, 0
+      else
         local best, slot, token = NEG, nil, nil
         for a, b in pairs(job.best) do
           if b[1] > best then best, slot, token = b[1], a, b[2] end
