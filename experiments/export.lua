@@ -6,7 +6,6 @@
 --   graphmert export --store kg.sqlite --out kg.jsonl [--top 5]
 -- The format follows --out's extension (.nt, .ttl, .jsonl, .tsv) or --format.
 local gm = require "graphmert"
-local cjson = require "cjson"
 local ex = gm.experiment
 
 local args = ex.args.parse(arg, {
@@ -31,17 +30,12 @@ if format == "ntriples" or format == "turtle" then
   n = ex.args.try("export.lua", gm.kg.rdf.export, store, args.out, { format = format, base = args.base })
 else
   local sources = store:sources()
-  local lines = format == "tsv" and { "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n" } or {}
+  local lines = format == "tsv" and { gm.kg.TSV_HEADER } or {}
   for _, t in ipairs(store:kg(args.top)) do
-    local tail_id = not t.tail_id:match("^new:") and t.tail_id or nil
-    if format == "jsonl" then
-      lines[#lines + 1] = cjson.encode { head = t.head, relation = t.relation, tail = t.tail, score = t.score,
-        count = math.tointeger(t.count), sources = sources[t.id], decoding = t.decoding, head_id = t.head_id,
-        tail_id = tail_id, seed = t.seed == 1 } .. "\n"
-    else
-      lines[#lines + 1] = string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score,
-        t.count, t.decoding, t.head_id, tail_id or "", t.seed == 1)
-    end
+    local triple = { head = t.head, relation = t.relation, tail = t.tail, score = t.score, count = math.tointeger(t.count),
+      sources = sources[t.id], decoding = t.decoding, head_id = t.head_id,
+      tail_id = not t.tail_id:match("^new:") and t.tail_id or nil, seed = t.seed == 1 }
+    lines[#lines + 1] = format == "jsonl" and gm.kg.jsonl_line(triple) or gm.kg.tsv_line(triple)
     n = n + 1
   end
   local ok, err = gm.write_atomic(args.out, lines)

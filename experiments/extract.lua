@@ -387,7 +387,6 @@ end
 -- .partial.tsv, written whole even if Ctrl-C comes again
 local out_path, out_tsv = args.out, tsv_path
 if not ok then out_path, out_tsv = args.out:gsub("%.jsonl$", "") .. ".partial.jsonl", tsv_path:gsub("%.tsv$", "") .. ".partial.tsv" end
-local KG_FIELDS = { "head", "relation", "tail", "score", "count", "sources", "decoding", "head_id", "tail_id", "seed" }
 -- both files streamed from the merge as it ranks the graph, and put in place as one
 local function write_outputs()
   local merger, merged_chunks = merged()
@@ -396,14 +395,13 @@ local function write_outputs()
     fail(string.format("the journals hold %d of the %d chunks of %s: --resume continues", merged_chunks, chunks, args.input))
   end
   local writer <close> = try(gm.atomic_writer, { out_path, out_tsv })
-  writer:write(2, "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n")
+  writer:write(2, gm.kg.TSV_HEADER)
   local n, multi = 0, 0
   local streamed, serr = pcall(function()
     for t in merger:each() do
       t.seed = graph:holds(t)
-      writer:write(1, gm.json.object(t, KG_FIELDS), "\n")
-      writer:write(2, string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
-        t.decoding, t.head_id or "", t.tail_id or "", t.seed))
+      writer:write(1, gm.kg.jsonl_line(t))
+      writer:write(2, gm.kg.tsv_line(t))
       n = n + 1
       if t.tail:find(" ") then multi = multi + 1 end
     end

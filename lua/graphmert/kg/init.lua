@@ -8,9 +8,13 @@
 --     line that is not a triple is an error "path:line: ...".
 --   kg.read_review(path) → the decisions of a review the KG page exported (JSONL: head, head_id,
 --     relation, tail, tail_id, verdict = "accept" | "reject"), checked line by line
+--   kg.jsonl_line(t), kg.tsv_line(t), kg.TSV_HEADER → a triple as kg.jsonl and kg.tsv write it
+--     (the fields in kg.FIELDS' order; tsv: head relation tail score count decoding head_id tail_id
+--     seed), for every writer of the two files
 --   kg.key(t) → one string per triple, the same for a kg.jsonl triple and a review decision about
 --     it: head id, relation, tail id (a new tail, which has none, by "new:" and its name)
 local cjson = require "cjson"
+local json = require "graphmert.json"
 local open_text = require("graphmert.data.corpus").open_text
 
 local M = {
@@ -86,6 +90,16 @@ function M.read(path, opts)
     if t.head_id == cjson.null then t.head_id = nil end
   end
   return triples
+end
+
+M.FIELDS = { "head", "relation", "tail", "score", "count", "sources", "decoding", "head_id", "tail_id", "seed" }
+M.TSV_HEADER = "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n"
+
+function M.jsonl_line(t) return json.object(t, M.FIELDS) .. "\n" end
+
+function M.tsv_line(t)
+  return string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
+    t.decoding, t.head_id or "", t.tail_id or "", t.seed)
 end
 
 function M.key(t)
