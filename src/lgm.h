@@ -82,6 +82,10 @@ gm_paths *lgm_test_paths(lua_State *L, int arg);
 
 /* Registers reg into the table on top of the stack, with the state as upvalue 1. */
 void lgm_set_functions(lua_State *L, const luaL_Reg *reg);
+/* A userdata type: metatable `name` (left on the stack) with methods as __index and release as
+ * __gc and __close (so it must be idempotent), tostring as __tostring; all get the state upvalue. */
+void lgm_new_type(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction release,
+                  lua_CFunction tostring);
 /* Registration: functions of the module table and tensor methods, all with the state upvalue. */
 void lgm_open_tensor(lua_State *L, int module_index);
 void lgm_open_ops(lua_State *L, int module_index);

@@ -336,24 +336,11 @@ static const luaL_Reg distance_methods[] = {
     {"bytes", d_bytes},     {"get", d_get},             {"tensor", d_tensor},
     {NULL, NULL}};
 
-static void new_type(lua_State *L, const char *name, const luaL_Reg *methods,
-                     lua_CFunction release, lua_CFunction tostring) {
-  luaL_newmetatable(L, name);
-  lua_pushcfunction(L, release);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, release);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_newtable(L);
-  lgm_set_functions(L, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
-}
-
 void lgm_open_graph(lua_State *L, int module) {
-  new_type(L, LGM_GRAPH, graph_methods, g_release, g_tostring);
-  new_type(L, LGM_DISTANCES, distance_methods, d_release, d_tostring);
+  lgm_new_type(L, LGM_GRAPH, graph_methods, g_release, g_tostring);
+  lua_pop(L, 1);
+  lgm_new_type(L, LGM_DISTANCES, distance_methods, d_release, d_tostring);
+  lua_pop(L, 1);
   lua_newtable(L); /* weak-valued identity table for distances boxes */
   lua_createtable(L, 0, 1);
   lua_pushliteral(L, "v");

@@ -288,16 +288,7 @@ void lgm_open_io(lua_State *L, int module) {
   lua_pushvalue(L, module);
   lgm_set_functions(L, io_functions);
   lua_pop(L, 1);
-  luaL_newmetatable(L, WRITER_META);
-  lua_newtable(L);
-  luaL_setfuncs(L, writer_methods, 0);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, writer_release);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, writer_release);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, writer_tostring);
-  lua_setfield(L, -2, "__tostring");
+  lgm_new_type(L, WRITER_META, writer_methods, writer_release, writer_tostring);
   lua_pop(L, 1);
   luaL_getmetatable(L, LGM_TENSOR);
   lua_getfield(L, -1, "__index");

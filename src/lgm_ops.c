@@ -435,8 +435,7 @@ static const luaL_Reg operators[] = {
     {"__unm", o_neg}, {"__pow", o_pow}, {NULL, NULL}};
 
 static const luaL_Reg sum_set_methods[] = {{"top", sum_set_top}, {NULL, NULL}};
-static const luaL_Reg sum_set_meta[] = {
-    {"__gc", sum_set_release}, {"__len", sum_set_len}, {"__tostring", sum_set_tostring}, {NULL, NULL}};
+static const luaL_Reg sum_set_length[] = {{"__len", sum_set_len}, {NULL, NULL}};
 
 static const luaL_Reg module_only[] = {{"cat", o_cat}, {"concat", o_cat}, {"sum_set", l_sum_set}, {NULL, NULL}};
 
@@ -445,11 +444,8 @@ void lgm_open_ops(lua_State *L, int module) {
   lgm_set_functions(L, ops);
   lgm_set_functions(L, module_only);
   lua_pop(L, 1);
-  luaL_newmetatable(L, SUM_SET_META); /* (its functions get the state, as tensor methods do) */
-  lgm_set_functions(L, sum_set_meta);
-  lua_newtable(L);
-  lgm_set_functions(L, sum_set_methods);
-  lua_setfield(L, -2, "__index");
+  lgm_new_type(L, SUM_SET_META, sum_set_methods, sum_set_release, sum_set_tostring);
+  lgm_set_functions(L, sum_set_length);
   lua_pop(L, 1);
   luaL_getmetatable(L, LGM_TENSOR);
   lgm_set_functions(L, operators);

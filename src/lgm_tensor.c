@@ -503,6 +503,16 @@ void lgm_set_functions(lua_State *L, const luaL_Reg *reg) {
   luaL_setfuncs(L, reg, 1);
 }
 
+void lgm_new_type(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction release,
+                  lua_CFunction tostring) {
+  luaL_newmetatable(L, name);
+  const luaL_Reg meta[] = {{"__gc", release}, {"__close", release}, {"__tostring", tostring}, {NULL, NULL}};
+  lgm_set_functions(L, meta);
+  lua_newtable(L);
+  lgm_set_functions(L, methods);
+  lua_setfield(L, -2, "__index");
+}
+
 void lgm_open_tensor(lua_State *L, int module) {
   luaL_newmetatable(L, LGM_TENSOR);
   int meta = lua_gettop(L);
