@@ -11,7 +11,8 @@
 --     type the phrase's entities have
 --   g:present(phrase) → set of the relations the phrase's entities have as heads in the seed graph
 --   g:known_tails(tok, relations, leaves) → relation id → token-id lists of the names and
---     aliases of the types the relation reaches that fit the leaves (constrained decoding's list)
+--     aliases of the types the relation reaches that fit the leaves (constrained decoding's list;
+--     relations reaching the same types share one list, to be read, not changed)
 --   g:holds(t) → whether a head candidate of t.head has t.relation to a tail candidate of t.tail
 --   g:valid(t) → whether t.tail names an entity of a type t.relation reaches
 --   g.dataset, g.relation_names → the dataset's name and relations
@@ -198,17 +199,23 @@ function Graph:known_tails(tok, relations, leaves)
       encoded[#encoded + 1] = { types, ids }
     end
   end
-  local out = {}
+  -- relations that reach the same types share one list (and so one scorer in gm.eval.decode)
+  local out, by_types = {}, {}
   for name, id in pairs(relations) do
-    local list, wanted = {}, self.tail_types[name]
-    for _, e in ipairs(encoded) do
-      local fits = wanted == "*"
-      for _, t in ipairs(wanted and not fits and e[1] or {}) do
-        if wanted[t] then fits = true break end
+    local wanted = self.tail_types[name]
+    local key = wanted and types_string(wanted) or ""
+    if not by_types[key] then
+      local list = {}
+      for _, e in ipairs(encoded) do
+        local fits = wanted == "*"
+        for _, t in ipairs(wanted and not fits and e[1] or {}) do
+          if wanted[t] then fits = true break end
+        end
+        if fits then list[#list + 1] = e[2] end
       end
-      if fits then list[#list + 1] = e[2] end
+      by_types[key] = list
     end
-    out[id] = list
+    out[id] = by_types[key]
   end
   return out
 end
