@@ -351,8 +351,7 @@ if rank ~= 0 then return end
 
 -- the knowledge graph merged from the journals in chunk order (the order of the input), on disk
 -- beside the output (graphmert.kg.merge), so that the memory does not grow with the graph
-local function merged()
-  local merger = extract.merger { top = args.top, min_score = min_score, disk = args.out .. ".merge" }
+local function merge_into(merger)
   local readers = {}
   for r = 0, size - 1 do
     local f = assert(io.open(journal_path(r), "r"))
@@ -368,7 +367,6 @@ local function merged()
     end
     if not rec then break end
     if math.tointeger(rec.chunk) ~= k then
-      merger:close()
       fail(string.format("%s: chunk %s where %d was expected: the journal is damaged", journal_path((k - 1) % size), tostring(rec.chunk), k))
     end
     for _, p in ipairs(rec.passages) do
@@ -380,7 +378,7 @@ local function merged()
     end
     k = k + 1
   end
-  return merger, k - 1
+  return k - 1
 end
 
 -- an interrupted run never replaces a complete output: its triples go to OUT.partial.jsonl and
@@ -389,9 +387,9 @@ local out_path, out_tsv = args.out, tsv_path
 if not ok then out_path, out_tsv = args.out:gsub("%.jsonl$", "") .. ".partial.jsonl", tsv_path:gsub("%.tsv$", "") .. ".partial.tsv" end
 -- both files streamed from the merge as it ranks the graph, and put in place as one
 local function write_outputs()
-  local merger, merged_chunks = merged()
+  local merger <close> = extract.merger { top = args.top, min_score = min_score, disk = args.out .. ".merge" }
+  local merged_chunks = merge_into(merger)
   if ok and merged_chunks ~= chunks then
-    merger:close()
     fail(string.format("the journals hold %d of the %d chunks of %s: --resume continues", merged_chunks, chunks, args.input))
   end
   local writer <close> = try(gm.atomic_writer, { out_path, out_tsv })
@@ -406,7 +404,6 @@ local function write_outputs()
       if t.tail:find(" ") then multi = multi + 1 end
     end
   end)
-  merger:close()
   if not streamed then fail(tostring(serr)) end
   local written, werr = writer:commit()
   if not written then fail(werr) end

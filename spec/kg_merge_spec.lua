@@ -42,6 +42,22 @@ describe("graphmert.kg.merge", function()
     end
   end)
 
+  it("removes its scratch file when closed, collected or left by an error, and is read once", function()
+    local path = files.tmpname()
+    assert.error_matches(function()
+      local m <close> = merge.merger { disk = path }
+      m:add { head = "dog", relation = "hypernym", tail = "canine", score = -1, source = 1 }
+      assert.is_not_nil(io.open(path))
+      for _ in m:each() do end
+      m:each()
+    end, "a disk merge is read once")
+    assert.is_nil(io.open(path))
+    merge.merger { disk = path } -- dropped without close
+    collectgarbage()
+    collectgarbage()
+    assert.is_nil(io.open(path))
+  end)
+
   it("merges on disk in a memory that does not grow with the graph", function()
     if files.asan then return end -- (shadow memory has its own growth)
     local script = files.tmpname() .. ".lua"

@@ -468,14 +468,17 @@ gm_status gm_file_write_atomic_all(const gm_file_parts *files, int n);
 /* The same, for files too large to hold: written in steps. gm_staged_open creates path.tmp.<pid>
  * (removing temporaries of killed writers), gm_staged_write appends (buffered), and
  * gm_staged_commit_all syncs each and renames them back to back with signals deferred, as above.
- * gm_staged_discard removes a file not committed; commit_all discards every file, renamed or not,
- * so after it (or a failure) only discard is left to call, and discard is idempotent. The struct
- * owns its strings and buffer. */
+ * A failed write is remembered: later writes and the commit refuse the file. gm_staged_discard
+ * removes a file not committed; commit_all discards every file, renamed or not, so after it (or
+ * a failed open) only discard is left to call, and discard is idempotent. The struct owns its
+ * strings and buffer. */
 #define GM_STAGED_BUFFER (1 << 16)
 typedef struct gm_staged {
   char *path, *tmp, *buffer;
   size_t used;
-  int fd; /* -1 once committed or discarded */
+  int fd;      /* -1 once committed or discarded */
+  int created; /* tmp exists on disk (and is ours to remove) */
+  int failed;  /* a write failed: the file has a gap */
 } gm_staged;
 gm_status gm_staged_open(gm_staged *f, const char *path);
 gm_status gm_staged_write(gm_staged *f, const void *data, size_t size);

@@ -88,7 +88,7 @@ gm_status gm_staged_open(gm_staged *f, const char *path) {
   f->tmp = gm_malloc(len + 32);
   f->buffer = gm_malloc(GM_STAGED_BUFFER);
   if (!f->path || !f->tmp || !f->buffer) {
-    gm_staged_discard(f);
+    gm_staged_discard(f); /* (nothing was created, so nothing is unlinked) */
     return gm_last_status();
   }
   memcpy(f->path, path, len + 1);
@@ -100,22 +100,30 @@ gm_status gm_staged_open(gm_staged *f, const char *path) {
     gm_staged_discard(f);
     return st;
   }
+  f->created = 1;
   return GM_OK;
+}
+
+/* a failed write is remembered: the file has a gap, and commit refuses it */
+static gm_status staged_failed(gm_staged *f, gm_status st) {
+  if (st != GM_OK) f->failed = 1;
+  return st;
 }
 
 static gm_status staged_flush(gm_staged *f) {
   gm_status st = write_all(f->fd, f->buffer, f->used, f->tmp);
   f->used = 0;
-  return st;
+  return staged_failed(f, st);
 }
 
 gm_status gm_staged_write(gm_staged *f, const void *data, size_t size) {
   if (f->fd < 0) return gm_fail(GM_ERR_IO, 1, "%s: written after it was committed or discarded", f->path ? f->path : "a file");
+  if (f->failed) return gm_fail(GM_ERR_IO, 1, "%s: an earlier write failed", f->tmp);
   if (f->used + size > GM_STAGED_BUFFER) {
     gm_status st = staged_flush(f);
     if (st != GM_OK) return st;
   }
-  if (size >= GM_STAGED_BUFFER) return write_all(f->fd, data, size, f->tmp);
+  if (size >= GM_STAGED_BUFFER) return staged_failed(f, write_all(f->fd, data, size, f->tmp));
   memcpy(f->buffer + f->used, data, size);
   f->used += size;
   return GM_OK;
@@ -136,6 +144,7 @@ gm_status gm_staged_commit_all(gm_staged *files, int n) {
   gm_status st = GM_OK;
   for (int i = 0; i < n && st == GM_OK; i++)
     if (files[i].fd < 0) st = gm_fail(GM_ERR_IO, 1, "%s: committed twice or discarded", files[i].path ? files[i].path : "a file");
+    else if (files[i].failed) st = gm_fail(GM_ERR_IO, 1, "%s: not committed: a write to it failed", files[i].path);
   for (int i = 0; i < n && st == GM_OK; i++) st = staged_finish(&files[i]);
   /* every old file stays whole until the renames replace them, back to back */
   int renamed = 0;
@@ -160,12 +169,13 @@ gm_status gm_staged_commit_all(gm_staged *files, int n) {
 void gm_staged_discard(gm_staged *f) {
   if (f->fd >= 0) close(f->fd);
   f->fd = -1;
-  if (f->tmp) unlink(f->tmp);
+  if (f->tmp && f->created) unlink(f->tmp);
   gm_free(f->tmp);
   gm_free(f->path);
   gm_free(f->buffer);
   f->tmp = f->path = f->buffer = NULL;
   f->used = 0;
+  f->created = f->failed = 0;
 }
 
 gm_status gm_file_write_atomic_all(const gm_file_parts *files, int n) {

@@ -10,6 +10,7 @@
  * bound is added the same way from values at least as large (so it is never below the sum: both
  * double additions and the final rounding to float are monotone), a group is skipped only when
  * its bound is strictly below the k-th value, and ties rank by candidate number as there. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,19 @@ void gm_sum_set_free(gm_sum_set *s) {
   gm_free(s);
 }
 
+/* candidates in order of their first element, then of their number */
+static int by_first(const void *x, const void *y, void *ctx) {
+  const int32_t *first = ctx;
+  int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+  if (first[a] != first[b]) return first[a] < first[b] ? -1 : 1;
+  return (a > b) - (a < b);
+}
+
+static int ascending(const void *x, const void *y) {
+  int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+  return (a > b) - (a < b);
+}
+
 gm_sum_set *gm_sum_set_new(gm_tensor *index, int64_t width, int index_base) {
   if (width < 1 || index->numel % width != 0) {
     gm_fail(width < 1 ? GM_ERR_ARG : GM_ERR_SHAPE, 2, "sum_set: %lld indices are not whole groups of %lld",
@@ -44,13 +58,13 @@ gm_sum_set *gm_sum_set_new(gm_tensor *index, int64_t width, int index_base) {
     return NULL;
   }
   int64_t n = index->numel / width, top = 0;
-  if (n > INT32_MAX) {
-    gm_fail(GM_ERR_ARG, 1, "sum_set: %lld candidates are more than it takes", (long long)n);
+  if (index->numel > INT32_MAX) {
+    gm_fail(GM_ERR_ARG, 1, "sum_set: %lld indices are more than it takes", (long long)index->numel);
     return NULL;
   }
-  for (int64_t i = 0; i < index->numel; i++) {
+  for (int64_t i = 0; i < index->numel; i++) { /* checked as floats before any conversion */
     float v = index->data[i];
-    if (!(v == (float)(int64_t)v) || v < (float)index_base || v - (float)index_base > (float)INT32_MAX) {
+    if (!(v >= (float)index_base) || v - (float)index_base > (float)(INT32_MAX / 2) || v != floorf(v)) {
       gm_fail(GM_ERR_ARG, 1, "sum_set: index %g at position %lld is not an element number from %d", (double)v,
               (long long)i + 1, index_base);
       return NULL;
@@ -63,61 +77,51 @@ gm_sum_set *gm_sum_set_new(gm_tensor *index, int64_t width, int index_base) {
   s->n = n;
   s->width = width;
   s->max_element = top;
-  int64_t *count = gm_malloc(sizeof(int64_t) * (size_t)(top + 2));
+  int32_t *first = gm_malloc(sizeof(int32_t) * (size_t)(n + 1));
   s->member = gm_malloc(sizeof(int32_t) * (size_t)(n + 1));
+  s->first = gm_malloc(sizeof(int32_t) * (size_t)(n + 1));
+  s->start = gm_malloc(sizeof(int64_t) * (size_t)(n + 2));
   s->rest = gm_malloc(sizeof(int32_t) * (size_t)(n * (width - 1) + 1));
   s->slot_start = gm_malloc(sizeof(int64_t) * (size_t)width);
   s->slot_elements = gm_malloc(sizeof(int32_t) * (size_t)(n * (width - 1) + 1));
-  if (!count || !s->member || !s->rest || !s->slot_start || !s->slot_elements) goto fail;
-  /* groups by first element, members in candidate order (a counting sort) */
-  memset(count, 0, sizeof(int64_t) * (size_t)(top + 2));
-  for (int64_t c = 0; c < n; c++) count[(int64_t)index->data[c * width] - index_base + 1]++;
-  int64_t groups = 0;
-  for (int64_t e = 1; e <= top + 1; e++) groups += count[e] > 0;
-  s->groups = groups;
-  s->first = gm_malloc(sizeof(int32_t) * (size_t)(groups + 1));
-  s->start = gm_malloc(sizeof(int64_t) * (size_t)(groups + 1));
-  if (!s->first || !s->start) goto fail;
-  int64_t g = 0, at = 0;
-  for (int64_t e = 0; e <= top; e++) {
-    int64_t c = count[e + 1];
-    count[e + 1] = at; /* now where element e's members go */
-    if (c > 0) {
-      s->first[g] = (int32_t)e;
-      s->start[g++] = at;
-    }
-    at += c;
+  if (!first || !s->member || !s->first || !s->start || !s->rest || !s->slot_start || !s->slot_elements) {
+    gm_free(first);
+    gm_sum_set_free(s);
+    return NULL;
   }
-  s->start[groups] = n;
+  /* groups by first element, members in candidate order */
   for (int64_t c = 0; c < n; c++) {
-    int64_t pos = count[(int64_t)index->data[c * width] - index_base + 1]++;
-    s->member[pos] = (int32_t)c;
-    for (int64_t j = 1; j < width; j++)
-      s->rest[pos * (width - 1) + j - 1] = (int32_t)((int64_t)index->data[c * width + j] - index_base);
+    first[c] = (int32_t)((int64_t)index->data[c * width] - index_base);
+    s->member[c] = (int32_t)c;
   }
-  /* each later slot's distinct elements, for the bounds */
-  unsigned char *seen = gm_malloc((size_t)top + 1);
-  if (!seen) goto fail;
-  int64_t used = 0;
-  for (int64_t j = 1; j < width; j++) {
-    memset(seen, 0, (size_t)top + 1);
-    for (int64_t c = 0; c < n; c++) {
-      int64_t e = (int64_t)index->data[c * width + j] - index_base;
-      if (!seen[e]) {
-        seen[e] = 1;
-        s->slot_elements[used++] = (int32_t)e;
-      }
+  qsort_r(s->member, (size_t)n, sizeof(int32_t), by_first, first);
+  int64_t groups = 0;
+  for (int64_t p = 0; p < n; p++) {
+    int32_t c = s->member[p];
+    if (p == 0 || first[c] != first[s->member[p - 1]]) {
+      s->first[groups] = first[c];
+      s->start[groups++] = p;
     }
+    for (int64_t j = 1; j < width; j++)
+      s->rest[p * (width - 1) + j - 1] = (int32_t)((int64_t)index->data[c * width + j] - index_base);
+  }
+  s->groups = groups;
+  s->start[groups] = n;
+  gm_free(first);
+  /* each later slot's distinct elements, for the bounds */
+  int64_t used = 0;
+  s->slot_start[0] = 0;
+  for (int64_t j = 1; j < width; j++) {
+    int32_t *slot = s->slot_elements + used;
+    for (int64_t c = 0; c < n; c++) slot[c] = (int32_t)((int64_t)index->data[c * width + j] - index_base);
+    qsort(slot, (size_t)n, sizeof(int32_t), ascending);
+    int64_t distinct = 0;
+    for (int64_t c = 0; c < n; c++)
+      if (c == 0 || slot[c] != slot[distinct - 1]) slot[distinct++] = slot[c];
+    used += distinct;
     s->slot_start[j] = used;
   }
-  s->slot_start[0] = 0;
-  gm_free(seen);
-  gm_free(count);
   return s;
-fail:
-  gm_free(count);
-  gm_sum_set_free(s);
-  return NULL;
 }
 
 int64_t gm_sum_set_size(const gm_sum_set *s) { return s->n; }

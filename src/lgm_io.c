@@ -88,20 +88,18 @@ static int writer_release(lua_State *L) {
 
 static int l_atomic_writer(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
-  int n = (int)luaL_len(L, 1);
+  int n = (int)lua_rawlen(L, 1);
   luaL_argcheck(L, n >= 1 && n <= 64, 1, "1 to 64 paths expected");
-  for (int i = 1; i <= n; i++)
-    if (lua_geti(L, 1, i) != LUA_TSTRING) luaL_argerror(L, 1, lua_pushfstring(L, "entry %d is not a path", i));
+  luaL_checkstack(L, n + 2, "too many paths");
   lua_settop(L, 1);
+  for (int i = 1; i <= n; i++) /* the paths stay on the stack, at 1 + i, read once */
+    if (lua_rawgeti(L, 1, i) != LUA_TSTRING) luaL_argerror(L, 1, lua_pushfstring(L, "entry %d is not a path", i));
   atomic_writer *w = lua_newuserdatauv(L, sizeof *w, 0);
   w->n = n;
   w->opened = 0;
   luaL_setmetatable(L, WRITER_META);
   for (int i = 0; i < n; i++) {
-    lua_geti(L, 1, i + 1);
-    gm_status st = gm_staged_open(&w->files[i], lua_tostring(L, -1));
-    lua_pop(L, 1);
-    if (st != GM_OK) {
+    if (gm_staged_open(&w->files[i], lua_tostring(L, 2 + i)) != GM_OK) {
       lua_pushstring(L, gm_last_error());
       writer_discard(w);
       return lua_error(L);
@@ -115,11 +113,12 @@ static int writer_write(lua_State *L) {
   atomic_writer *w = check_writer(L);
   lua_Integer i = luaL_checkinteger(L, 2);
   luaL_argcheck(L, i >= 1 && i <= w->n, 2, "no such file");
-  if (w->opened != w->n) return luaL_error(L, "atomic writer: already committed or closed");
   int top = lua_gettop(L);
+  for (int a = 3; a <= top; a++) luaL_checkstring(L, a); /* every part checked before any is written */
+  if (w->opened != w->n) return luaL_error(L, "atomic writer: already committed or closed");
   for (int a = 3; a <= top; a++) {
     size_t len;
-    const char *s = luaL_checklstring(L, a, &len);
+    const char *s = lua_tolstring(L, a, &len);
     if (gm_staged_write(&w->files[i - 1], s, len) != GM_OK) return luaL_error(L, "%s", gm_last_error());
   }
   return 0;

@@ -289,7 +289,7 @@ static gm_sum_set **check_sum_set(lua_State *L) {
 static int l_sum_set(lua_State *L) {
   gm_tensor *index = lgm_check_tensorish(L, 1);
   lua_Integer width = luaL_checkinteger(L, 2);
-  luaL_argcheck(L, width >= 1 && width <= 1 << 20, 2, "a width of at least 1 expected");
+  luaL_argcheck(L, width >= 1 && width <= 1 << 20, 2, "a width from 1 to 2^20 expected");
   gm_sum_set **box = lua_newuserdatauv(L, sizeof *box, 0);
   *box = NULL;
   luaL_setmetatable(L, SUM_SET_META);

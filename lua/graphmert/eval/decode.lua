@@ -61,9 +61,9 @@ local function sequences_of(jobs, pack)
 end
 
 -- The vocabulary's log-probabilities are made for at most ROWS masked slots at a time (a job's
--- slots never split): [ROWS, V] blocks of one size, reused from the block cache, instead of one
--- [P, V] per batch whose size follows the batch, which left a new cached block for each new size
--- and made a long run's memory grow with the corpus.
+-- slots never split): blocks of at most [ROWS, V], a few sizes the block cache reuses, instead of
+-- one [P, V] per batch whose size followed the batch, which left a new cached block for each new
+-- size and made a long run's memory grow with the corpus.
 local ROWS = 64
 
 -- Runs the model over the sequences in batches, each with its jobs' slots at their roots; take(lp,

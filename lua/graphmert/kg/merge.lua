@@ -3,7 +3,8 @@
 --
 --   merger({top = 5, min_score, disk = path}) → m: m:add(t) takes one extracted triple {head,
 --     relation, tail, score, source, tokens, decoding, head_id, tail_id}; m:each() then gives the
---     merged entries one by one, m:result() all of them in a list; m:close() ends it.
+--     merged entries one by one, m:result() all of them in a list (either once, on disk); m:close()
+--     ends it (also as a to-be-closed variable, or when collected: the scratch file goes).
 --   merge(triples, opts) → merger(opts) fed the list → its result.
 --
 -- The rule, whichever way it is kept:
@@ -74,6 +75,7 @@ function Memory:each()
 end
 
 function Memory:close() end
+Memory.__close = Memory.close
 
 -- On disk: groups, entries and their sources in SQLite tables; rowids give the order first seen.
 local SCHEMA = {
@@ -148,6 +150,8 @@ function Disk:add(t)
 end
 
 function Disk:each()
+  if self.ranked then error("merge: a disk merge is read once (each or result)", 2) end
+  self.ranked = true
   self:exec("COMMIT")
   local ranked = self:exec(SQL.ranked, self.opts.top or 5)
   return function()
@@ -168,6 +172,8 @@ function Disk:close()
   self.db = nil
   remove_files(self.path)
 end
+
+Disk.__close, Disk.__gc = Disk.close, Disk.close
 
 function M.merger(opts)
   opts = opts or {}
