@@ -177,4 +177,23 @@ describe("gm.atomic_writer", function()
     assert.equal("a.jsonl\na.tsv\n", files.run("ls -A " .. dir))
     os.execute("rm -rf " .. dir)
   end)
+
+  it("refuses to commit a file a write to failed (a file size limit), and leaves nothing", function()
+    local dir = tmpfile()
+    os.execute("mkdir -p " .. dir)
+    write(dir .. "/w.lua", [[
+local gm = require "graphmert"
+local w = gm.atomic_writer { arg[1] .. "/out" }
+print(pcall(w.write, w, 1, ("x"):rep(300000)))
+print(pcall(w.write, w, 1, "y"))
+print(w:commit())
+]])
+    -- (the shell ignores SIGXFSZ, so that the write past the limit fails with EFBIG instead)
+    local out = files.run(string.format("sh -c \"trap '' XFSZ; ulimit -f 64; ./build/bin/graphmert %s/w.lua %s\"", dir, dir))
+    assert.matches("false\t[^\n]*out%.tmp%.%d+: File too large\n", out)
+    assert.matches("false\t[^\n]*an earlier write failed\n", out)
+    assert.matches("nil\t[^\n]*out: not committed: a write to it failed\n", out)
+    assert.equal("w.lua\n", files.run("ls -A " .. dir))
+    os.execute("rm -rf " .. dir)
+  end)
 end)
