@@ -94,4 +94,6 @@ void lgm_open_attention(lua_State *L, int module) {
   lua_pushvalue(L, module);
   lgm_set_functions(L, attention_functions);
   lua_pop(L, 1);
+  lua_pushnumber(L, GM_DEFAULT_LAMBDA); /* gm.DEFAULT_LAMBDA: the one default λ, for the Lua side */
+  lua_setfield(L, module, "DEFAULT_LAMBDA");
 }

@@ -50,7 +50,7 @@ local GraphMERT = class("graphmert.nn.GraphMERT", Module)
 
 local defaults = {
   hidden = 512, layers = 12, heads = 8, ffn = 2048, roots = 128, leaves = 7, leaf_edges = "path",
-  lambda = 0.6, offset = 1, dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3,
+  lambda = check.DEFAULT_LAMBDA, offset = 1, dropout = 0.1, attention_dropout = 0.1, relation_dropout = 0.3,
   hgat = true, hgat_interleaved = true, positions = false, init_std = 0.02, relations = 1, compact = true,
   head = "official", sbo = true, graph_token = true, init = "torch", pad_id = "auto", relation_dropout_mask = "table",
 }

@@ -35,7 +35,7 @@ end
 -- GraphMERT's decay base: a number in (0, 1], or false for no decay (the one way to say it; λ = 1
 -- decays nothing too, as arithmetic). `where` names the owner ("GraphMERT: lambda", "grid.lambdas[2]").
 -- Returns v, or raises "<where> must be a number in (0, 1] or false, got <v>".
-M.DEFAULT_LAMBDA = 0.6
+M.DEFAULT_LAMBDA = gm.DEFAULT_LAMBDA -- the core's (GM_DEFAULT_LAMBDA), which gm.decay_mask defaults to
 function M.lambda(where, v)
   if v == false or (type(v) == "number" and v > 0 and v <= 1) then return v end
   error(string.format("%s must be a number in (0, 1] or false (no decay), got %s", where, tostring(v)), 0)
