@@ -29,13 +29,9 @@ local t0, n = gm.clock(), 0
 if format == "ntriples" or format == "turtle" then
   n = ex.args.try("export.lua", gm.kg.rdf.export, store, args.out, { format = format, base = args.base })
 else
-  local sources = store:sources()
   local lines = format == "tsv" and { gm.kg.TSV_HEADER } or {}
   for _, t in ipairs(store:kg(args.top)) do
-    local triple = { head = t.head, relation = t.relation, tail = t.tail, score = t.score, count = math.tointeger(t.count),
-      sources = sources[t.id], decoding = t.decoding, head_id = t.head_id,
-      tail_id = not t.tail_id:match("^new:") and t.tail_id or nil, seed = t.seed == 1 }
-    lines[#lines + 1] = format == "jsonl" and gm.kg.jsonl_line(triple) or gm.kg.tsv_line(triple)
+    lines[#lines + 1] = format == "jsonl" and gm.kg.jsonl_line(t) or gm.kg.tsv_line(t)
     n = n + 1
   end
   local ok, err = gm.write_atomic(args.out, lines)

@@ -25,12 +25,7 @@ local M = {
 
 local function read_store(path, top)
   local store = M.store.open(path, { read_only = true })
-  local sources, triples, passages, entities = store:sources(), {}, {}, {}
-  for _, t in ipairs(store:kg(top)) do
-    triples[#triples + 1] = { head = t.head, relation = t.relation, tail = t.tail, score = t.score,
-      count = math.tointeger(t.count), sources = sources[t.id] or {}, decoding = t.decoding, head_id = t.head_id,
-      tail_id = not t.tail_id:match("^new:") and t.tail_id or nil, seed = t.seed == 1 }
-  end
+  local triples, passages, entities = store:kg(top), {}, {}
   for _, p in ipairs(store:rows("SELECT id, text FROM passages")) do passages[p.id] = p.text end
   for _, e in ipairs(store:rows("SELECT id, name, type, aliases, seed FROM entities")) do
     local ok, aliases = pcall(cjson.decode, e.aliases or "[]")

@@ -29,7 +29,7 @@
 --   s:triples_of(entity)    triples with the entity (an id or a name) as head or tail, best first
 --   s:top(relation, k)      the relation's k best triples
 --   s:evidence(head, relation, tail)   the passages of a triple (ids), best first
---   s:kg(top)               the top triples per (head, relation), as kg.jsonl lists them
+--   s:kg(top)               the top triples per (head, relation), as kg.jsonl records
 --   s:sources()             triple id → the ids of its passages
 --   s:count(table)          rows of a table
 local DBI = require "DBI"
@@ -269,10 +269,18 @@ function Store:sources()
   return out
 end
 
--- kg.jsonl's view: per (head, relation), the `top` best triples (score, then count)
+-- kg.jsonl's view: per (head, relation), the `top` best triples (score, then count), as kg.jsonl
+-- records (a new tail has no tail_id; sources in passage-line order)
 function Store:kg(top)
-  return self:rows("SELECT * FROM (" .. TRIPLE:gsub("^SELECT ", "SELECT row_number() OVER (PARTITION BY t.head, t.relation " ..
-    "ORDER BY t.score DESC, t.count DESC) AS rank, ") .. ") WHERE rank <= ? ORDER BY head_id, relation, rank", top or 5)
+  local sources, out = self:sources(), {}
+  local rows = self:rows("SELECT * FROM (" .. TRIPLE:gsub("^SELECT ", "SELECT row_number() OVER (PARTITION BY t.head, " ..
+    "t.relation ORDER BY t.score DESC, t.count DESC) AS rank, ") .. ") WHERE rank <= ? ORDER BY head_id, relation, rank", top or 5)
+  for i, t in ipairs(rows) do
+    out[i] = { head = t.head, relation = t.relation, tail = t.tail, score = t.score, count = math.tointeger(t.count),
+      sources = sources[t.id] or {}, decoding = t.decoding, head_id = t.head_id,
+      tail_id = not t.tail_id:match("^new:") and t.tail_id or nil, seed = t.seed == 1 }
+  end
+  return out
 end
 
 function Store:count(tbl)
