@@ -117,13 +117,22 @@ GM_HOT gm_tensor *gm_decay_mask(gm_tensor *sp, gm_tensor *p, float lambda, float
   return out;
 }
 
+/* What gm_decay_mask recorded on its node, read in one place for both gradients. */
+typedef struct {
+  const gm_tensor *p, *sp;
+  float lambda, offset, log_lambda; /* λ = 1: no decay, and no gradient */
+  int gelu_tanh;
+} recorded;
+
+static recorded recorded_of(const gm_tensor *node) {
+  return (recorded){node->src[0], node->src[1], node->farg[0], node->farg[1], logf(node->farg[0]), (int)node->iarg[0]};
+}
+
 /* dL/dp_h = Σ_ij g_hij · df/dp(sp_ij, p_h), with the sum grouped by distance when possible. */
-static gm_tensor *p_gradient(const gm_tensor *node, const gm_tensor *g) {
-  const gm_tensor *p = node->src[0], *sp = node->src[1];
-  float lambda = node->farg[0], offset = node->farg[1], log_lambda = logf(lambda);
-  int gelu_tanh = (int)node->iarg[0];
+static gm_tensor *p_gradient(const recorded *r, const gm_tensor *g) {
+  const gm_tensor *p = r->p, *sp = r->sp;
   gm_tensor *dp = gm_tensor_full(p->ndim, p->shape, 0.0f);
-  if (!dp || lambda == 1.0f) return dp;
+  if (!dp || r->lambda == 1.0f) return dp;
   int64_t pairs = sp->numel, heads = p->numel, slots = 0;
   uint16_t *idx = distance_slots(sp, &slots);
   gm_status st = GM_OK;
@@ -135,7 +144,7 @@ static gm_tensor *p_gradient(const gm_tensor *node, const gm_tensor *g) {
       float *f = malloc((size_t)(2 * slots) * sizeof(float));
       if (sums && f) {
         for (int64_t i = 0; i < pairs; i++) sums[idx[i]] += gh[i];
-        fill_tables(slots, p->data[h], offset, log_lambda, gelu_tanh, f, f + slots);
+        fill_tables(slots, p->data[h], r->offset, r->log_lambda, r->gelu_tanh, f, f + slots);
         for (int64_t d = 0; d < slots; d++) total += sums[d] * f[slots + d];
       } else {
         st = GM_ERR_NOMEM;
@@ -145,7 +154,7 @@ static gm_tensor *p_gradient(const gm_tensor *node, const gm_tensor *g) {
     } else {
       for (int64_t i = 0; i < pairs; i++) {
         float f, dfdp;
-        decay_at(sp->data[i], p->data[h], offset, log_lambda, gelu_tanh, &f, &dfdp);
+        decay_at(sp->data[i], p->data[h], r->offset, r->log_lambda, r->gelu_tanh, &f, &dfdp);
         total += (double)gh[i] * dfdp;
       }
     }
@@ -161,20 +170,18 @@ static gm_tensor *p_gradient(const gm_tensor *node, const gm_tensor *g) {
 }
 
 /* dL/dsp_ij = Σ_h g_hij · df/ds(sp_ij, p_h) = Σ_h g_hij · (−df/dp) / (2√(sp_ij + offset)) */
-static gm_tensor *distance_gradient(const gm_tensor *node, const gm_tensor *g) {
-  const gm_tensor *p = node->src[0], *sp = node->src[1];
-  float lambda = node->farg[0], offset = node->farg[1], log_lambda = logf(lambda);
-  int gelu_tanh = (int)node->iarg[0];
+static gm_tensor *distance_gradient(const recorded *r, const gm_tensor *g) {
+  const gm_tensor *p = r->p, *sp = r->sp;
   gm_tensor *dsp = gm_tensor_full(sp->ndim, sp->shape, 0.0f);
-  if (!dsp || lambda == 1.0f) return dsp;
+  if (!dsp || r->lambda == 1.0f) return dsp;
   int64_t pairs = sp->numel, heads = p->numel;
   GM_FOR(i, pairs, heads * pairs, {
-    float root = sqrtf(sp->data[i] + offset);
+    float root = sqrtf(sp->data[i] + r->offset);
     if (root > 0) {
       double total = 0;
       for (int64_t h = 0; h < heads; h++) {
         float f, dfdp;
-        decay_at(sp->data[i], p->data[h], offset, log_lambda, gelu_tanh, &f, &dfdp);
+        decay_at(sp->data[i], p->data[h], r->offset, r->log_lambda, r->gelu_tanh, &f, &dfdp);
         total += (double)g->data[h * pairs + i] * dfdp;
       }
       dsp->data[i] = (float)(-total / (2.0 * root));
@@ -184,11 +191,12 @@ static gm_tensor *distance_gradient(const gm_tensor *node, const gm_tensor *g) {
 }
 
 gm_status gm_decay_mask_backward(const gm_tensor *node, const gm_tensor *g, gm_tensor **dp, gm_tensor **dsp) {
-  *dp = node->src[0]->requires_grad ? p_gradient(node, g) : NULL;
+  recorded r = recorded_of(node);
+  *dp = node->src[0]->requires_grad ? p_gradient(&r, g) : NULL;
   *dsp = NULL;
   if (node->src[0]->requires_grad && !*dp) return gm_last_status();
   if (node->src[1]->requires_grad) {
-    *dsp = distance_gradient(node, g);
+    *dsp = distance_gradient(&r, g);
     if (!*dsp) {
       gm_tensor_release(*dp);
       *dp = NULL;
