@@ -68,23 +68,25 @@ describe_mpi("gm.distributed under mpirun -np 2", function()
   setup(function() dir = os.tmpname(); os.remove(dir); os.execute("mkdir -p " .. dir) end)
   teardown(function() os.execute("rm -rf " .. dir) end)
 
-  it("all-reduces and broadcasts lists in place (empty, a scalar, many shapes, larger than a bucket), from both hosts", function()
+  -- a fixture on 2 ranks from both hosts, each rank printing "rank r of 2: <says>" → the outputs
+  local function on_two_ranks(fixture, says)
+    local outs = {}
     for _, host in ipairs { bin, lua_host } do
-      local out, code = run(mpirun .. "2 " .. host .. " spec/fixtures/distributed_collectives.lua")
+      local out, code = run(mpirun .. "2 " .. host .. " spec/fixtures/" .. fixture)
       assert.equal(0, code, out)
-      assert.matches("rank 0 of 2: ok", out)
-      assert.matches("rank 1 of 2: ok", out)
+      assert.matches("rank 0 of 2: " .. says, out)
+      assert.matches("rank 1 of 2: " .. says, out)
+      outs[#outs + 1] = out
     end
+    return outs
+  end
+
+  it("all-reduces and broadcasts lists in place (empty, a scalar, many shapes, larger than a bucket), from both hosts", function()
+    on_two_ranks("distributed_collectives.lua", "ok")
   end)
 
   it("finalizes MPI at exit for a script that does not, from both hosts", function()
-    for _, host in ipairs { bin, lua_host } do
-      local out, code = run(mpirun .. "2 " .. host .. " spec/fixtures/distributed_no_finalize.lua")
-      assert.equal(0, code, out)
-      assert.matches("rank 0 of 2: done", out)
-      assert.matches("rank 1 of 2: done", out)
-      assert.is_nil(out:find("improperly"), out)
-    end
+    for _, out in ipairs(on_two_ranks("distributed_no_finalize.lua", "done")) do assert.is_nil(out:find("improperly"), out) end
   end)
 
   it("trains 20 steps on 2 ranks with one process's losses, and resumes with 1 or 2 ranks", function()

@@ -14,6 +14,13 @@ end
 local files = require "spec.files"
 local read, write = files.read, files.write
 
+-- a new empty folder (the caller removes it)
+local function scratch_dir()
+  local dir = tmpfile()
+  os.execute("mkdir -p " .. dir)
+  return dir
+end
+
 describe("safetensors", function()
   it("round-trips tensors of every rank and the metadata", function()
     local path = tmpfile()
@@ -99,8 +106,7 @@ end)
 
 describe("gm.write_atomic", function()
   it("writes several files as one: a failure leaves every old file whole and no temporary file", function()
-    local dir = tmpfile()
-    os.execute("mkdir -p " .. dir)
+    local dir = scratch_dir()
     write(dir .. "/a.jsonl", "old a")
     write(dir .. "/a.tsv", "old tsv")
     assert.is_true(gm.write_atomic { { dir .. "/a.jsonl", { "new ", "a" } }, { dir .. "/a.tsv", { "new tsv" } } })
@@ -117,8 +123,7 @@ describe("gm.write_atomic", function()
   end)
 
   it("lets SIGTERM take effect only once the files are complete, wherever it lands", function()
-    local dir = tmpfile()
-    os.execute("mkdir -p " .. dir)
+    local dir = scratch_dir()
     write(dir .. "/w.lua", [[
 local gm = require "graphmert"
 local t = gm.ones(32 * 2 ^ 20)
@@ -148,8 +153,7 @@ end)
 
 describe("gm.atomic_writer", function()
   it("writes files in steps and puts them in place as one at commit; a writer closed uncommitted leaves the old files", function()
-    local dir = tmpfile()
-    os.execute("mkdir -p " .. dir)
+    local dir = scratch_dir()
     write(dir .. "/a.jsonl", "old a")
     local big = ("0123456789abcdef"):rep(10000) -- past the writer's buffer
     do
@@ -179,8 +183,7 @@ describe("gm.atomic_writer", function()
   end)
 
   it("refuses to commit a file a write to failed (a file size limit), and leaves nothing", function()
-    local dir = tmpfile()
-    os.execute("mkdir -p " .. dir)
+    local dir = scratch_dir()
     write(dir .. "/w.lua", [[
 local gm = require "graphmert"
 local w = gm.atomic_writer { arg[1] .. "/out" }
