@@ -142,7 +142,12 @@ end
 
 local opts = extract.options(run, graph, relations, { only = only, mode = args.decoding, top = args.top, batch = args.batch,
   pack = not args.unpacked })
-if args.decoding == "constrained" then opts.tails = graph:known_tails(tok, relations, model.layout.leaves) end
+if args.decoding == "constrained" then -- the run's own are in its index (stored there once if not)
+  opts.tails = try(function()
+    if ds then return (graph:known_tails(tok, relations, model.layout.leaves)) end
+    return ex.run_known_tails(args.checkpoint, graph, tok, relations, model.layout.leaves)
+  end)
+end
 
 -- The journals: a header line (the run's settings: --resume continues only the same run), then
 -- one line per finished chunk {"chunk": k, "passages": [{id, triples}]}. Under mpirun rank r

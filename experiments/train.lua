@@ -54,7 +54,8 @@ local function train(run)
   if main then
     ex.write_run(run.out, { config = config_path:sub(1, 1) == "/" and config_path or ex.config.cwd() .. config_path, model = model.config, relations = d.relation_names,
       data = cfg.data, tail_end = cfg.tail_end, absent = cfg.absent })
-    d.dataset:save_seed_graph(run.out .. "/seed_graph", d.graph) -- extraction reads the run folder alone
+    -- extraction reads the run folder alone; the index holds constrained decoding's known tails
+    d.dataset:save_seed_graph(run.out .. "/seed_graph", d.graph, { tok = d.tok, leaves = d.layout.leaves })
   end
   local opt = gm.optim.adamw(model:named_parameters(), { lr = c.lr, weight_decay = c.weight_decay })
   local start = 1

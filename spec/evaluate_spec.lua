@@ -39,7 +39,8 @@ describe("evaluate", function()
   end)
 
   it("ranks whole tails without their length: the frequency baseline's top ten, a model's decoder", function()
-    local known = { [1] = { tok:encode("canine"), tok:encode("feline"), tok:encode("bird"), tok:encode("a dog") } }
+    local known = { [1] = gm.data.tail_list.new({ tok:encode("canine"), tok:encode("feline"), tok:encode("bird"),
+      tok:encode("a dog") }, 4, tok.pad_id) }
     local with_tails = { layout = opts.layout, relations = opts.relations, tails = known }
     local r = gm.eval.most_frequent_tail(train, test, tok, with_tails)
     -- canine (2 of 3 training tails) is first: fox → rank 1, lion's feline → rank 2

@@ -34,10 +34,10 @@ describe("extract", function()
     local tok = gm.data.tokenizer.train({ "dog canine hot dog bark make noise domestic" }, { vocab_size = 200 })
     local tails = graph:known_tails(tok, { hypernym = 1, entailment = 2 }, 2)
     local names = {}
-    for _, ids in ipairs(tails[2]) do names[#names + 1] = tok:decode(ids) end
+    for _, ids in ipairs(tails[2]:lists()) do names[#names + 1] = tok:decode(ids) end
     table.sort(names)
     assert.same({ "bark", "make noise" }, names)
-    assert.equal(4, #tails[1]) -- dog, domestic dog, canine, hot dog
+    assert.equal(4, tails[1].n) -- dog, domestic dog, canine, hot dog
   end)
 
   it("merges triples across passages, drops self-loops and non-words, keeps the top per (head, relation)", function()
@@ -89,7 +89,8 @@ describe("gm.eval.decode", function()
   local query = { toks = layout:fit(tok:encode("the dog barks at night")), at = 2, head_length = 1, relation = 1 }
 
   it("never leaves the known tails in constrained mode, and scores every length", function()
-    local known = { tok:encode("domestic animal"), tok:encode("cat"), tok:encode("a wild cat") }
+    local known = gm.data.tail_list.new({ tok:encode("domestic animal"), tok:encode("cat"), tok:encode("a wild cat") }, 3,
+      tok.pad_id)
     local out = gm.eval.decode(model, tok, { query, query }, { mode = "constrained", tails = { known }, top = 10 })
     assert.equal(2, #out)
     assert.equal(3, #out[1])
@@ -151,7 +152,8 @@ describe("decoding with a learned tail end", function()
       { mode = "open", tail_end = true, top = 1 })
     assert.equal("domestic animal", tok:decode(out[1][1].ids))
     assert.equal("animal", tok:decode(out[2][1].ids))
-    local known = { { tok:encode("animal"), tok:encode("domestic animal"), tok:encode("wild animal") } }
+    local known = { gm.data.tail_list.new({ tok:encode("animal"), tok:encode("domestic animal"), tok:encode("wild animal") },
+      3, tok.pad_id) }
     out = gm.eval.decode(model, tok, { query(texts[1], "dog") }, { mode = "constrained", tails = known, tail_end = true })
     assert.equal("domestic animal", tok:decode(out[1][1].ids))
   end)

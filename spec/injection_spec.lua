@@ -134,7 +134,8 @@ describe("absent relations", function()
         { text = texts[2], triples = {}, placements = { { { head = "cat", relation = "hypernym", tail = "animal" } },
           { { head = "cat", relation = "part_meronym", tail = "long tail" } } } } } }
     local model, tok, query = m.model, m.tok, m.query
-    local known = { tok:encode("animal"), tok:encode("domestic animal"), tok:encode("long tail") }
+    local known = gm.data.tail_list.new({ tok:encode("animal"), tok:encode("domestic animal"), tok:encode("long tail") }, 3,
+      tok.pad_id)
     local queries = { query(texts[1], "dog", 1), query(texts[1], "dog", 2), query(texts[2], "cat", 2) }
     for _, mode in ipairs { "constrained", "open" } do
       local out = gm.eval.decode(model, tok, queries, { mode = mode, tails = { known, known }, tail_end = true, empty = true, top = 4 })

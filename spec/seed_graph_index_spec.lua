@@ -65,7 +65,9 @@ local function answers(g, ds)
   for _, text in ipairs(texts) do names[#names + 1] = text end
   for id, name in ipairs(g.relation_names) do relations[name] = id end
   local tok = gm.data.tokenizer.train(names, { vocab_size = 120 })
-  say(g:known_tails(tok, relations, 4))
+  local known = {}
+  for id, list in pairs(g:known_tails(tok, relations, 4)) do known[id] = list:lists() end
+  say(known)
   say(g.dataset, g.relation_names)
   return table.concat(out, "\n")
 end
@@ -134,12 +136,102 @@ describe("seed_graph:save and seed_graph.load", function()
     end
   end)
 
+  it("hold constrained decoding's known tails for the tokenizer and leaf count they were saved with", function()
+    local ds, path = ambiguous(), dir .. "/known.bin"
+    local tok = gm.data.tokenizer.train({ "dog hound canis familiaris cad hot frankfurter tree bark café au lait" },
+      { vocab_size = 150 })
+    local relations = { has_part = 1, eats = 2 }
+    local built = seed_graph.new(ds)
+    built:save(path, { tok = tok, leaves = 3 })
+    local loaded = seed_graph.load(path)
+    assert.equal(answers(built, ds), answers(loaded, ds))
+    assert.equal(files.read(path), loaded:encode { tok = tok, leaves = 3 })
+    local stored, how = loaded:known_tails(tok, relations, 3)
+    assert.equal("stored", how)
+    local expected = built:known_tails(tok, relations, 3)
+    for id = 1, 2 do assert.same(expected[id]:lists(), stored[id]:lists()) end
+    assert.is_true(stored[1].n > 0 and stored[2].n > 0)
+    -- another leaf count or tokenizer: built, as without them
+    local other = gm.data.tokenizer.train({ "dog hound tree bark" }, { vocab_size = 60 })
+    for _, ask in ipairs { { tok, 2 }, { other, 3 } } do
+      local tails, built_how = loaded:known_tails(ask[1], relations, ask[2])
+      assert.equal("built", built_how)
+      local fresh = seed_graph.new(ds):known_tails(ask[1], relations, ask[2])
+      for id = 1, 2 do assert.same(fresh[id]:lists(), tails[id]:lists()) end
+    end
+    -- an index of version 1 (no known tails) still loads
+    local t = gm.load_tables(path)
+    t.known_tails, t.meta.version, t.meta.tails_tokenizer, t.meta.tails_leaves = nil, "1", nil, nil
+    files.write(path, gm.pack_tables(t))
+    local _, old_how = seed_graph.load(path):known_tails(tok, relations, 3)
+    assert.equal("built", old_how)
+  end)
+
+  it("refuse known tails that are not whole, naming the file", function()
+    local ds, path, bad = ambiguous(), dir .. "/known.bin", dir .. "/bad_known.bin"
+    local tok = gm.data.tokenizer.train({ "dog hound canis familiaris cad hot frankfurter tree bark café au lait" },
+      { vocab_size = 150 })
+    seed_graph.new(ds):save(path, { tok = tok, leaves = 3 })
+    local function refused(change, pattern, on_load)
+      local t = gm.load_tables(path)
+      change(t)
+      files.write(bad, gm.pack_tables(t))
+      local ok, err = pcall(function() seed_graph.load(bad):known_tails(tok, { has_part = 1, eats = 2 }, 3) end)
+      assert.is_false(ok)
+      assert.matches(bad, err, 1, true)
+      assert.matches(pattern, err, 1, true)
+    end
+    local key = "food" -- what eats reaches
+    refused(function(t) t.known_tails["lengths:" .. key] = t.known_tails["lengths:" .. key] .. "\1" end, "take")
+    refused(function(t) t.known_tails["lengths:" .. key] = "\4" .. t.known_tails["lengths:" .. key]:sub(2) end,
+      "tail 1 has length 4, not 1..3")
+    refused(function(t) t.known_tails["lengths:" .. key] = "\0" .. t.known_tails["lengths:" .. key]:sub(2) end,
+      "tail 1 has length 0")
+    refused(function(t) t.known_tails["ids:" .. key] = string.pack("<f", 9999) .. t.known_tails["ids:" .. key]:sub(5) end,
+      "the ids span")
+    refused(function(t) t.known_tails["ids:" .. key] = string.pack("<f", 0 / 0) .. t.known_tails["ids:" .. key]:sub(5) end,
+      "the ids span")
+    refused(function(t) t.known_tails["ids:" .. key], t.known_tails["lengths:" .. key] = nil, nil end,
+      "known tails lack the types \"food\"")
+    refused(function(t) t.meta.tails_leaves = nil end, "lacks their tokenizer or leaf count")
+    refused(function(t) t.meta.version = "3" end, "version 3, this build reads versions 1 and 2")
+  end)
+
   it("refuse a device or a directory as gm.read_file does", function()
     local ok, err = pcall(seed_graph.load, "/dev/zero")
     assert.is_false(ok)
     assert.matches("/dev/zero: a device, not a regular file", err, 1, true)
     ok, err = pcall(seed_graph.load, dir)
     assert.matches(dir .. ": a directory, not a regular file", err, 1, true)
+  end)
+end)
+
+describe("gm.data.tail_list", function()
+  local tail_list = gm.data.tail_list
+
+  it("holds tails of 1..width ids, padded, and gives them back", function()
+    local lists = { { 7 }, { 3, 4, 5 }, { 9, 2 } }
+    local l = tail_list.new(lists, 3, 1)
+    assert.same({ 3, 3 }, l.ids:shape())
+    assert.same({ { 7, 1, 1 }, { 3, 4, 5 }, { 9, 2, 1 } }, l.ids:totable())
+    assert.same(lists, l:lists())
+    assert.same({ 9, 2 }, l:tail(3))
+    local back = tail_list.from_bytes(select(1, l:bytes()), select(2, l:bytes()), 3, 1, 9)
+    assert.same(lists, back:lists())
+    local empty = tail_list.new({}, 2, 1)
+    assert.equal(0, empty.n)
+    assert.same({}, tail_list.from_bytes("", "", 2, 1, 9):lists())
+  end)
+
+  it("refuses what is not a list of tails", function()
+    assert.error_matches(function() tail_list.new({ { 1, 2, 3 } }, 2, 1) end, "tail 1 has 3 ids, not 1..2")
+    assert.error_matches(function() tail_list.new({ {} }, 2, 1) end, "tail 1 has 0 ids")
+    assert.error_matches(function() tail_list.new({}, 0, 1) end, "width must be an integer in 1..255, got 0")
+    assert.error_matches(function() tail_list.new({}, 2.5, 1) end, "width must be an integer")
+    local ids, lengths = tail_list.new({ { 4, 5 } }, 2, 1):bytes()
+    assert.error_matches(function() tail_list.from_bytes(ids, lengths, 2, 1, 4) end, "the ids span 4..5, not 1..4")
+    assert.error_matches(function() tail_list.from_bytes(ids:sub(2), lengths, 2, 1, 9) end, "take 8 bytes, not 7")
+    assert.error_matches(function() tail_list.from_bytes(ids, "\3", 2, 1, 9) end, "tail 1 has length 3, not 1..2")
   end)
 end)
 
@@ -155,17 +247,52 @@ describe("a run folder's seed graph (ex.run_graph)", function()
     assert.equal(answers(seed_graph.new(ds), ds), answers(ex.run_graph(run), ds))
   end)
 
-  it("is built from the JSONL when there is no index.bin, saying so on stderr", function()
+  -- what fn says on stderr, and its results
+  local function heard(fn, ...)
+    local said, stderr = {}, io.stderr
+    io.stderr = { write = function(_, s) said[#said + 1] = s end }
+    local out = table.pack(pcall(fn, ...))
+    io.stderr = stderr
+    assert.is_true(out[1], out[2])
+    return table.concat(said), table.unpack(out, 2, out.n)
+  end
+
+  it("is built from the JSONL when there is no index.bin, and stored there, saying so on stderr", function()
     local ds = ambiguous()
     ds:save_seed_graph(run .. "/seed_graph")
     os.remove(run .. "/seed_graph/index.bin")
-    local said, stderr = {}, io.stderr
-    io.stderr = { write = function(_, s) said[#said + 1] = s end }
-    local ok, g = pcall(ex.run_graph, run)
-    io.stderr = stderr
-    assert.is_true(ok, g)
+    local said, g = heard(ex.run_graph, run)
     assert.equal(answers(seed_graph.new(ds), ds), answers(g, ds))
-    assert.equal(run .. "/seed_graph has no index.bin: the seed graph's index was built from its JSONL\n", table.concat(said))
+    assert.equal(run .. ": the seed graph's index was built once and stored in " .. run .. "/seed_graph/index.bin\n", said)
+    assert.equal(seed_graph.new(ds):encode(), files.read(run .. "/seed_graph/index.bin"))
+    said = heard(ex.run_graph, run)
+    assert.equal("", said)
+  end)
+
+  it("gives constrained decoding's known tails from the index, storing them there once when it lacks them", function()
+    local ds = ambiguous()
+    ds:save_seed_graph(run .. "/seed_graph") -- an index without known tails, as before they were stored
+    local tok = gm.data.tokenizer.train({ "dog hound canis familiaris cad hot frankfurter tree bark café au lait" },
+      { vocab_size = 150 })
+    local relations = { has_part = 1, eats = 2 }
+    local said, tails = heard(ex.run_known_tails, run, ex.run_graph(run), tok, relations, 3)
+    local path = run .. "/seed_graph/index.bin"
+    assert.equal(run .. ": constrained decoding's known tails were built once and stored in " .. path .. "\n", said)
+    local built = seed_graph.new(ds):known_tails(tok, relations, 3)
+    local again
+    said, again = heard(ex.run_known_tails, run, ex.run_graph(run), tok, relations, 3)
+    assert.equal("", said)
+    for id = 1, 2 do
+      assert.same(built[id]:lists(), tails[id]:lists())
+      assert.same(built[id]:lists(), again[id]:lists())
+    end
+    -- a folder that takes no file: built at each start, and said so
+    local g = ex.run_graph(run)
+    g.known = nil
+    g.save = function() error("seed_graph:save: " .. path .. ": Read-only file system", 0) end
+    said = heard(ex.run_known_tails, run, g, tok, relations, 3)
+    assert.equal(run .. ": constrained decoding's known tails were built (at each start: " .. path ..
+      " could not be written: " .. path .. ": Read-only file system)\n", said)
   end)
 
   it("refuses an index.bin that links outside the run folder", function()

@@ -450,9 +450,10 @@ local SEED_FILES = { "entities.jsonl", "triples.jsonl", "relations.jsonl", "data
 -- dataset's name and linker options) into `dir` as JSONL that load_seed_graph reads back: what a
 -- training output keeps, so that extraction reads nothing outside it. Beside them index.bin, the
 -- seed graph's index (`graph`, gm.data.seed_graph over this dataset, built when not given), which
--- loads in a fraction of the time it takes to build. The files are written as one (all old or
+-- loads in a fraction of the time it takes to build; with known = {tok, leaves} it holds
+-- constrained decoding's known tails for that tokenizer and leaf count (seed_graph:save). The files are written as one (all old or
 -- all new), so an index never goes with another graph's JSONL.
-function Dataset:save_seed_graph(dir, graph)
+function Dataset:save_seed_graph(dir, graph, known)
   os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
   local entities, triples, relations = {}, {}, {}
   for i, id in ipairs(self.entity_order) do
@@ -470,7 +471,7 @@ function Dataset:save_seed_graph(dir, graph)
   local meta = { cjson.encode { name = self.name, link = self.link, split_hash = self.split_hash } }
   graph = graph or seed_graph.new(self)
   local ok, err = gm.write_atomic { { dir .. "/" .. SEED_FILES[1], entities }, { dir .. "/" .. SEED_FILES[2], triples },
-    { dir .. "/" .. SEED_FILES[3], relations }, { dir .. "/" .. SEED_FILES[4], meta }, { dir .. "/index.bin", { graph:encode() } } }
+    { dir .. "/" .. SEED_FILES[3], relations }, { dir .. "/" .. SEED_FILES[4], meta }, { dir .. "/index.bin", { graph:encode(known) } } }
   if not ok then error("save_seed_graph: " .. err, 2) end
 end
 

@@ -10,13 +10,15 @@
 --   g:relations_for(phrase, names) → the relations of `names` whose schema allows a head of a
 --     type the phrase's entities have
 --   g:present(phrase) → set of the relations the phrase's entities have as heads in the seed graph
---   g:known_tails(tok, relations, leaves) → relation id → token-id lists of the names and
---     aliases of the types the relation reaches that fit the leaves (constrained decoding's list;
---     relations reaching the same types share one list, to be read, not changed)
+--   g:known_tails(tok, relations, leaves) → relation id → the names and aliases of the types
+--     the relation reaches that fit the leaves, as a gm.data.tail_list (constrained decoding's
+--     list; relations reaching the same types share one), and "stored" when they come from the
+--     index (saved with this tokenizer and leaf count) or "built" (tokenizing every name: seconds)
 --   g:holds(t) → whether a head candidate of t.head has t.relation to a tail candidate of t.tail
 --   g:valid(t) → whether t.tail names an entity of a type t.relation reaches
 --   g.dataset, g.relation_names → the dataset's name and relations
---   g:save(path) → the index as one file (g:encode() its bytes, gm.pack_tables), and
+--   g:save(path[, {tok, leaves}]) → the index as one file (g:encode(known) its bytes,
+--     gm.pack_tables), with the known tails for that tokenizer and leaf count when given, and
 --     seed_graph.load(path) → the graph it holds, answering exactly as the one saved: seconds of
 --     building become a fraction of one
 -- Phrases are strings; a triple's head and tail are normalised before they are looked up.
@@ -26,6 +28,7 @@
 -- index loads in a few hundredths of a second.
 local gm = require "graphmert"
 local linker = require "graphmert.data.linker"
+local tail_list = require "graphmert.data.tail_list"
 
 local M = {}
 
@@ -65,10 +68,14 @@ end
 
 -- The file: gm.pack_tables' tables, `meta` saying what it is (format, version) and holding the
 -- graph's scalars; the others the graph's tables as they are ("tails:<relation>" a relation's
--- tails), but the schema's type sets, which are "*" or their types joined by "\0".
-local FORMAT, VERSION = "graphmert seed graph index", "1"
+-- tails), but the schema's type sets, which are "*" or their types joined by "\0". Saved with a
+-- tokenizer, `known_tails` holds constrained decoding's lists ("ids:<key>" and "lengths:<key>"
+-- of a tail list per key, tails_key) and meta the tokenizer's text and the leaf count they are for.
+-- Version 1 had no known tails.
+local FORMAT, VERSION, READS = "graphmert seed graph index", "2", { ["1"] = true, ["2"] = true }
 local TABLES = { meta = "map", phrases = "map", prefixes = "set", stopwords = "set", entity_types = "map",
   entity_names = "map", head_types = "map", tail_types = "map" }
+local OPTIONAL = { known_tails = "map" }
 
 -- a relation's head or tail types as the schema gives them (a set, or "*" for any) → a sorted
 -- list, or "*": how the index and the kg.sqlite store write them
@@ -98,19 +105,101 @@ local function map(tbl, fn)
   return out
 end
 
-function Graph:encode()
+-- the key of a relation's known tails: its tail types as the index writes them ("" for none)
+local function tails_key(types) return types and types_string(types) or "" end
+
+-- each key's known tails (the names and aliases of entities of its types that fit `leaves`
+-- tokens, in sorted phrase order: ties rank the same on every run) as a tail list
+local function build_tails(self, tok, leaves, keys)
+  local phrases = {}
+  for phrase in pairs(self.linker.index) do phrases[#phrases + 1] = phrase end
+  table.sort(phrases)
+  -- each phrase's token ids and its entities' types, looked up once (not once per key)
+  local encoded = {}
+  for _, phrase in ipairs(phrases) do
+    local ids = tok:encode(phrase)
+    if #ids > 0 and #ids <= leaves then
+      local types = {}
+      for i, entity in ipairs(self.linker:candidates(phrase)) do types[i] = self.type[entity] end
+      encoded[#encoded + 1] = { types, ids }
+    end
+  end
+  local out = {}
+  for key in pairs(keys) do
+    local wanted, list = key ~= "" and types_set(key) or nil, {}
+    for _, e in ipairs(encoded) do
+      local fits = wanted == "*"
+      for _, t in ipairs(wanted and not fits and e[1] or {}) do
+        if wanted[t] then fits = true break end
+      end
+      if fits then list[#list + 1] = e[2] end
+    end
+    out[key] = tail_list.new(list, leaves, tok.pad_id)
+  end
+  return out
+end
+
+-- the keys of `names`' known tails, as a set
+local function keys_of(self, names)
+  local keys = {}
+  for _, name in ipairs(names) do keys[tails_key(self.tail_types[name])] = true end
+  return keys
+end
+
+-- the known tails the index holds (saved with this tokenizer and leaf count), or nil
+local function stored_tails(self, tok, leaves, keys)
+  local known = self.known
+  if not known or known.leaves ~= leaves or known.tokenizer ~= tok:text() then return nil end
+  local out = {}
+  for key in pairs(keys) do
+    local ids, lengths = known.lists["ids:" .. key], known.lists["lengths:" .. key]
+    if not ids or not lengths then
+      error(string.format("%s: the seed graph index's known tails lack the types %q", known.path, key), 0)
+    end
+    local ok, list = pcall(tail_list.from_bytes, ids, lengths, leaves, tok.pad_id, tok:size())
+    if not ok then error(string.format("%s: the known tails of the types %q: %s", known.path, key,
+      tostring(list):gsub("^tail_list.from_bytes: ", "")), 0) end
+    out[key] = list
+  end
+  return out
+end
+
+-- the known tails built for this tokenizer and leaf count, kept so that saving the index (or
+-- asking again) does not tokenize every name a second time
+local function built_tails(self, tok, leaves, keys)
+  local built = self.built
+  if not built or built.leaves ~= leaves or built.tokenizer ~= tok:text() then
+    built = { leaves = leaves, tokenizer = tok:text(), lists = {} }
+    self.built = built
+  end
+  local missing = {}
+  for key in pairs(keys) do missing[key] = not built.lists[key] or nil end
+  for key, list in pairs(next(missing) and build_tails(self, tok, leaves, missing) or {}) do built.lists[key] = list end
+  return built.lists
+end
+
+function Graph:encode(known)
   local l = self.linker
   local tables = {
     meta = { format = FORMAT, version = VERSION, dataset = self.dataset, relations = table.concat(self.relation_names, "\0"),
-      longest = tostring(l.longest), max_words = l.max_words and tostring(l.max_words) },
+      longest = tostring(l.longest), max_words = l.max_words and string.format("%.17g", l.max_words) },
     phrases = l.index, prefixes = l.prefix, stopwords = l.stopwords, entity_types = self.type, entity_names = self.name,
     head_types = map(self.head_types, types_string), tail_types = map(self.tail_types, types_string) }
   for relation, heads in pairs(self.tails) do tables["tails:" .. relation] = heads end
+  if known then
+    tables.meta.tails_tokenizer, tables.meta.tails_leaves = known.tok:text(), tostring(known.leaves)
+    tables.known_tails = {}
+    local keys = keys_of(self, self.relation_names)
+    local lists = stored_tails(self, known.tok, known.leaves, keys) or built_tails(self, known.tok, known.leaves, keys)
+    for key, list in pairs(lists) do
+      tables.known_tails["ids:" .. key], tables.known_tails["lengths:" .. key] = list:bytes()
+    end
+  end
   return gm.pack_tables(tables)
 end
 
-function Graph:save(path)
-  local ok, err = gm.write_atomic(path, { self:encode() })
+function Graph:save(path, known)
+  local ok, err = gm.write_atomic(path, { self:encode(known) })
   if not ok then error("seed_graph:save: " .. err, 2) end
 end
 
@@ -118,14 +207,14 @@ function M.load(path)
   local t = gm.load_tables(path, { lazy = true }) -- maps over the file: no Lua string per entry
   local meta = t.meta or {}
   if meta.format ~= FORMAT then error(path .. ": not a seed graph index (seed_graph:save writes one)", 0) end
-  if meta.version ~= VERSION then
-    error(string.format("%s: a seed graph index of version %s, this build reads version %s", path, tostring(meta.version),
-      VERSION), 0)
+  if not READS[meta.version] then
+    error(string.format("%s: a seed graph index of version %s, this build reads versions 1 and %s", path,
+      tostring(meta.version), VERSION), 0)
   end
   local tails = {}
   for name, tbl in pairs(t) do
     local relation = name:match("^tails:(.*)")
-    local kind = relation and "map" or TABLES[name]
+    local kind = relation and "map" or TABLES[name] or OPTIONAL[name]
     local v
     for _, first in pairs(tbl) do v = first break end
     if not kind then error(string.format("%s: the seed graph index has an unknown table %s", path, name), 0) end
@@ -142,7 +231,15 @@ function M.load(path)
     or (meta.max_words and not max_words) then
     error(path .. ": the seed graph index's meta table lacks dataset, relations or longest, or has a bad max_words", 0)
   end
-  return setmetatable({ dataset = meta.dataset, type = t.entity_types, name = t.entity_names, tails = tails,
+  local known
+  if t.known_tails then
+    local leaves = math.tointeger(tonumber(meta.tails_leaves or ""))
+    if not leaves or type(meta.tails_tokenizer) ~= "string" then
+      error(path .. ": the seed graph index has known tails but its meta table lacks their tokenizer or leaf count", 0)
+    end
+    known = { path = path, lists = t.known_tails, tokenizer = meta.tails_tokenizer, leaves = leaves }
+  end
+  return setmetatable({ known = known, dataset = meta.dataset, type = t.entity_types, name = t.entity_names, tails = tails,
     relation_names = linker.split(meta.relations), head_types = map(t.head_types, types_set),
     tail_types = map(t.tail_types, types_set),
     linker = linker.restore { index = t.phrases, prefix = t.prefixes, longest = longest, max_words = max_words,
@@ -186,38 +283,15 @@ function Graph:present(phrase)
 end
 
 function Graph:known_tails(tok, relations, leaves)
-  local phrases = {}
-  for phrase in pairs(self.linker.index) do phrases[#phrases + 1] = phrase end
-  table.sort(phrases) -- a fixed order: ties rank the same on every run
-  -- each phrase's token ids and its entities' types, looked up once (not once per relation)
-  local encoded = {}
-  for _, phrase in ipairs(phrases) do
-    local ids = tok:encode(phrase)
-    if #ids > 0 and #ids <= leaves then
-      local types = {}
-      for i, entity in ipairs(self.linker:candidates(phrase)) do types[i] = self.type[entity] end
-      encoded[#encoded + 1] = { types, ids }
-    end
-  end
-  -- relations that reach the same types share one list (and so one scorer in gm.eval.decode)
-  local out, by_types = {}, {}
-  for name, id in pairs(relations) do
-    local wanted = self.tail_types[name]
-    local key = wanted and types_string(wanted) or ""
-    if not by_types[key] then
-      local list = {}
-      for _, e in ipairs(encoded) do
-        local fits = wanted == "*"
-        for _, t in ipairs(wanted and not fits and e[1] or {}) do
-          if wanted[t] then fits = true break end
-        end
-        if fits then list[#list + 1] = e[2] end
-      end
-      by_types[key] = list
-    end
-    out[id] = by_types[key]
-  end
-  return out
+  local names = {}
+  for name in pairs(relations) do names[#names + 1] = name end
+  local keys = keys_of(self, names)
+  local lists = stored_tails(self, tok, leaves, keys)
+  local how = lists and "stored" or "built"
+  lists = lists or built_tails(self, tok, leaves, keys)
+  local out = {}
+  for name, id in pairs(relations) do out[id] = lists[tails_key(self.tail_types[name])] end
+  return out, how
 end
 
 function Graph:holds(t)

@@ -14,7 +14,7 @@
 --   local bert = tokenizer.from_vocab("vocab.txt", {lower = true})
 --   local ids = tok:encode("A dog barks.")        -- 1-based ids, no [CLS]/[SEP]
 --   tok:decode(ids)                               -- "a dog barks ."
---   tok:save(path); tokenizer.load(path)          -- either kind
+--   tok:save(path); tokenizer.load(path)          -- either kind (tok:text() the file's text)
 -- Special ids: pad_id, unk_id, cls_id, sep_id, mask_id — [PAD] 1, [UNK] 2, [CLS] 3, [SEP] 4,
 -- [MASK] 5 in a trained tokenizer; wherever vocab.txt has them in a BERT one.
 local bert_text = require "graphmert.data.bert_text"
@@ -159,12 +159,16 @@ end
 
 local HEADER, BERT_HEADER = "graphmert-wordpiece 1", "graphmert-bert-vocab 1"
 
--- A trained tokenizer: its header, max_piece and pieces; a BERT one: its header, whether it
--- lower-cases, and vocab.txt's lines.
+-- The file's text, all that encoding depends on. A trained tokenizer: its header, max_piece and
+-- pieces; a BERT one: its header, whether it lower-cases, and vocab.txt's lines.
+function Tokenizer:text()
+  local head = self.bert and BERT_HEADER .. "\nlower " .. tostring(self.lower) or HEADER .. "\nmax_piece " .. self.max_piece
+  return head .. "\n" .. table.concat(self.pieces, "\n") .. "\n"
+end
+
 function Tokenizer:save(path)
   local gm = require "graphmert"
-  local head = self.bert and BERT_HEADER .. "\nlower " .. tostring(self.lower) or HEADER .. "\nmax_piece " .. self.max_piece
-  local ok, err = gm.write_atomic(path, { head, "\n", table.concat(self.pieces, "\n"), "\n" })
+  local ok, err = gm.write_atomic(path, { self:text() })
   if not ok then error("save: " .. err, 2) end
   return true
 end

@@ -14,8 +14,8 @@
 --     first slot the model fills best with [PAD] at the first step ("none") is asked no more: its
 --     answer is the empty tail, scored by that forward (most queries of a passage are such, so
 --     the later steps ask only the rest, in sequences of their own).
---   opts.mode = "constrained": only tails from opts.tails (relation id → list of id lists, e.g. the
---     seed graph's entity names of the kind the relation reaches) are scored, each by the slot
+--   opts.mode = "constrained": only tails from opts.tails (relation id → a gm.data.tail_list, e.g.
+--     the seed graph's entity names of the kind the relation reaches, g:known_tails) are scored, each by the slot
 --     distributions of one forward with ℓ masks (summed and ranked in C by a gm.sum_set, which
 --     reads only the tails whose first token can still rank); nothing outside that list can come out.
 --   opts.top (5): candidates kept per query; opts.batch (16): sequences per forward;
@@ -200,23 +200,33 @@ local function open(model, tok, queries, opts)
   return out
 end
 
--- A relation's known tails that fit `slots` masked slots (exactly `slots` tokens, or up to
--- `slots` with tail_end, the rest [PAD]) as a gm.sum_set over 1-based indices into a job's
--- flattened [slots × V] log-probabilities: index[(t − 1)·slots + a] = (a − 1)·V + the id of tail
--- t at slot a. Made once per list and slot count; each job asks it for its best sums.
+-- A relation's known tails (a gm.data.tail_list) that fit `slots` masked slots (exactly `slots`
+-- tokens, or up to `slots` with tail_end, the rest [PAD]) as a gm.sum_set over 1-based indices
+-- into a job's flattened [slots × V] log-probabilities: tail t's index at slot a is (a − 1)·V +
+-- its id there. Made once per list and slot count, from the list's id tensor (no Lua table per
+-- tail); rows[k] is the list's row of the set's tail k (nil: every row, in order).
 local gathered = setmetatable({}, { __mode = "k" })
-local function tail_index(list, slots, V, pad, tail_end)
+local function tail_index(list, slots, V, tail_end)
   gathered[list] = gathered[list] or {}
   local cached = gathered[list][slots]
   if cached then return cached end
-  local index, tails = {}, {}
-  for _, ids in ipairs(list) do
-    if #ids == slots or (tail_end and #ids < slots) then
-      tails[#tails + 1] = ids
-      for a = 1, slots do index[#index + 1] = (a - 1) * V + (ids[a] or pad) end
+  local rows
+  if not (tail_end and slots == list.width) then
+    rows = {}
+    for i = 1, list.n do
+      local length = list.lengths:byte(i)
+      if length == slots or (tail_end and length < slots) then rows[#rows + 1] = i end
     end
   end
-  cached = { tails = tails, set = #tails > 0 and gm.sum_set(gm.tensor(index), slots) or nil }
+  local count = rows and #rows or list.n
+  cached = { rows = rows }
+  if count > 0 then
+    local offsets = {}
+    for a = 1, slots do offsets[a] = (a - 1) * V end
+    local ids = rows and list.ids:index_select(1, rows) or list.ids
+    local index = (ids:narrow(2, 1, slots) + gm.tensor { offsets }):reshape { count * slots }
+    cached.set = gm.sum_set(index, slots)
+  end
   gathered[list][slots] = cached
   return cached
 end
@@ -246,12 +256,16 @@ local function constrained(model, tok, queries, opts)
       local slots, list = #job.slots, out[job.index]
       local picked = lp:index_select(1, r)
       local flat = picked:reshape { slots * V }
-      local known = tail_index((opts.tails or {})[job.query.relation] or {}, slots, V, tok.pad_id, opts.tail_end)
-      if known.set then
+      local tails = (opts.tails or {})[job.query.relation]
+      local known = tails and tail_index(tails, slots, V, opts.tail_end)
+      if known and known.set then
         -- the `top` best tails' summed log-probabilities, found in C without reading every tail
         local values, which = known.set:top(flat, top)
         values, which = values:totable(), which:totable()
-        for i, v in ipairs(values) do keep(list, top, { ids = known.tails[math.tointeger(which[i])], score = v / slots }) end
+        for i, v in ipairs(values) do
+          local k = math.tointeger(which[i])
+          keep(list, top, { ids = tails:tail(known.rows and known.rows[k] or k), score = v / slots })
+        end
       end
       if opts.empty then
         local none = 0

@@ -330,15 +330,38 @@ function M.run_seed_graph(dir)
   return gm.data.dataset.load_seed_graph(dir .. "/seed_graph")
 end
 
+-- Writes a run's seed graph index (rank 0), which a run trained before it (or before the index
+-- held what is asked now) lacks, so that the next start reads it; a folder that takes no file is
+-- left as it is. stderr says which, with `what` was built.
+local function store_index(dir, graph, known, what)
+  if not gm.distributed.is_main() then return end
+  local path = dir .. "/seed_graph/index.bin"
+  local ok, err = pcall(graph.save, graph, path, known)
+  io.stderr:write(ok and string.format("%s: %s built once and stored in %s\n", dir, what, path)
+    or string.format("%s: %s built (at each start: %s could not be written: %s)\n", dir, what, path,
+      tostring(err):gsub("^seed_graph:save: ", "")))
+end
+
 -- The run's seed graph index (gm.data.seed_graph): seed_graph/index.bin, which train.lua writes
--- with the JSONL, loads in a fraction of a second; a run without one (trained before it) has the
--- index built from its seed_graph/ JSONL, which takes seconds, and says so on stderr.
+-- with the JSONL, loads in a fraction of a second; for a run without one (trained before it) the
+-- index is built from its seed_graph/ JSONL (seconds) and stored.
 function M.run_graph(dir)
   local path = gm.folder.member(dir, "seed_graph/index.bin", "run_graph")
   if path then return gm.data.seed_graph.load(path) end
   local graph = gm.data.seed_graph.new(M.run_seed_graph(dir))
-  io.stderr:write(dir .. "/seed_graph has no index.bin: the seed graph's index was built from its JSONL\n")
+  store_index(dir, graph, nil, "the seed graph's index was")
   return graph
+end
+
+-- Constrained decoding's known tails for a run's own seed graph (M.run_graph): read from its
+-- index, which train.lua writes with them; for a run whose index lacks them they are built
+-- (seconds: every name is tokenized) and stored in it.
+function M.run_known_tails(dir, graph, tok, relations, leaves)
+  local tails, how = graph:known_tails(tok, relations, leaves)
+  if how == "built" then
+    store_index(dir, graph, { tok = tok, leaves = leaves }, "constrained decoding's known tails were")
+  end
+  return tails
 end
 
 function M.model(d, cfg)

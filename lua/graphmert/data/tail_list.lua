@@ -1,0 +1,88 @@
+-- tail_list.lua — a list of known tails, the candidates constrained decoding ranks (the names
+-- and aliases of the entities a relation reaches, as token ids): one [n, width] tensor of ids,
+-- each row a tail of 1..width tokens followed by [PAD], and the tails' lengths as a string of one
+-- byte each. A tensor, not a Lua table per tail, because the list is what a seed graph's index
+-- stores for extraction: WordNet's 147,000 names load as a few strings, not as 270,000 tables.
+--
+-- tail_list.new(lists, width, pad) → a list of the id lists (each 1..width ids), in their order
+-- tail_list.from_bytes(ids, lengths, width, pad, vocab) → the list whose bytes() these were;
+--   anything that is not one (sizes, a length outside 1..width, an id outside 1..vocab) is an
+--   error saying what
+-- l.n, l.width, l.pad; l.ids ([n, width] tensor, nil when n = 0); l.lengths (string)
+-- l:tail(i) → tail i's ids; l:lists() → every tail's ids, as tail_list.new took them
+-- l:bytes() → ids (little-endian float32, row by row), lengths
+local gm = require "graphmert"
+
+local M = {}
+
+local TailList = {}
+TailList.__index = TailList
+
+local function checked_width(width, fn)
+  if math.type(width) ~= "integer" or width < 1 or width > 255 then
+    error(fn .. ": width must be an integer in 1..255, got " .. tostring(width), 3)
+  end
+end
+
+-- small integers as a string of bytes, in pieces (string.char takes its arguments on the stack)
+local function bytes_of(list)
+  local parts = {}
+  for first = 1, #list, 4096 do
+    parts[#parts + 1] = string.char(table.unpack(list, first, math.min(#list, first + 4095)))
+  end
+  return table.concat(parts)
+end
+
+function M.new(lists, width, pad)
+  checked_width(width, "tail_list.new")
+  local rows, lengths = {}, {}
+  for i, ids in ipairs(lists) do
+    if #ids < 1 or #ids > width then
+      error(string.format("tail_list.new: tail %d has %d ids, not 1..%d", i, #ids, width), 2)
+    end
+    local row = {}
+    for a = 1, width do row[a] = ids[a] or pad end
+    rows[i], lengths[i] = row, #ids
+  end
+  return setmetatable({ n = #rows, width = width, pad = pad, ids = #rows > 0 and gm.tensor(rows) or nil,
+    lengths = bytes_of(lengths) }, TailList)
+end
+
+function M.from_bytes(ids, lengths, width, pad, vocab)
+  checked_width(width, "tail_list.from_bytes")
+  local n = #lengths
+  if #ids ~= 4 * n * width then
+    error(string.format("tail_list.from_bytes: %d tails of %d ids take %d bytes, not %d", n, width, 4 * n * width, #ids), 2)
+  end
+  local too_long = lengths:find("[\0" .. string.char(width + 1) .. "-\255]")
+  if too_long then
+    error(string.format("tail_list.from_bytes: tail %d has length %d, not 1..%d", too_long, lengths:byte(too_long), width), 2)
+  end
+  local l = setmetatable({ n = n, width = width, pad = pad, lengths = lengths }, TailList)
+  if n > 0 then
+    l.ids = gm.tensor_from_bytes(ids, 0, #ids, { n, width })
+    local flat = l.ids:reshape { 1, n * width }
+    local high, low = flat:max(2):item(), -(flat:neg():max(2):item())
+    flat:release()
+    if low < 1 or high > vocab or low ~= low or high ~= high then
+      error(string.format("tail_list.from_bytes: the ids span %.17g..%.17g, not 1..%d", low, high, vocab), 2)
+    end
+  end
+  return l
+end
+
+function TailList:tail(i)
+  local out, base = {}, (i - 1) * self.width
+  for a = 1, self.lengths:byte(i) do out[a] = math.tointeger(self.ids:get_flat(base + a)) end
+  return out
+end
+
+function TailList:lists()
+  local out = {}
+  for i = 1, self.n do out[i] = self:tail(i) end
+  return out
+end
+
+function TailList:bytes() return self.ids and self.ids:to_bytes() or "", self.lengths end
+
+return M
