@@ -95,12 +95,20 @@ describe("make install", function()
     assert.equal(0, code, out)
     assert.matches("reading .*corpus.txt as plain text", out)
     assert.is_not_nil(io.open(work .. "/kg.jsonl"))
+    out, code = run(gm_bin .. "extract --help")
+    assert.equal(0, code, out)
+    assert.matches("^usage: graphmert extract %[options%]\n", out)
+    for _, help in ipairs { "--help", "-h", "help" } do
+      out, code = run(gm_bin .. help)
+      assert.equal(0, code, out)
+      assert.matches("^usage: graphmert COMMAND %[options%]", out)
+    end
     -- usage errors: one line, status 2
     for _, c in ipairs {
       { "tarin", "unknown command 'tarin' %(did you mean 'train'%?%)" },
-      { "extract --checkpoint=run --top 0", "^extract.lua: %-%-top must be at least 1, got 0 %(see %-%-help%)\n$" },
-      { "extract --chekpoint run", "^extract.lua: unknown argument %-%-chekpoint %(did you mean %-%-checkpoint%?%)" },
-      { "train --config tiny --steps x", "^train.lua: %-%-steps must be an integer, got x" },
+      { "extract --checkpoint=run --top 0", "^graphmert extract: %-%-top must be at least 1, got 0 %(see %-%-help%)\n$" },
+      { "extract --chekpoint run", "^graphmert extract: unknown argument %-%-chekpoint %(did you mean %-%-checkpoint%?%)" },
+      { "train --config tiny --steps x", "^graphmert train: %-%-steps must be an integer, got x" },
     } do
       out, code = run(gm_bin .. c[1])
       assert.equal(2, code, c[1] .. ": " .. out)

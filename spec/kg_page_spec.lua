@@ -193,7 +193,7 @@ describe("graphmert page and extract's kg.html", function()
 
   it("gives usage errors, not tracebacks, and never writes over the kg", function()
     local cases = {
-      { "page", "page.lua: %-%-kg is required" },
+      { "page", "^graphmert page: %-%-kg is required" },
       { "page --kg " .. dir .. "/missing.jsonl", "missing%.jsonl: not a file" },
       { "page --kg " .. dir .. "/kg.sqlite --input " .. corpus, "holds its passages" },
       { "page --kg " .. kg_path .. " --out " .. kg_path, "would replace the kg file" },

@@ -136,7 +136,10 @@ static int run_script(lua_State *L, char **argv, int script, int argc) {
 /* A bare word that names no file ("train", "configs") is a subcommand: the Lua module
  * graphmert.experiment.commands runs the shipped script for it (a script file of that name, given
  * as ./train, still runs as lua(1) would). */
+static int is_help(const char *word) { return strcmp(word, "--help") == 0 || strcmp(word, "-h") == 0; }
+
 static int is_command(const char *word) {
+  if (is_help(word)) return 1; /* graphmert --help: the commands, as graphmert help */
   if (!word[0] || word[0] == '-' || strchr(word, '/') || strchr(word, '.')) return 0;
   struct stat sb;
   return stat(word, &sb) != 0;
@@ -391,7 +394,7 @@ static int pmain(lua_State *L) {
   int interactive = 0, version = 0, no_env = 0, script = argc, has_exec = 0;
   for (int i = 1; i < argc; i++) { /* first pass: find the script and the flags */
     const char *a = argv[i];
-    if (a[0] != '-') { script = i; break; }
+    if (a[0] != '-' || is_help(a)) { script = i; break; }
     if (strcmp(a, "--") == 0) { script = i + 1 < argc ? i + 1 : argc; break; }
     if (strcmp(a, "-") == 0) { script = i; break; }
     if (strcmp(a, "-i") == 0) interactive = version = 1;

@@ -9,7 +9,8 @@
 -- exits. An option may carry type = "integer" | "number", min and max, and choices = {...}. An
 -- unknown option (with the nearest known name), a missing value, a value of the wrong type or
 -- range is a usage error (gm.errors kind "usage": the graphmert binary prints its one line,
--- "script: message (see --help)", with no traceback and exits with status 2). M.fail(script, msg)
+-- "script: message (see --help)", with no traceback and exits with status 2; run as a command,
+-- "graphmert extract: ..." names it as the user typed it). M.fail(script, msg)
 -- and M.try(script, fn, ...) give scripts the same ending for what they check themselves;
 -- M.writable(script, path) checks an output can be written before the work starts.
 local errors = require "graphmert.errors"
@@ -35,8 +36,15 @@ function M.suggest(name, known)
   return best
 end
 
+-- How the user ran `script`: "graphmert extract" when graphmert.experiment.commands ran it for
+-- that command (it sets M.command = {name, script}), else the script's file name.
+function M.invoked(script)
+  local c = M.command
+  return c and c.script == script and "graphmert " .. c.name or script
+end
+
 -- a usage error: one line, exit status 2
-function M.fail(script, msg) errors.raise("usage", script .. ": " .. tostring(msg)) end
+function M.fail(script, msg) errors.raise("usage", M.invoked(script) .. ": " .. tostring(msg)) end
 
 -- fn(...)'s results, or a usage error with its message (a "file:line: " prefix dropped: the
 -- message is for the user, not a traceback); Ctrl-C passes through
@@ -68,7 +76,8 @@ function M.writable(script, path)
 end
 
 function M.usage(spec)
-  local lines = { string.format("usage: graphmert experiments/%s [options]", spec.script) }
+  local invoked = M.invoked(spec.script)
+  local lines = { string.format("usage: %s [options]", invoked == spec.script and "graphmert experiments/" .. spec.script or invoked) }
   if spec.about then lines[#lines + 1] = spec.about end
   for _, o in ipairs(spec) do
     local value = o.flag and "" or " " .. ((o.type == "integer" or o.type == "number") and "N" or "VALUE")

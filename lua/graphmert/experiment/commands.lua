@@ -91,7 +91,7 @@ end
 
 -- graphmert COMMAND args...: runs the command's script with `arg` set as if it were run directly
 function M.main(command, ...)
-  if command == "help" or command == "--help" then
+  if command == "help" or command == "--help" or command == "-h" then
     print(M.usage())
     return
   end
@@ -114,6 +114,7 @@ function M.main(command, ...)
   local path = home .. "/experiments/" .. script
   local chunk, err = loadfile(path)
   if not chunk then error(err, 0) end
+  args.command = { name = command, script = script }
   _G.arg = table.pack(...)
   _G.arg.n = nil
   _G.arg[0] = path
