@@ -120,7 +120,8 @@ local graph = try(function()
     ds = ex.named_dataset(args)
     g = gm.data.seed_graph.new(ds)
   else
-    g = ex.run_graph(args.checkpoint)
+    -- an index built here is stored for the next start (once, with the known tails, when constrained)
+    g = ex.run_graph(args.checkpoint, args.decoding ~= "constrained")
   end
   if table.concat(g.relation_names, ",") ~= table.concat(run.relations, ",") then
     error(string.format("the seed graph's relations (%s) are not the run's (%s)", table.concat(g.relation_names, ", "),

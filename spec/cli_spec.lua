@@ -103,6 +103,18 @@ describe("make install", function()
       assert.equal(0, code, out)
       assert.matches("^usage: graphmert COMMAND %[options%]", out)
     end
+    for _, help in ipairs { "help extract", "extract -h" } do
+      out, code = run(gm_bin .. help)
+      assert.equal(0, code, out)
+      assert.matches("^usage: graphmert extract %[options%]\n", out)
+    end
+    out = run(gm_bin .. "--version")
+    assert.matches("^graphmert %d", out)
+    -- a folder or file named like a command does not hide it; ./name runs the file
+    out, code = run("cd " .. work .. " && mkdir -p train && printf 'print(\"the file\")' > score && " .. prefix ..
+      "/bin/graphmert train --help && " .. prefix .. "/bin/graphmert score --help && " .. prefix .. "/bin/graphmert ./score")
+    assert.equal(0, code, out)
+    assert.matches("^usage: graphmert train %[options%].*\nusage: graphmert score %[options%].*\nthe file\n$", out)
     -- usage errors: one line, status 2
     for _, c in ipairs {
       { "tarin", "unknown command 'tarin' %(did you mean 'train'%?%)" },

@@ -102,6 +102,29 @@ describe("gm.eval.decode", function()
     assert.is_true(out[1][1].score >= out[1][2].score)
   end)
 
+  it("ranks a known-tail list alike however it was used before and however wide it is", function()
+    local lists = { tok:encode("domestic animal"), tok:encode("cat"), tok:encode("a wild cat"), tok:encode("night") }
+    local function ranked(list, tail_end)
+      local out = gm.eval.decode(model, tok, { query }, { mode = "constrained", tails = { list }, top = 10,
+        tail_end = tail_end, empty = tail_end })[1]
+      for i, c in ipairs(out) do out[i] = string.format("%s %.6f", tok:decode(c.ids), c.score) end
+      return out
+    end
+    local fits = {}
+    for _, ids in ipairs(lists) do if #ids <= 2 then fits[#fits + 1] = ids end end
+    assert.is_true(#fits >= 2 and #fits < #lists)
+    for _, tail_end in ipairs { true, false, true } do -- one list asked both ways keeps each answer
+      local shared, fresh = gm.data.tail_list.new(fits, 2, tok.pad_id), nil
+      fresh = ranked(gm.data.tail_list.new(fits, 2, tok.pad_id), tail_end)
+      assert.same(fresh, ranked(shared, not tail_end) and ranked(shared, tail_end))
+      -- a list narrower than the 3 leaves is scored as a list of the same tails 3 wide
+      assert.same(ranked(gm.data.tail_list.new(fits, 3, tok.pad_id), tail_end), fresh)
+    end
+    assert.error_matches(function()
+      gm.eval.decode(model, tok, { query }, { mode = "constrained", tails = { lists } })
+    end, "decode: opts.tails must map relation ids to gm.data.tail_list lists")
+  end)
+
   it("decodes open tails of every length, a word first and no special token", function()
     local out = gm.eval.decode(model, tok, { query }, { mode = "open", top = 5 })[1]
     assert.equal(3, #out) -- one per length

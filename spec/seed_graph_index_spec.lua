@@ -190,7 +190,11 @@ describe("seed_graph:save and seed_graph.load", function()
     refused(function(t) t.known_tails["ids:" .. key] = string.pack("<f", 9999) .. t.known_tails["ids:" .. key]:sub(5) end,
       "the ids span")
     refused(function(t) t.known_tails["ids:" .. key] = string.pack("<f", 0 / 0) .. t.known_tails["ids:" .. key]:sub(5) end,
-      "the ids span")
+      "an id is not a number")
+    refused(function(t)
+      local ids = t.known_tails["ids:" .. key]
+      t.known_tails["ids:" .. key] = string.pack("<f", string.unpack("<f", ids) + 0.25) .. ids:sub(5)
+    end, "an id is not a whole number")
     refused(function(t) t.known_tails["ids:" .. key], t.known_tails["lengths:" .. key] = nil, nil end,
       "known tails lack the types \"food\"")
     refused(function(t) t.meta.tails_leaves = nil end, "lacks their tokenizer or leaf count")
@@ -257,16 +261,33 @@ describe("a run folder's seed graph (ex.run_graph)", function()
     return table.concat(said), table.unpack(out, 2, out.n)
   end
 
-  it("is built from the JSONL when there is no index.bin, and stored there, saying so on stderr", function()
+  it("is built from the JSONL when there is no index.bin, and stored there when asked, saying so on stderr", function()
     local ds = ambiguous()
     ds:save_seed_graph(run .. "/seed_graph")
     os.remove(run .. "/seed_graph/index.bin")
     local said, g = heard(ex.run_graph, run)
     assert.equal(answers(seed_graph.new(ds), ds), answers(g, ds))
+    assert.equal(run .. "/seed_graph has no index.bin: the seed graph's index was built\n", said)
+    assert.is_nil(gm.stat(run .. "/seed_graph/index.bin")) -- a reading tool (the KG page) writes nothing
+    said, g = heard(ex.run_graph, run, true)
+    assert.equal(answers(seed_graph.new(ds), ds), answers(g, ds))
     assert.equal(run .. ": the seed graph's index was built once and stored in " .. run .. "/seed_graph/index.bin\n", said)
     assert.equal(seed_graph.new(ds):encode(), files.read(run .. "/seed_graph/index.bin"))
-    said = heard(ex.run_graph, run)
+    said = heard(ex.run_graph, run, true)
     assert.equal("", said)
+  end)
+
+  it("is not stored through a seed_graph/ that links outside the run folder", function()
+    local ds, shared, other = ambiguous(), files.tmpname(), files.tmpname()
+    ds:save_seed_graph(shared .. "/seed_graph")
+    os.remove(shared .. "/seed_graph/index.bin")
+    os.execute("mkdir -p " .. other .. " && ln -s " .. shared .. "/seed_graph " .. other .. "/seed_graph")
+    local said, g = heard(ex.run_graph, other, true)
+    assert.equal(answers(seed_graph.new(ds), ds), answers(g, ds))
+    assert.equal(other .. ": the seed graph's index was built (at each start: " .. other .. "/seed_graph/index.bin could " ..
+      "not be written: seed_graph/ links outside the run folder)\n", said)
+    assert.is_nil(gm.stat(shared .. "/seed_graph/index.bin"))
+    os.execute("rm -rf " .. shared .. " " .. other)
   end)
 
   it("gives constrained decoding's known tails from the index, storing them there once when it lacks them", function()

@@ -133,16 +133,30 @@ static int run_script(lua_State *L, char **argv, int script, int argc) {
   return status;
 }
 
-/* A bare word that names no file ("train", "configs") is a subcommand: the Lua module
- * graphmert.experiment.commands runs the shipped script for it (a script file of that name, given
- * as ./train, still runs as lua(1) would). */
-static int is_help(const char *word) { return strcmp(word, "--help") == 0 || strcmp(word, "-h") == 0; }
+/* Whether graphmert.experiment.commands names `word` as one of its commands. */
+static int is_known_command(lua_State *L, const char *word) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "graphmert.experiment.commands");
+  if (docall(L, 1, 1) != LUA_OK) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_getfield(L, -1, "known");
+  lua_pushstring(L, word);
+  int known = docall(L, 1, 1) == LUA_OK && lua_toboolean(L, -1);
+  lua_pop(L, 2);
+  return known;
+}
 
-static int is_command(const char *word) {
-  if (is_help(word)) return 1; /* graphmert --help: the commands, as graphmert help */
+/* A bare word (no '/', no '.') is a subcommand when it names one ("train", "configs"), whatever
+ * the current folder holds (a folder called train is common), or when no file has that name (the
+ * commands module then says it knows no such command): the Lua module graphmert.experiment.commands
+ * runs the shipped script for it. Any other script file runs as lua(1) would, and one named like
+ * a command runs given as ./train. */
+static int is_command(lua_State *L, const char *word) {
   if (!word[0] || word[0] == '-' || strchr(word, '/') || strchr(word, '.')) return 0;
   struct stat sb;
-  return stat(word, &sb) != 0;
+  return stat(word, &sb) != 0 || !S_ISREG(sb.st_mode) || is_known_command(L, word);
 }
 
 static int run_command(lua_State *L, char **argv, int script, int argc) {
@@ -374,7 +388,7 @@ static void usage(const char *badopt) {
           "  -e stat   execute string 'stat'\n"
           "  -i        enter interactive mode after running script\n"
           "  -l mod    require library 'mod' into global 'mod' (or -l g=mod)\n"
-          "  -v        show version information\n"
+          "  -v        show version information (also --version)\n"
           "  -E        ignore environment variables (LUA_INIT)\n"
           "  --        stop handling options\n"
           "  -         stop handling options and execute stdin\n",
@@ -391,14 +405,15 @@ static int pmain(lua_State *L) {
   main_args *ma = lua_touserdata(L, 1);
   int argc = ma->argc;
   char **argv = ma->argv;
-  int interactive = 0, version = 0, no_env = 0, script = argc, has_exec = 0;
+  int interactive = 0, version = 0, no_env = 0, script = argc, has_exec = 0, help = 0;
   for (int i = 1; i < argc; i++) { /* first pass: find the script and the flags */
     const char *a = argv[i];
-    if (a[0] != '-' || is_help(a)) { script = i; break; }
+    if (a[0] != '-') { script = i; break; }
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { script = i; help = 1; break; } /* as graphmert help */
     if (strcmp(a, "--") == 0) { script = i + 1 < argc ? i + 1 : argc; break; }
     if (strcmp(a, "-") == 0) { script = i; break; }
     if (strcmp(a, "-i") == 0) interactive = version = 1;
-    else if (strcmp(a, "-v") == 0) version = 1;
+    else if (strcmp(a, "-v") == 0 || strcmp(a, "--version") == 0) version = 1;
     else if (strcmp(a, "-E") == 0) no_env = 1;
     else if (strcmp(a, "-e") == 0 || strcmp(a, "-l") == 0) {
       has_exec = 1;
@@ -432,7 +447,7 @@ static int pmain(lua_State *L) {
     int st = a[1] == 'e' ? dochunk(L, luaL_loadstring(L, value)) : require_global(L, value);
     if (st != LUA_OK) return 0;
   }
-  if (script < argc && is_command(argv[script])) {
+  if (script < argc && (help || is_command(L, argv[script]))) {
     if (run_command(L, argv, script, argc) != LUA_OK) return 0;
   } else if (script < argc && run_script(L, argv, script, argc) != LUA_OK) {
     return 0;

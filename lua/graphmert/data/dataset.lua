@@ -451,8 +451,8 @@ local SEED_FILES = { "entities.jsonl", "triples.jsonl", "relations.jsonl", "data
 -- training output keeps, so that extraction reads nothing outside it. Beside them index.bin, the
 -- seed graph's index (`graph`, gm.data.seed_graph over this dataset, built when not given), which
 -- loads in a fraction of the time it takes to build; with known = {tok, leaves} it holds
--- constrained decoding's known tails for that tokenizer and leaf count (seed_graph:save). The files are written as one (all old or
--- all new), so an index never goes with another graph's JSONL.
+-- constrained decoding's known tails for that tokenizer and leaf count (seed_graph:save). The
+-- files are written as one (all old or all new), so an index never goes with another graph's JSONL.
 function Dataset:save_seed_graph(dir, graph, known)
   os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
   local entities, triples, relations = {}, {}, {}

@@ -70,7 +70,8 @@ end
 -- graph's scalars; the others the graph's tables as they are ("tails:<relation>" a relation's
 -- tails), but the schema's type sets, which are "*" or their types joined by "\0". Saved with a
 -- tokenizer, `known_tails` holds constrained decoding's lists ("ids:<key>" and "lengths:<key>"
--- of a tail list per key, tails_key) and meta the tokenizer's text and the leaf count they are for.
+-- of a tail list per key, tails_key) and meta the tokenizer's signature and the leaf count they
+-- are for.
 -- Version 1 had no known tails.
 local FORMAT, VERSION, READS = "graphmert seed graph index", "2", { ["1"] = true, ["2"] = true }
 local TABLES = { meta = "map", phrases = "map", prefixes = "set", stopwords = "set", entity_types = "map",
@@ -149,7 +150,7 @@ end
 -- the known tails the index holds (saved with this tokenizer and leaf count), or nil
 local function stored_tails(self, tok, leaves, keys)
   local known = self.known
-  if not known or known.leaves ~= leaves or known.tokenizer ~= tok:text() then return nil end
+  if not known or known.leaves ~= leaves or known.tokenizer ~= tok:signature() then return nil end
   local out = {}
   for key in pairs(keys) do
     local ids, lengths = known.lists["ids:" .. key], known.lists["lengths:" .. key]
@@ -168,8 +169,8 @@ end
 -- asking again) does not tokenize every name a second time
 local function built_tails(self, tok, leaves, keys)
   local built = self.built
-  if not built or built.leaves ~= leaves or built.tokenizer ~= tok:text() then
-    built = { leaves = leaves, tokenizer = tok:text(), lists = {} }
+  if not built or built.leaves ~= leaves or built.tokenizer ~= tok:signature() then
+    built = { leaves = leaves, tokenizer = tok:signature(), lists = {} }
     self.built = built
   end
   local missing = {}
@@ -187,7 +188,7 @@ function Graph:encode(known)
     head_types = map(self.head_types, types_string), tail_types = map(self.tail_types, types_string) }
   for relation, heads in pairs(self.tails) do tables["tails:" .. relation] = heads end
   if known then
-    tables.meta.tails_tokenizer, tables.meta.tails_leaves = known.tok:text(), tostring(known.leaves)
+    tables.meta.tails_tokenizer, tables.meta.tails_leaves = known.tok:signature(), tostring(known.leaves)
     tables.known_tails = {}
     local keys = keys_of(self, self.relation_names)
     local lists = stored_tails(self, known.tok, known.leaves, keys) or built_tails(self, known.tok, known.leaves, keys)

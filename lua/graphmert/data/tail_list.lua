@@ -6,8 +6,9 @@
 --
 -- tail_list.new(lists, width, pad) → a list of the id lists (each 1..width ids), in their order
 -- tail_list.from_bytes(ids, lengths, width, pad, vocab) → the list whose bytes() these were;
---   anything that is not one (sizes, a length outside 1..width, an id outside 1..vocab) is an
---   error saying what
+--   anything that is not one (sizes, a length outside 1..width, an id that is not a whole number
+--   in 1..vocab) is an error saying what
+-- tail_list.is(x) → whether x is one
 -- l.n, l.width, l.pad; l.ids ([n, width] tensor, nil when n = 0); l.lengths (string)
 -- l:tail(i) → tail i's ids; l:lists() → every tail's ids, as tail_list.new took them
 -- l:bytes() → ids (little-endian float32, row by row), lengths
@@ -48,28 +49,50 @@ function M.new(lists, width, pad)
     lengths = bytes_of(lengths) }, TailList)
 end
 
+-- the largest element of a [1, m] tensor, which is released
+local function largest(t)
+  local values, at = t:max(2)
+  local v = values:item()
+  values:release(); at:release(); t:release()
+  return v
+end
+
+-- Float32 holds every integer below 2^24; below 2^23, adding and taking away 2^23 rounds a value
+-- to a whole number, so a value that comes back different was not one.
+local WHOLE = 8388608
+
 function M.from_bytes(ids, lengths, width, pad, vocab)
   checked_width(width, "tail_list.from_bytes")
   local n = #lengths
   if #ids ~= 4 * n * width then
     error(string.format("tail_list.from_bytes: %d tails of %d ids take %d bytes, not %d", n, width, 4 * n * width, #ids), 2)
   end
-  local too_long = lengths:find("[\0" .. string.char(width + 1) .. "-\255]")
-  if too_long then
-    error(string.format("tail_list.from_bytes: tail %d has length %d, not 1..%d", too_long, lengths:byte(too_long), width), 2)
+  for i = 1, n do
+    local length = lengths:byte(i)
+    if length < 1 or length > width then
+      error(string.format("tail_list.from_bytes: tail %d has length %d, not 1..%d", i, length, width), 2)
+    end
   end
   local l = setmetatable({ n = n, width = width, pad = pad, lengths = lengths }, TailList)
   if n > 0 then
     l.ids = gm.tensor_from_bytes(ids, 0, #ids, { n, width })
     local flat = l.ids:reshape { 1, n * width }
-    local high, low = flat:max(2):item(), -(flat:neg():max(2):item())
-    flat:release()
-    if low < 1 or high > vocab or low ~= low or high ~= high then
+    local high, low = largest(flat:clone()), -largest(flat:neg())
+    local rounded = (flat + WHOLE) - WHOLE
+    local off = rounded - flat
+    local whole = largest(off:clone()) == 0 and largest(off:neg()) == 0
+    rounded:release(); flat:release()
+    if low ~= low or high ~= high then error("tail_list.from_bytes: an id is not a number", 2) end
+    if not (low >= 1 and high <= vocab and high < WHOLE) then
       error(string.format("tail_list.from_bytes: the ids span %.17g..%.17g, not 1..%d", low, high, vocab), 2)
     end
+    if not whole then error("tail_list.from_bytes: an id is not a whole number", 2) end
   end
   return l
 end
+
+-- whether x is a tail list
+function M.is(x) return getmetatable(x) == TailList end
 
 function TailList:tail(i)
   local out, base = {}, (i - 1) * self.width

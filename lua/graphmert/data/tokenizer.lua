@@ -14,7 +14,8 @@
 --   local bert = tokenizer.from_vocab("vocab.txt", {lower = true})
 --   local ids = tok:encode("A dog barks.")        -- 1-based ids, no [CLS]/[SEP]
 --   tok:decode(ids)                               -- "a dog barks ."
---   tok:save(path); tokenizer.load(path)          -- either kind (tok:text() the file's text)
+--   tok:save(path); tokenizer.load(path)          -- either kind (tok:text() the file's text;
+--                                                 tok:signature() what encoding depends on)
 -- Special ids: pad_id, unk_id, cls_id, sep_id, mask_id — [PAD] 1, [UNK] 2, [CLS] 3, [SEP] 4,
 -- [MASK] 5 in a trained tokenizer; wherever vocab.txt has them in a BERT one.
 local bert_text = require "graphmert.data.bert_text"
@@ -165,6 +166,13 @@ function Tokenizer:text()
   local head = self.bert and BERT_HEADER .. "\nlower " .. tostring(self.lower) or HEADER .. "\nmax_piece " .. self.max_piece
   return head .. "\n" .. table.concat(self.pieces, "\n") .. "\n"
 end
+
+-- What a tokenization depends on: the file's text and the version of the encoding code, raised
+-- whenever encode gives another result for some text, so that stored tokenizations (the seed
+-- graph index's known tails) made by an earlier encoder are not taken for this one's.
+M.ENCODING = 1
+
+function Tokenizer:signature() return string.format("encoding %d\n%s", M.ENCODING, self:text()) end
 
 function Tokenizer:save(path)
   local gm = require "graphmert"

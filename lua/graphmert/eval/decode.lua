@@ -15,9 +15,10 @@
 --     answer is the empty tail, scored by that forward (most queries of a passage are such, so
 --     the later steps ask only the rest, in sequences of their own).
 --   opts.mode = "constrained": only tails from opts.tails (relation id → a gm.data.tail_list, e.g.
---     the seed graph's entity names of the kind the relation reaches, g:known_tails) are scored, each by the slot
---     distributions of one forward with ℓ masks (summed and ranked in C by a gm.sum_set, which
---     reads only the tails whose first token can still rank); nothing outside that list can come out.
+--     the seed graph's entity names of the kind the relation reaches, g:known_tails) are scored,
+--     each by the slot distributions of one forward with ℓ masks (summed and ranked in C by a
+--     gm.sum_set, which reads only the tails whose first token can still rank); nothing outside
+--     that list can come out.
 --   opts.top (5): candidates kept per query; opts.batch (16): sequences per forward;
 --   opts.pack (false): queries that share their passage (the same toks table) and slot count are
 --     asked in one sequence, each at its own head root, as long as their head spans do not
@@ -29,6 +30,7 @@
 --     relation", which a model trained with absent relations learns) is a candidate too, with
 --     ids = {} and empty = true; candidates ranked below it are ones the model does not assert.
 local gm = require "graphmert"
+local tail_list = require "graphmert.data.tail_list"
 
 local M = {}
 
@@ -203,13 +205,15 @@ end
 -- A relation's known tails (a gm.data.tail_list) that fit `slots` masked slots (exactly `slots`
 -- tokens, or up to `slots` with tail_end, the rest [PAD]) as a gm.sum_set over 1-based indices
 -- into a job's flattened [slots × V] log-probabilities: tail t's index at slot a is (a − 1)·V +
--- its id there. Made once per list and slot count, from the list's id tensor (no Lua table per
--- tail); rows[k] is the list's row of the set's tail k (nil: every row, in order).
+-- its id there. Made once per list, slot count and tail_end, from the list's id tensor (no Lua
+-- table per tail); rows[k] is the list's row of the set's tail k (nil: every row, in order).
 local gathered = setmetatable({}, { __mode = "k" })
 local function tail_index(list, slots, V, tail_end)
+  if not tail_list.is(list) then error("decode: opts.tails must map relation ids to gm.data.tail_list lists", 0) end
   gathered[list] = gathered[list] or {}
-  local cached = gathered[list][slots]
-  if cached then return cached end
+  local key = tail_end and -slots or slots
+  local cached = gathered[list][key]
+  if cached and cached.V == V then return cached end
   local rows
   if not (tail_end and slots == list.width) then
     rows = {}
@@ -219,15 +223,18 @@ local function tail_index(list, slots, V, tail_end)
     end
   end
   local count = rows and #rows or list.n
-  cached = { rows = rows }
+  cached = { rows = rows, V = V }
   if count > 0 then
+    local ids = rows and list.ids:index_select(1, rows) or list.ids
+    if slots > list.width then -- a list narrower than the slots: [PAD] after every tail
+      ids = gm.cat({ ids, gm.full(list.pad, { count, slots - list.width }) }, 2)
+    end
     local offsets = {}
     for a = 1, slots do offsets[a] = (a - 1) * V end
-    local ids = rows and list.ids:index_select(1, rows) or list.ids
     local index = (ids:narrow(2, 1, slots) + gm.tensor { offsets }):reshape { count * slots }
     cached.set = gm.sum_set(index, slots)
   end
-  gathered[list][slots] = cached
+  gathered[list][key] = cached
   return cached
 end
 

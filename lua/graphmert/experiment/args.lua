@@ -5,12 +5,12 @@
 --     { "steps", nil, "override the config's step count", type = "integer" },
 --     { "resume", false, "continue from the checkpoint", flag = true },
 --   })
--- Options are --name value or --name=value (or --name for a flag); --help prints the usage and
--- exits. An option may carry type = "integer" | "number", min and max, and choices = {...}. An
--- unknown option (with the nearest known name), a missing value, a value of the wrong type or
--- range is a usage error (gm.errors kind "usage": the graphmert binary prints its one line,
--- "script: message (see --help)", with no traceback and exits with status 2; run as a command,
--- "graphmert extract: ..." names it as the user typed it). M.fail(script, msg)
+-- Options are --name value or --name=value (or --name for a flag); --help (or -h) prints the
+-- usage and exits. An option may carry type = "integer" | "number", min and max, and choices =
+-- {...}. An unknown option (with the nearest known name), a missing value, a value of the wrong
+-- type or range is a usage error (gm.errors kind "usage": the graphmert binary prints its one
+-- line, "script: message (see --help)", with no traceback and exits with status 2; run as a
+-- command, "graphmert extract: ..." names it as the user typed it). M.fail(script, msg)
 -- and M.try(script, fn, ...) give scripts the same ending for what they check themselves;
 -- M.writable(script, path) checks an output can be written before the work starts.
 local errors = require "graphmert.errors"
@@ -128,7 +128,7 @@ function M.parse(argv, spec)
   while i <= #argv do
     local name, inline = argv[i]:match("^%-%-([^=]+)=(.*)$")
     name = name or argv[i]:match("^%-%-(.+)$")
-    if name == "help" then
+    if name == "help" or argv[i] == "-h" then
       print(M.usage(spec))
       os.exit(0)
     end

@@ -82,8 +82,12 @@ function M.configs()
   return list
 end
 
+-- whether `word` is a command (the binary runs it as one even beside a file of that name)
+function M.known(word) return M.scripts[word] ~= nil or word == "configs" or word == "help" end
+
 function M.usage()
-  local lines = { "usage: graphmert COMMAND [options]   (graphmert COMMAND --help for its options)", "commands:" }
+  local lines = { "usage: graphmert COMMAND [options]   (graphmert help COMMAND, or COMMAND --help, for its options)",
+    "commands:" }
   for _, name in ipairs(ORDER) do lines[#lines + 1] = string.format("  %-10s %s", name, ABOUT[name]) end
   lines[#lines + 1] = "graphmert [script [args]] runs a Lua script with the graphmert module, as lua(1); alone, the REPL"
   return table.concat(lines, "\n")
@@ -92,6 +96,8 @@ end
 -- graphmert COMMAND args...: runs the command's script with `arg` set as if it were run directly
 function M.main(command, ...)
   if command == "help" or command == "--help" or command == "-h" then
+    local about = ...
+    if M.scripts[about] then return M.main(about, "--help") end -- graphmert help extract
     print(M.usage())
     return
   end

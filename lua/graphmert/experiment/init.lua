@@ -331,12 +331,15 @@ function M.run_seed_graph(dir)
 end
 
 -- Writes a run's seed graph index (rank 0), which a run trained before it (or before the index
--- held what is asked now) lacks, so that the next start reads it; a folder that takes no file is
--- left as it is. stderr says which, with `what` was built.
+-- held what is asked now) lacks, so that the next start reads it. Only inside the run folder: a
+-- seed_graph/ that links elsewhere (a shared copy) is not written, nor a folder that takes no
+-- file. stderr says which, with `what` was built.
 local function store_index(dir, graph, known, what)
   if not gm.distributed.is_main() then return end
   local path = dir .. "/seed_graph/index.bin"
-  local ok, err = pcall(graph.save, graph, path, known)
+  local root, folder = gm.realpath(dir), gm.realpath(dir .. "/seed_graph")
+  local ok, err = root and folder and folder:sub(1, #root + 1) == root .. "/", "seed_graph/ links outside the run folder"
+  if ok then ok, err = pcall(graph.save, graph, path, known) end
   io.stderr:write(ok and string.format("%s: %s built once and stored in %s\n", dir, what, path)
     or string.format("%s: %s built (at each start: %s could not be written: %s)\n", dir, what, path,
       tostring(err):gsub("^seed_graph:save: ", "")))
@@ -344,12 +347,13 @@ end
 
 -- The run's seed graph index (gm.data.seed_graph): seed_graph/index.bin, which train.lua writes
 -- with the JSONL, loads in a fraction of a second; for a run without one (trained before it) the
--- index is built from its seed_graph/ JSONL (seconds) and stored.
-function M.run_graph(dir)
+-- index is built from its seed_graph/ JSONL (seconds), and with `store` (extraction) stored.
+function M.run_graph(dir, store)
   local path = gm.folder.member(dir, "seed_graph/index.bin", "run_graph")
   if path then return gm.data.seed_graph.load(path) end
   local graph = gm.data.seed_graph.new(M.run_seed_graph(dir))
-  store_index(dir, graph, nil, "the seed graph's index was")
+  if store then store_index(dir, graph, nil, "the seed graph's index was")
+  elseif gm.distributed.is_main() then io.stderr:write(dir .. "/seed_graph has no index.bin: the seed graph's index was built\n") end
   return graph
 end
 
@@ -372,8 +376,9 @@ function M.model(d, cfg)
   return gm.nn.GraphMERT(model_cfg)
 end
 
--- The known tails (constrained decoding's list: relation id → the names of the types it
--- reaches), made once per data, at the first evaluation, so that training does not carry them.
+-- The known tails (constrained decoding's lists: relation id → a gm.data.tail_list of the names
+-- of the types it reaches), built once per data: train.lua builds them to store them in the run's
+-- index, and the graph keeps them (as tensors) for the evaluations.
 function M.known_tails(d)
   d.known_tails = d.known_tails or d.graph:known_tails(d.tok, d.relations, d.layout.leaves)
   return d.known_tails
