@@ -46,15 +46,9 @@ if not args.config then
     run.data.dir and (", with data " .. tostring(run.data.dir)) or ""))
 end
 local cfg = ex.args.try("extract_eval.lua", ex.config.load, args.config, args.data and { data = { dir = args.data } })
-local function same(a, b)
-  if type(a) ~= "table" or type(b) ~= "table" then return a == b end
-  for k, v in pairs(a) do if not same(v, b[k]) then return false end end
-  for k in pairs(b) do if a[k] == nil then return false end end
-  return true
-end
-if not same(cfg.data, run.data) then
+if not ex.same(cfg.data, run.data) then
   fail(string.format("%s names data %s, but the run was trained on %s (pass --data when training had it)", args.config,
-    require("cjson").encode(cfg.data), require("cjson").encode(run.data)))
+    ex.data_string(cfg.data), ex.data_string(run.data)))
 end
 local tok = ex.args.try("extract_eval.lua", ex.load_tokenizer, args.checkpoint, run)
 gm.manual_seed(cfg.seed)

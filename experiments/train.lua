@@ -29,13 +29,25 @@ local config_path = ex.commands.config_path(args.config) -- a file, or a shipped
 local cfg = ex.config.load(config_path, args.data and { data = { dir = args.data } })
 if args.steps then cfg.steps = args.steps end
 ex.apply_settings(cfg)
-os.execute("mkdir -p " .. args.out)
 local tok_path = args.out .. "/tokenizer.txt"
+local function fail(msg) ex.args.fail("train.lua", msg) end
+ex.args.folder("train.lua", args.out) -- made once the data has been read
+if args.resume then -- the run to continue must be there, and trained on this data: checked before anything is written
+  if not gm.stat(args.out .. "/run.json") then
+    fail(args.out .. " holds no run to resume (no run.json): train without --resume to start one")
+  end
+  local before = ex.args.try("train.lua", ex.read_run, args.out)
+  if not ex.same(cfg.data, before.data) then
+    fail(string.format("%s was trained on data %s, and this config (with --data) names %s: resume with the run's data",
+      args.out, ex.data_string(before.data), ex.data_string(cfg.data)))
+  end
+end
 
 gm.manual_seed(cfg.seed)
 local d = ex.args.try("train.lua", function() -- a dataset's error is the user's: one line
   return ex.prepare(cfg, args.resume and gm.data.tokenizer.load(tok_path) or nil)
 end)
+if main then ex.args.folder("train.lua", args.out, true) end
 if not args.resume and main then d.tok:save(tok_path) end
 say(ex.summary(d), "\n")
 
@@ -46,23 +58,30 @@ end
 
 -- Trains one run to cfg.steps (continuing from its checkpoint with --resume); returns its model.
 local function train(run)
-  os.execute("mkdir -p " .. run.out)
+  if main then ex.args.folder("train.lua", run.out, true) end
   local c = ex.variant(cfg, run.overrides)
   local ckpt_path, log_path = run.out .. "/checkpoint.safetensors", run.out .. "/log.csv"
   gm.manual_seed(cfg.seed)
   local model = ex.model(d, c)
+  local opt = gm.optim.adamw(model:named_parameters(), { lr = c.lr, weight_decay = c.weight_decay })
+  local start = 1
+  local resuming = args.resume and (run.out == args.out or io.open(ckpt_path) ~= nil)
+  if resuming then -- before the run's files are written again: a checkpoint that does not fit leaves them as they are
+    start = ex.args.try("train.lua", function()
+      local ok, step = pcall(gm.checkpoint.load, ckpt_path, { model = model, optimizer = opt })
+      if not ok then
+        error(string.format("cannot resume %s: %s (the config is not the run's?)", run.out,
+          tostring(step):gsub("^[%w_./-]+%.lua:%d+: ", "")), 0)
+      end
+      return step
+    end) + 1
+    say(string.format("%s: resumed at step %d\n", run.name, start))
+  end
   if main then
     ex.write_run(run.out, { config = config_path:sub(1, 1) == "/" and config_path or ex.config.cwd() .. config_path, model = model.config, relations = d.relation_names,
       data = cfg.data, tail_end = cfg.tail_end, absent = cfg.absent })
     -- extraction reads the run folder alone; the index holds constrained decoding's known tails
     d.dataset:save_seed_graph(run.out .. "/seed_graph", d.graph, { tok = d.tok, leaves = d.layout.leaves })
-  end
-  local opt = gm.optim.adamw(model:named_parameters(), { lr = c.lr, weight_decay = c.weight_decay })
-  local start = 1
-  local resuming = args.resume and (run.out == args.out or io.open(ckpt_path) ~= nil)
-  if resuming then
-    start = gm.checkpoint.load(ckpt_path, { model = model, optimizer = opt }) + 1
-    say(string.format("%s: resumed at step %d\n", run.name, start))
   end
   dist.broadcast(model:parameters(), 0) -- every rank starts from rank 0's weights
   local log = main and assert(io.open(log_path, resuming and "a" or "w"))

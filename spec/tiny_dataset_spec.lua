@@ -43,6 +43,41 @@ describe("the tiny example dataset end to end", function()
     os.execute("rm -rf " .. out)
   end)
 
+  it("refuses a resume that is not the run's, before writing anything, and an --out that cannot be a folder", function()
+    local dir = files.tmpname()
+    local train = BIN .. "experiments/train.lua --config experiments/configs/tiny.lua --steps 2 --out " .. dir .. "/run"
+    local text, code = run(train)
+    assert.equal(0, code, text)
+    local before = { files.read(dir .. "/run/run.json"), files.read(dir .. "/run/seed_graph/entities.jsonl"),
+      files.read(dir .. "/run/checkpoint.safetensors") }
+    os.execute("cp -r experiments/data/tiny " .. dir .. "/other")
+    local small = dir .. "/small.lua"
+    write(small, 'return { extends = "' .. os.getenv("PWD") .. '/experiments/configs/tiny.lua", model = { hidden = 16 } }')
+    for _, case in ipairs {
+      { train .. " --resume --data " .. dir .. "/other", "^train%.lua: " .. dir:gsub("%p", "%%%0") ..
+        "/run was trained on data {\"dir\":\"/[^\"]*/experiments/data/tiny\"}, and this config %(with %-%-data%) names " ..
+        "{\"dir\":\"[^\"]*/other\"}: resume with the run's data\n$" },
+      { train:gsub("tiny%.lua", "tiny.lua --config " .. small) .. " --resume", "^train%.lua: cannot resume .*/run: load_state_dict: 'hgat_weight' has size 5x64x64, the module expects " ..
+        "5x16x16 %(the config is not the run's%?%)\n" },
+      { train:gsub("/run$", "/none") .. " --resume", "/none holds no run to resume %(no run%.json%)" },
+      { train:gsub("/run$", "/run/run.json"), "run%.json is a file; %-%-out names the output folder" },
+      { train:gsub("/run$", "/new") .. " --data " .. dir .. "/missing", "missing is not a folder" },
+    } do
+      text, code = run(case[1])
+      assert.equal(2, code, case[1] .. "\n" .. text)
+      assert.matches(case[2], text)
+      assert.is_nil(text:find("traceback"), text)
+    end
+    assert.is_nil(require("graphmert").stat(dir .. "/none")) -- no folder left by a refusal
+    assert.is_nil(require("graphmert").stat(dir .. "/new"))
+    assert.same(before, { files.read(dir .. "/run/run.json"), files.read(dir .. "/run/seed_graph/entities.jsonl"),
+      files.read(dir .. "/run/checkpoint.safetensors") })
+    text, code = run(train .. " --resume --steps 3")
+    assert.equal(0, code, text)
+    assert.matches("resumed at step 3", text)
+    os.execute("rm -rf " .. dir)
+  end)
+
   it("reports bad lines by file and line before training, and stops with on_error = \"stop\"", function()
     local dir = files.tmpname()
     os.execute("cp -r experiments/data/tiny " .. dir)

@@ -12,7 +12,8 @@
 -- line, "script: message (see --help)", with no traceback and exits with status 2; run as a
 -- command, "graphmert extract: ..." names it as the user typed it). M.fail(script, msg)
 -- and M.try(script, fn, ...) give scripts the same ending for what they check themselves;
--- M.writable(script, path) checks an output can be written before the work starts.
+-- M.writable(script, path) checks an output can be written before the work starts, M.folder(script,
+-- dir, make) that an output folder can be (and makes it).
 local errors = require "graphmert.errors"
 
 local M = {}
@@ -73,6 +74,19 @@ function M.writable(script, path)
   local ok, err = gm.write_atomic(probe, { "" })
   if not ok then M.fail(script, "cannot write " .. path .. ": " .. err:gsub("^" .. probe:gsub("%p", "%%%0") .. "[^:]*: ", "")) end
   os.remove(probe)
+end
+
+-- the output folder `dir` can be one (nothing else by that name), and with make it is made with
+-- its parents when missing — else a usage error naming it
+function M.folder(script, dir, make)
+  local gm = require "graphmert"
+  local info = gm.stat(dir)
+  if info and info.type ~= "directory" then M.fail(script, dir .. " is a " .. info.type .. "; --out names the output folder") end
+  if make and not info then
+    os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
+    info = gm.stat(dir)
+    if not info or info.type ~= "directory" then M.fail(script, "cannot make the folder " .. dir) end
+  end
 end
 
 function M.usage(spec)

@@ -298,6 +298,17 @@ function M.read_run(dir)
   return run
 end
 
+-- A config's or run's data as the user reads it: its JSON, slashes unescaped.
+function M.data_string(data) return (require("cjson").encode(data):gsub("\\/", "/")) end
+
+-- Whether two values are equal, tables by their contents (a config's data and a run's).
+function M.same(a, b)
+  if type(a) ~= "table" or type(b) ~= "table" then return a == b end
+  for k, v in pairs(a) do if not M.same(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+
 -- The run's model with its trained weights (eval mode). run.json's model options are checked by
 -- GraphMERT and must not declare more than checkpoint.safetensors holds (4 bytes a parameter)
 -- before the model is built.
