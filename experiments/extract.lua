@@ -154,10 +154,16 @@ end
 -- one line per finished chunk {"chunk": k, "passages": [{id, triples}]}. Under mpirun rank r
 -- takes chunks r + 1, r + 1 + K, ... and writes its own journal; rank 0 merges them in chunk order.
 local function journal_path(r) return size == 1 and args.out .. ".journal" or string.format("%s.%d.journal", args.out, r) end
-local settings = gm.json.object({ journal = 1, input = gm.realpath(args.input), checkpoint = gm.realpath(args.checkpoint),
-  format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top, batch = args.batch,
-  decoding = args.decoding, packed = not args.unpacked, data = args.data, config = args.config, processes = size },
-  { "journal", "input", "checkpoint", "format", "relations", "top", "batch", "decoding", "packed", "data", "config", "processes" })
+-- what decides a passage's triples (a store keeps them too: its passages are not asked again)
+local choices = { input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations,
+  top = args.top, min_score = min_score, batch = args.batch, decoding = args.decoding, packed = not args.unpacked,
+  data = args.data, config = args.config }
+local CHOICES = { "input", "format", "relations", "top", "min_score", "batch", "decoding", "packed", "data", "config" }
+local settings = gm.json.object({ journal = 1, checkpoint = gm.realpath(args.checkpoint), processes = size, input = choices.input,
+  format = choices.format, relations = args.relations, top = args.top, min_score = min_score, batch = args.batch,
+  decoding = args.decoding, packed = choices.packed, data = args.data, config = args.config },
+  { "journal", "input", "checkpoint", "format", "relations", "top", "min_score", "batch", "decoding", "packed", "data", "config",
+    "processes" })
 local function mine(k) return (k - 1) % size == rank end
 
 -- the chunks a journal holds (a torn last line — a process killed while writing it — is not one),
@@ -211,7 +217,8 @@ if storing then
   table.sort(model_keys)
   store = try(gm.kg.store.open, args.out, { create = true })
   try(store.begin_run, store, { checkpoint = gm.realpath(args.checkpoint), config = run.config or "",
-    model = gm.json.object(run.model, model_keys), dataset = graph.dataset, created = os.date("!%Y-%m-%dT%H:%M:%SZ") })
+    model = gm.json.object(run.model, model_keys), dataset = graph.dataset, created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
+    extraction = gm.json.object(choices, CHOICES) })
   -- the entities and schema once, into a new store (their aliases are in the dataset, not the index)
   if store:count("relations") == 0 then try(store.add_seed_graph, store, ds or ex.run_seed_graph(args.checkpoint)) end
 end

@@ -130,6 +130,25 @@ describe("kg.sqlite", function()
     assert.matches('"say \\"hi\\" name"', nt, 1, true)
   end)
 
+  it("continues only the same run and extraction: its passages are not asked again", function()
+    local path = dir .. "/runs.sqlite"
+    local extraction = gm.json.object({ input = "/a.txt", top = 5 }, { "input", "top" })
+    local store = gm.kg.store.open(path, { create = true })
+    store:begin_run { checkpoint = "/x", model = "{}" } -- a store from before the extraction was recorded
+    store:begin_run { checkpoint = "/x", model = "{}", extraction = extraction } -- takes this one's
+    store:begin_run { checkpoint = "/x", model = "{}", extraction = extraction }
+    for _, case in ipairs {
+      { { checkpoint = "/y", model = "{}", extraction = extraction }, "holds the extraction of another run %(checkpoint /x%)" },
+      { { checkpoint = "/x", model = "{}", extraction = gm.json.object({ input = "/b.txt", top = 3 }, { "input", "top" }) },
+        "other input or options %(input /a%.txt, here /b%.txt; top 5, here 3%): its passages would not be asked again" },
+      { { checkpoint = "/x", model = "{}", extraction = gm.json.object({ input = "/a.txt", top = 5, min_score = -1 },
+        { "input", "top", "min_score" }) }, "%(min_score none, here %-1%)" },
+    } do
+      assert.error_matches(function() store:begin_run(case[1]) end, case[2])
+    end
+    store:close()
+  end)
+
   it("refuses a store of another schema, a file that is no store, and a full disk, keeping the old store", function()
     local path = dir .. "/tiny.sqlite"
     local copy = dir .. "/v2.sqlite"

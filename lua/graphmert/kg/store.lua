@@ -4,7 +4,8 @@
 -- system's libsqlite3, so a name with quotes is data, never SQL; nothing to build or link).
 --
 -- Tables, schema version 1 (meta.schema_version):
---   meta(key, value)        the run: checkpoint, config, model (JSON), dataset, created
+--   meta(key, value)        the run: checkpoint, config, model (JSON), dataset, created, extraction
+--                           (JSON: the input and the options that decide a passage's triples)
 --   entities(id, name, type, aliases, seed)   aliases a JSON array; seed 1 for the seed graph's
 --                           entities, 0 for a tail open decoding named (id "new:<name>")
 --   relations(name, head_types, tail_types)   JSON arrays of types, or "*"
@@ -20,7 +21,8 @@
 -- leaves a valid store of whole passages, and a re-run skips the passages it holds.
 --
 --   store.open(path, {create = true}) → Store   (a missing file is created only with create)
---   s:begin_run(meta)       records the run, or checks a re-run is the same run (checkpoint, model)
+--   s:begin_run(meta)       records the run, or checks a re-run is the same run (checkpoint, model,
+--                           extraction)
 --   s:add_seed_graph(ds)    the dataset's entities and relation schema (a Dataset)
 --   s:done(ids)             → set of those passage ids (as strings) already stored
 --   s:add_passage(p, triples)   p = {id, source, line, text}; triples as extract.lua names them
@@ -163,7 +165,9 @@ function Store:close()
   end
 end
 
--- the run: written once; a re-run must be the same checkpoint and model
+-- the run: written once; a re-run must be the same checkpoint and model, and the same extraction
+-- (input and options, meta.extraction), since the passages it holds are not asked again (a store
+-- from before it was recorded takes this one's)
 function Store:begin_run(meta)
   local old = self:rows("SELECT key, value FROM meta")
   local have = {}
@@ -173,6 +177,25 @@ function Store:begin_run(meta)
       if have[key] ~= meta[key] then
         fail(self.path, string.format("holds the extraction of another run (%s %s); name a new store", key, have[key]))
       end
+    end
+    if have.extraction and meta.extraction and have.extraction ~= meta.extraction then
+      local ok, before = pcall(cjson.decode, have.extraction)
+      local now, differ = cjson.decode(meta.extraction), {}
+      if not ok or type(before) ~= "table" then before = {} end
+      local keys = {}
+      for k in pairs(before) do keys[#keys + 1] = k end
+      for k in pairs(now) do if before[k] == nil then keys[#keys + 1] = k end end
+      table.sort(keys)
+      local function shown(v) return type(v) == "number" and string.format("%.17g", v) or tostring(v == nil and "none" or v) end
+      for _, k in ipairs(keys) do
+        if before[k] ~= now[k] then differ[#differ + 1] = string.format("%s %s, here %s", k, shown(before[k]), shown(now[k])) end
+      end
+      fail(self.path, string.format("holds an extraction with other input or options (%s): its passages would not be "
+        .. "asked again; name a new store", table.concat(differ, "; ")))
+    elseif meta.extraction and not have.extraction then
+      self:begin()
+      self:run("INSERT INTO meta (key, value) VALUES ('extraction', ?)", meta.extraction)
+      self:commit()
     end
     return
   end
