@@ -16,7 +16,8 @@ local args = ex.args.parse(arg, {
   { "strict", false, "exit 1 when any line was skipped", flag = true },
 })
 local function fail(msg) ex.args.fail("validate.lua", msg) end
-if not args.data == not args.config then fail("give --data DIR or --config FILE (see --help)") end
+if args.data and args.config then fail("give --data DIR or --config FILE, not both") end
+if not args.data and not args.config then fail("give --data DIR or --config FILE (see --help)") end
 
 local ds = ex.args.try("validate.lua", ex.named_dataset, args)
 print(ds:summary())

@@ -121,6 +121,11 @@ describe("make install", function()
       { "extract --checkpoint=run --top 0", "^graphmert extract: %-%-top must be at least 1, got 0 %(see %-%-help%)\n$" },
       { "extract --chekpoint run", "^graphmert extract: unknown argument %-%-chekpoint %(did you mean %-%-checkpoint%?%)" },
       { "train --config tiny --steps x", "^graphmert train: %-%-steps must be an integer, got x" },
+      { "train --config astro", "^config: no file astro, and no shipped config of that name %(graphmert configs lists them%)" },
+      { "export --store kg.sqlite --out nodir/x.nt", "^graphmert export: cannot write nodir/x%.nt: nodir is not a folder that exists" },
+      { "validate --data run --config tiny", "^graphmert validate: give %-%-data DIR or %-%-config FILE, not both" },
+      { "extract --checkpoint run --input train.log --ouput k.jsonl", "did you mean %-%-out%?" },
+      { "extract --checkpoint run/run.json --input train.log", "run/run%.json is a file, not a training run's folder" },
     } do
       out, code = run(gm_bin .. c[1])
       assert.equal(2, code, c[1] .. ": " .. out)

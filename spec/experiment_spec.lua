@@ -140,12 +140,20 @@ describe("experiment.args", function()
       { { "--mode=closed" }, "%-%-mode must be open or constrained, got closed" },
       { { "--all=yes" }, "%-%-all takes no value" },
       { { "--zzzzzz" }, "unknown argument %-%-zzzzzz %(see" }, -- nothing near: no suggestion
+      { { "--scroe" }, "unknown argument %-%-scroe %(did you mean %-%-score%?%)" },
     } do
       local ok, err = pcall(parse, c[1], ranged)
       assert.is_false(ok)
       assert.equal("usage", errors.kind(err))
       assert.matches("^y.lua: " .. c[2], tostring(err))
     end
+  end)
+
+  it("suggests, of names as near, the one sharing the longest prefix", function()
+    local args = require "graphmert.experiment.args"
+    assert.equal("out", args.suggest("ouput", { "input", "out" }))
+    assert.equal("input", args.suggest("inptu", { "out", "input" }))
+    assert.is_nil(args.suggest("zzzzzz", { "out", "input" }))
   end)
 
   it("suggests the config key a typo meant", function()

@@ -18,7 +18,15 @@ local errors = require "graphmert.errors"
 
 local M = {}
 
--- the known name nearest `name` by edit distance, when it is close enough to be a typo
+-- the length of the prefix two strings share
+local function shared_prefix(a, b)
+  local n = 0
+  while n < #a and n < #b and a:byte(n + 1) == b:byte(n + 1) do n = n + 1 end
+  return n
+end
+
+-- the known name nearest `name` by edit distance, when it is close enough to be a typo; of names
+-- as near, the one sharing the longest prefix (--ouput is --out, not --input)
 function M.suggest(name, known)
   local best, best_d = nil, math.max(2, #name // 3) + 1
   for _, k in ipairs(known) do
@@ -32,7 +40,9 @@ function M.suggest(name, known)
       end
       prev = cur
     end
-    if prev[#k] < best_d then best, best_d = k, prev[#k] end
+    if prev[#k] < best_d or (prev[#k] == best_d and best and shared_prefix(name, k) > shared_prefix(name, best)) then
+      best, best_d = k, prev[#k]
+    end
   end
   return best
 end

@@ -279,6 +279,15 @@ end
 local HINT = " (experiments/train.lua writes it into its output folder)"
 
 function M.read_run(dir)
+  local info = gm.stat(dir)
+  if not info then error(dir .. ": no such folder (a training run's folder: graphmert train --out writes one)", 0) end
+  if info.type ~= "directory" then
+    error(dir .. " is a " .. info.type .. ", not a training run's folder (the folder holding run.json, tokenizer.txt "
+      .. "and checkpoint.safetensors)", 0)
+  end
+  if not gm.stat(dir .. "/run.json") then
+    error(dir .. " is not a training run's folder: it has no run.json (graphmert train --out writes one)", 0)
+  end
   local found, path = pcall(gm.folder.need, dir, "run.json", "read_run")
   if not found then error(path .. HINT, 0) end
   local ok, run = pcall(require("graphmert.json").read, path, "read_run")
