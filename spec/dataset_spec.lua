@@ -43,8 +43,8 @@ describe("gm.data.dataset", function()
 
   it("counts each bad line by reason, naming file and line, and keeps the rest", function()
     local dir = folder {
-      ["entities.tsv"] = ENTITIES .. "E5\n" .. "E1\tduplicate\torgan\t\n",
-      ["relations.tsv"] = RELATIONS,
+      ["entities.tsv"] = ENTITIES .. "E5\n" .. "E1\tduplicate\torgan\t\n" .. "E6\tspleen\torgan\tlien\tmilt\n",
+      ["relations.tsv"] = RELATIONS .. "stores\torgan\tsubstance\textra\n",
       ["triples.tsv"] = "head\trelation\ttail\n" ..
         "E1\tproduces\tE2\n" ..        -- 2: fine
         "E1\tproduces\n" ..            -- 3: two fields
@@ -60,14 +60,15 @@ describe("gm.data.dataset", function()
     assert.same({ 1, 1, 1, 1, 1, 1, 1 }, { s["fewer than 2 fields"], s["duplicate entity id"], s["fewer than 3 fields"],
       s["unknown relation"], s["unknown entity"], s["head type not allowed by the relation schema"], s["duplicate triple"] })
     assert.equal(1, s["not UTF-8 text"])
+    assert.equal(2, s["more than 4 fields"] + s["more than 3 fields"]) -- tabs for |: nothing dropped unsaid
     assert.equal(2, #ds.triples)
     assert.equal(2, #ds.passages)
     local all = table.concat(ds.report.messages, "\n")
-    for _, where in ipairs { "entities.tsv:6", "triples.tsv:3", "triples.tsv:4", "triples.tsv:5", "triples.tsv:6", "corpus.txt:2" } do
+    for _, where in ipairs { "entities.tsv:6", "entities.tsv:8", "relations.tsv:4", "triples.tsv:3", "triples.tsv:4", "triples.tsv:5", "triples.tsv:6", "corpus.txt:2" } do
       assert.matches(dir .. "/" .. where:gsub("%.", "%%.") .. ": ", all)
     end
     assert.matches("E9", all)
-    assert.matches("8 lines skipped", ds:summary())
+    assert.matches("10 lines skipped", ds:summary())
     -- on_error = "stop": the first bad line is the error
     assert.matches("entities.tsv:6: fewer than 2 fields", error_of(function() dataset.load { dir = dir, on_error = "stop" } end))
     os.execute("rm -rf " .. dir)

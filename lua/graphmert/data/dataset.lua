@@ -239,6 +239,8 @@ local function read_entities(ds, path)
   each_record(ds, path, { "id", "name", "type", "aliases" }, function(where, r, fields)
     local id, name = text_field(r.id), text_field(r.name)
     if fields and fields < 2 then ds:skip(where, "fewer than 2 fields", "id<TAB>name<TAB>type<TAB>aliases")
+    elseif fields and fields > 4 then -- aliases separated by tabs, not |, would lose all but the first
+      ds:skip(where, "more than 4 fields", "id<TAB>name<TAB>type<TAB>aliases separated by |")
     elseif not id then ds:skip(where, "no entity id")
     elseif not name then ds:skip(where, "no entity name")
     elseif ds.entities[id] then ds:skip(where, "duplicate entity id", id)
@@ -253,7 +255,8 @@ local function read_relations(ds, path)
   ds.schema_given = true
   each_record(ds, path, { "relation", "head_types", "tail_types" }, function(where, r, fields)
     local name = text_field(r.relation or r.name)
-    if fields and fields < 3 then ds:skip(where, "fewer than 3 fields", "relation<TAB>head types<TAB>tail types")
+    if fields and fields ~= 3 then
+      ds:skip(where, fields < 3 and "fewer than 3 fields" or "more than 3 fields", "relation<TAB>head types<TAB>tail types")
     elseif not name then ds:skip(where, "no relation name")
     elseif ds.schema[name] then ds:skip(where, "duplicate relation", name)
     else
