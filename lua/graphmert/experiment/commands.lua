@@ -65,7 +65,25 @@ function M.config_path(value)
   return value
 end
 
--- the shipped configs: name, path and the first line of their leading comment
+-- a config's one-line description: its leading comment (a "name.lua — " start dropped) up to
+-- the first ":", ";" or sentence end, parentheses left out
+local function about_of(path)
+  local f = io.open(path)
+  if not f then return "" end
+  local parts = {}
+  for line in f:lines() do
+    local text = line:match("^%-%-%s?(.*)$")
+    if not text or text == "" or text:match("^%s") then break end -- code, a blank, or an indented example
+    parts[#parts + 1] = text
+  end
+  f:close()
+  local s = table.concat(parts, " "):gsub("^[%w_.]+%.lua%s*[—-]+%s*", "")
+  local n
+  repeat s, n = s:gsub("%s*%b()", "") until n == 0
+  return ((s:match("^(.-)[:;]") or s:match("^(.-%.)%s") or s):gsub("%s+$", ""))
+end
+
+-- the shipped configs: name, path and the start of their leading comment
 function M.configs()
   local home = M.home()
   if not home then return {} end
@@ -75,10 +93,7 @@ function M.configs()
     local name = file:match("^(.+)%.lua$")
     if name then
       local path = home .. "/experiments/configs/" .. file
-      local f = io.open(path)
-      local first = f and f:read("l") or ""
-      if f then f:close() end
-      list[#list + 1] = { name = name, path = path, about = first:match("^%-%-%s*[%w_.]+%.lua%s*[—-]+%s*(.*)$") or first:gsub("^%-%-%s*", "") }
+      list[#list + 1] = { name = name, path = path, about = about_of(path) }
     end
   end
   p:close()
