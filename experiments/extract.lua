@@ -103,6 +103,9 @@ local chunks = (total + CHUNK - 1) // CHUNK
 local tsv_path = args.out:gsub("%.jsonl$", "") .. ".tsv"
 local page_path = not args["no-page"] and args.out:gsub("%.[^./]*$", "") .. ".html"
 ex.args.writable("extract.lua", args.out)
+if not storing and not args.out:match("%.jsonl$") then
+  fail("--out names a kg.jsonl file (a .tsv is written beside it) or a kg.sqlite store, got " .. args.out)
+end
 if not storing then ex.args.writable("extract.lua", tsv_path) end
 if page_path then ex.args.writable("extract.lua", page_path) end
 
@@ -420,7 +423,11 @@ local function write_outputs()
   if not streamed then fail(tostring(serr)) end
   local written, werr = writer:commit()
   if not written then fail(werr) end
-  if ok then for r = 0, size - 1 do os.remove(journal_path(r)) end end
+  if ok then -- the run is whole: its journals and an interrupted attempt's partial outputs go
+    for r = 0, size - 1 do os.remove(journal_path(r)) end
+    os.remove(args.out:gsub("%.jsonl$", "") .. ".partial.jsonl")
+    os.remove(tsv_path:gsub("%.tsv$", "") .. ".partial.tsv")
+  end
   print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s%s",
     ok and "" or "interrupted: ", ok and total or done, n, multi, out_path, out_tsv, gm.clock() - t0,
     ok and "" or "; --resume continues the run"))

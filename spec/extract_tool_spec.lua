@@ -171,6 +171,19 @@ io.write("@@", io.open("/proc/self/status"):read("a"):match("VmHWM:%%s*(%%d+)"),
     end
   end)
 
+  it("removes an interrupted attempt's partial outputs once the run is whole", function()
+    write(dir .. "/kgw.partial.jsonl", "old\n")
+    write(dir .. "/kgw.partial.tsv", "old\n")
+    local out, code = run(extract .. passages .. " --out " .. dir .. "/kgw.jsonl")
+    assert.equal(0, code, out)
+    assert.is_not_nil(io.open(dir .. "/kgw.jsonl"))
+    assert.is_nil(io.open(dir .. "/kgw.partial.jsonl"))
+    assert.is_nil(io.open(dir .. "/kgw.partial.tsv"))
+    out, code = run(extract .. passages .. " --out " .. dir .. "/kg.txt")
+    assert.equal(2, code, out)
+    assert.matches("%-%-out names a kg%.jsonl file %(a %.tsv is written beside it%) or a kg%.sqlite store, got .*/kg%.txt", out)
+  end)
+
   it("names the file and line of bad input, and refuses a missing or mismatched checkpoint", function()
     write(dir .. "/bad.jsonl", '{"text": "they eat"}\nnot json\n')
     write(dir .. "/latin1.txt", "they eat\ncaf\233\n")

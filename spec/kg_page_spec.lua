@@ -203,7 +203,10 @@ describe("graphmert page and extract's kg.html", function()
       { "page --kg " .. kg_path .. " --out /nonexistent/dir/kg.html", "cannot write /nonexistent/dir/kg.html" },
       { "page --kg " .. kg_path .. " --input /tmp", "/tmp: Is a directory" },
       { "score --kg " .. kg_path .. " --gold /tmp", "/tmp: Is a directory" },
+      { "score --kg " .. dir .. "/foreign.jsonl --config tiny",
+        "foreign%.jsonl's relation hypernym is not in .*tiny's schema %(connected_to, .*%): is it the dataset the graph was" },
     }
+    write(dir .. "/foreign.jsonl", '{"head":"liver","relation":"hypernym","tail":"organ","score":-1,"count":1}\n')
     for _, case in ipairs(cases) do
       local o, c = run(BIN .. case[1])
       assert.equal(2, c, case[1] .. "\n" .. o)
