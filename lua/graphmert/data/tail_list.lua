@@ -91,8 +91,11 @@ function M.from_bytes(ids, lengths, width, pad, vocab)
   return l
 end
 
--- whether x is a tail list
-function M.is(x) return getmetatable(x) == TailList end
+-- whether x is a tail list: by its fields, not its metatable, which a second load of this module
+-- (a test that clears package.loaded) would make anew
+function M.is(x)
+  return type(x) == "table" and type(x.lengths) == "string" and math.type(x.width) == "integer" and type(x.tail) == "function"
+end
 
 function TailList:tail(i)
   local out, base = {}, (i - 1) * self.width
