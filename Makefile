@@ -146,7 +146,7 @@ test-embedded: all
 demo: $(if $(filter 1,$(SETUP)),setup)
 	$(MAKE) all
 	./build/bin/graphmert experiments/train.lua --config experiments/configs/wordnet_10min.lua \
-	  --out out/wordnet_10min
+	  --out out/wordnet_10min --overwrite
 
 # The Gene Ontology from Debian's r-bioc-go.db as a dataset (scripts/data/gene_ontology.sh), GraphMERT
 # and its baseline trained on it, and extraction from held-out definitions scored against it.
@@ -154,7 +154,7 @@ gene-ontology: $(if $(filter 1,$(SETUP)),setup)
 	$(MAKE) all
 	sh scripts/data/gene_ontology.sh
 	./build/bin/graphmert experiments/train.lua --config experiments/configs/gene_ontology.lua \
-	  --out out/gene_ontology
+	  --out out/gene_ontology --overwrite
 	./build/bin/graphmert experiments/extract_eval.lua --checkpoint out/gene_ontology \
 	  --config experiments/configs/gene_ontology.lua --decoding constrained --passages 300
 

@@ -4,8 +4,9 @@
 -- model without decay and without H-GAT, and the evaluation table (also written to
 -- OUT/results.md). The dataset is read and checked before training starts.
 --   graphmert experiments/train.lua [--config experiments/configs/wordnet_small.lua] [--data DIR]
---                                   [--out out/wordnet_small] [--steps N] [--resume]
--- Ctrl-C writes a checkpoint and exits; --resume continues from it bit for bit.
+--                                   [--out out/wordnet_small] [--steps N] [--resume | --overwrite]
+-- Ctrl-C writes a checkpoint and exits; --resume continues from it bit for bit. An output folder
+-- that holds a trained run is refused unless --resume or --overwrite says what to do with it.
 -- `baseline = false` in the config skips the baseline run. A NaN or infinite loss or gradient
 -- stops training with the step in the message (the last checkpoint is kept), or is skipped with
 -- `on_nonfinite = "skip"`.
@@ -23,7 +24,8 @@ local main, say = dist.is_main(), dist.say
 
 local args = ex.args.parse(arg, ex.args.training("train.lua",
   "Train GraphMERT on a dataset, then the baseline model; print the evaluation table.", "out/wordnet_small",
-  { { "resume", false, "continue from the checkpoints in the output folder", flag = true } }))
+  { { "resume", false, "continue from the checkpoints in the output folder", flag = true },
+    { "overwrite", false, "train anew over a run already in the output folder (without it, such a run is kept)", flag = true } }))
 
 local config_path = ex.commands.config_path(args.config) -- a file, or a shipped config's name
 local cfg = ex.config.load(config_path, args.data and { data = { dir = args.data } })
@@ -32,6 +34,11 @@ ex.apply_settings(cfg)
 local tok_path = args.out .. "/tokenizer.txt"
 local function fail(msg) ex.args.fail("train.lua", msg) end
 ex.args.folder("train.lua", args.out) -- made once the data has been read
+if args.resume and args.overwrite then fail("give --resume or --overwrite, not both") end
+if not args.resume and not args.overwrite and gm.stat(args.out .. "/checkpoint.safetensors") then -- hours of training are never lost to a rerun
+  fail(args.out .. " holds a trained run (checkpoint.safetensors): --resume continues it, --overwrite trains anew over it, or "
+    .. "name another --out")
+end
 if args.resume then -- the run to continue must be there, and trained on this data: checked before anything is written
   if not gm.stat(args.out .. "/run.json") then
     fail(args.out .. " holds no run to resume (no run.json): train without --resume to start one")

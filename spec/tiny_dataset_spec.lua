@@ -44,7 +44,7 @@ describe("the tiny example dataset end to end", function()
     os.execute("rm -rf " .. out)
   end)
 
-  it("refuses a resume that is not the run's, before writing anything, and an --out that cannot be a folder", function()
+  it("refuses a resume that is not the run's and a rerun over a trained one, before writing anything, and an --out that cannot be a folder", function()
     local dir = files.tmpname()
     local train = BIN .. "experiments/train.lua --config experiments/configs/tiny.lua --steps 2 --out " .. dir .. "/run"
     local text, code = run(train)
@@ -63,6 +63,8 @@ describe("the tiny example dataset end to end", function()
       { train:gsub("/run$", "/none") .. " --resume", "/none holds no run to resume %(no run%.json%)" },
       { train:gsub("/run$", "/run/run.json"), "run%.json is a file; %-%-out names the output folder" },
       { train:gsub("/run$", "/new") .. " --data " .. dir .. "/missing", "missing is not a folder" },
+      { train, "/run holds a trained run %(checkpoint%.safetensors%): %-%-resume continues it, %-%-overwrite trains anew" },
+      { train .. " --resume --overwrite", "give %-%-resume or %-%-overwrite, not both" },
     } do
       text, code = run(case[1])
       assert.equal(2, code, case[1] .. "\n" .. text)
@@ -76,6 +78,9 @@ describe("the tiny example dataset end to end", function()
     text, code = run(train .. " --resume --steps 3")
     assert.equal(0, code, text)
     assert.matches("resumed at step 3", text)
+    text, code = run(train .. " --overwrite")
+    assert.equal(0, code, text)
+    assert.is_nil(text:find("resumed"), text)
     os.execute("rm -rf " .. dir)
   end)
 
