@@ -63,6 +63,10 @@ local min_score = args["min-score"]
 local session <close> = dist.session()
 local rank, size = dist.rank(), dist.size()
 local storing = args.out:match("%.sqlite$") ~= nil
+local out_info = gm.stat(args.out)
+if not storing and not args.out:match("%.jsonl$") and not (out_info and out_info.type == "directory") then
+  fail("--out names a kg.jsonl file (a .tsv is written beside it) or a kg.sqlite store, got " .. args.out)
+end
 if storing and size > 1 then
   fail("a .sqlite store is written by one process: under mpirun, give --out kg.jsonl (graphmert export reads a store, not the reverse)")
 end
@@ -103,9 +107,6 @@ local chunks = (total + CHUNK - 1) // CHUNK
 local tsv_path = args.out:gsub("%.jsonl$", "") .. ".tsv"
 local page_path = not args["no-page"] and args.out:gsub("%.[^./]*$", "") .. ".html"
 ex.args.writable("extract.lua", args.out)
-if not storing and not args.out:match("%.jsonl$") then
-  fail("--out names a kg.jsonl file (a .tsv is written beside it) or a kg.sqlite store, got " .. args.out)
-end
 if not storing then ex.args.writable("extract.lua", tsv_path) end
 if page_path then ex.args.writable("extract.lua", page_path) end
 
@@ -157,16 +158,17 @@ end
 -- one line per finished chunk {"chunk": k, "passages": [{id, triples}]}. Under mpirun rank r
 -- takes chunks r + 1, r + 1 + K, ... and writes its own journal; rank 0 merges them in chunk order.
 local function journal_path(r) return size == 1 and args.out .. ".journal" or string.format("%s.%d.journal", args.out, r) end
--- what decides a passage's triples (a store keeps them too: its passages are not asked again)
-local choices = { input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations,
-  top = args.top, min_score = min_score, batch = args.batch, decoding = args.decoding, packed = not args.unpacked,
-  data = args.data, config = args.config }
-local CHOICES = { "input", "format", "relations", "top", "min_score", "batch", "decoding", "packed", "data", "config" }
-local settings = gm.json.object({ journal = 1, checkpoint = gm.realpath(args.checkpoint), processes = size, input = choices.input,
-  format = choices.format, relations = args.relations, top = args.top, min_score = min_score, batch = args.batch,
-  decoding = args.decoding, packed = choices.packed, data = args.data, config = args.config },
-  { "journal", "input", "checkpoint", "format", "relations", "top", "min_score", "batch", "decoding", "packed", "data", "config",
-    "processes" })
+-- What decides a passage's triples (files by what they name): a journal's header holds it with
+-- the checkpoint and process count, and a store with --min-score too (it keeps triples filtered
+-- by it; a journal keeps them all): neither continues another extraction.
+local settings_of = { journal = 1, checkpoint = gm.realpath(args.checkpoint), processes = size,
+  input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top,
+  batch = args.batch, decoding = args.decoding, packed = not args.unpacked, data = args.data and gm.realpath(args.data),
+  config = args.config and gm.realpath(ex.commands.config_path(args.config)), min_score = min_score }
+local settings = gm.json.object(settings_of, { "journal", "input", "checkpoint", "format", "relations", "top", "batch",
+  "decoding", "packed", "data", "config", "processes" })
+local extraction = gm.json.object(settings_of, { "input", "format", "relations", "top", "min_score", "batch", "decoding",
+  "packed", "data", "config" })
 local function mine(k) return (k - 1) % size == rank end
 
 -- the chunks a journal holds (a torn last line — a process killed while writing it — is not one),
@@ -174,8 +176,11 @@ local function mine(k) return (k - 1) % size == rank end
 local function journal_chunks(path)
   local f = io.open(path, "r")
   if not f then fail("cannot read " .. path) end
-  if f:read("l") ~= settings then
-    fail(path .. " is the journal of another run (other input, checkpoint, options or process count): remove it to start over")
+  local header = f:read("l")
+  if header ~= settings then
+    local differ = gm.json.differences(header, settings)
+    fail(string.format("%s is the journal of another run (%s): run with its settings, or remove it to start over", path,
+      #differ > 0 and table.concat(differ, "; ") or "another format"))
   end
   local held, last = {}, nil
   for line in f:lines() do
@@ -221,7 +226,7 @@ if storing then
   store = try(gm.kg.store.open, args.out, { create = true })
   try(store.begin_run, store, { checkpoint = gm.realpath(args.checkpoint), config = run.config or "",
     model = gm.json.object(run.model, model_keys), dataset = graph.dataset, created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
-    extraction = gm.json.object(choices, CHOICES) })
+    extraction = extraction })
   -- the entities and schema once, into a new store (their aliases are in the dataset, not the index)
   if store:count("relations") == 0 then try(store.add_seed_graph, store, ds or ex.run_seed_graph(args.checkpoint)) end
 end
@@ -399,8 +404,9 @@ end
 
 -- an interrupted run never replaces a complete output: its triples go to OUT.partial.jsonl and
 -- .partial.tsv, written whole even if Ctrl-C comes again
+local partial_path, partial_tsv = args.out:gsub("%.jsonl$", "") .. ".partial.jsonl", tsv_path:gsub("%.tsv$", "") .. ".partial.tsv"
 local out_path, out_tsv = args.out, tsv_path
-if not ok then out_path, out_tsv = args.out:gsub("%.jsonl$", "") .. ".partial.jsonl", tsv_path:gsub("%.tsv$", "") .. ".partial.tsv" end
+if not ok then out_path, out_tsv = partial_path, partial_tsv end
 -- both files streamed from the merge as it ranks the graph, and put in place as one
 local function write_outputs()
   local merger <close> = extract.merger { top = args.top, min_score = min_score, disk = args.out .. ".merge" }
@@ -425,8 +431,8 @@ local function write_outputs()
   if not written then fail(werr) end
   if ok then -- the run is whole: its journals and an interrupted attempt's partial outputs go
     for r = 0, size - 1 do os.remove(journal_path(r)) end
-    os.remove(args.out:gsub("%.jsonl$", "") .. ".partial.jsonl")
-    os.remove(tsv_path:gsub("%.tsv$", "") .. ".partial.tsv")
+    os.remove(partial_path)
+    os.remove(partial_tsv)
   end
   print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s%s",
     ok and "" or "interrupted: ", ok and total or done, n, multi, out_path, out_tsv, gm.clock() - t0,

@@ -32,25 +32,20 @@ local args = ex.args.parse(arg, {
   { "answer-all", false, "ignore a model's empty answer (trained with absent): every (head, relation) gets its best tail", flag = true },
   { "unpacked", false, "one (head, relation) query per sequence instead of a passage's heads together (slower)", flag = true },
   { "out", nil, "output folder (default CHECKPOINT/extraction)" },
-  { "config", nil, "the config the run was trained with (default: the one run.json records)" },
+  { "config", nil, "the config the run was trained with (run.json records which)" },
   { "data", nil, "the dataset folder, when the run was trained with --data" },
 })
 local function fail(msg) ex.args.fail("extract_eval.lua", msg) end
 if not args.checkpoint then fail("--checkpoint is required (see --help)") end
-local out_dir = args.out or args.checkpoint .. "/extraction"
-os.execute("mkdir -p '" .. out_dir .. "'")
-
 local run = ex.args.try("extract_eval.lua", ex.read_run, args.checkpoint)
-if not args.config then -- the one the run was trained with, when it is still there
-  local recorded = type(run.config) == "string" and gm.stat(run.config)
-  if not recorded or recorded.type ~= "file" then
-    fail(string.format("--config is needed: run.json's config, %s, is not a file here (give the config the run was "
-      .. "trained with%s)", tostring(run.config), run.data.dir and (", and --data " .. tostring(run.data.dir)) or ""))
-  end
-  args.config = run.config
+local out_dir = args.out or args.checkpoint .. "/extraction"
+ex.args.folder("extract_eval.lua", out_dir, true)
+if not args.config then
+  fail(string.format("--config is required: the config the run was trained with (run.json records %s%s)", tostring(run.config),
+    run.data.dir and (", with data " .. tostring(run.data.dir)) or ""))
 end
 local cfg = ex.args.try("extract_eval.lua", ex.config.load, args.config, args.data and { data = { dir = args.data } })
-if not ex.same(cfg.data, run.data) then
+if not ex.same_data(cfg.data, run.data) then
   fail(string.format("%s names data %s, but the run was trained on %s (pass --data when training had it)", args.config,
     ex.data_string(cfg.data), ex.data_string(run.data)))
 end

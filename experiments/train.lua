@@ -44,9 +44,13 @@ if args.resume then -- the run to continue must be there, and trained on this da
     fail(args.out .. " holds no run to resume (no run.json): train without --resume to start one")
   end
   local before = ex.args.try("train.lua", ex.read_run, args.out)
-  if not ex.same(cfg.data, before.data) then
-    fail(string.format("%s was trained on data %s, and this config (with --data) names %s: resume with the run's data",
-      args.out, ex.data_string(before.data), ex.data_string(cfg.data)))
+  if not ex.same_data(cfg.data, before.data) then
+    fail(string.format("%s was trained with %s on data %s, and %s%s names %s: resume with the run's config and data",
+      args.out, tostring(before.config), ex.data_string(before.data), config_path, args.data and " with --data" or "",
+      ex.data_string(cfg.data)))
+  end
+  if not gm.stat(args.out .. "/checkpoint.safetensors") then
+    fail(args.out .. " has no checkpoint yet (stopped before the first): train again without --resume")
   end
 end
 
@@ -77,8 +81,9 @@ local function train(run)
     start = ex.args.try("train.lua", function()
       local ok, step = pcall(gm.checkpoint.load, ckpt_path, { model = model, optimizer = opt })
       if not ok then
-        error(string.format("cannot resume %s: %s (the config is not the run's?)", run.out,
-          tostring(step):gsub("^[%w_./-]+%.lua:%d+: ", "")), 0)
+        local why = tostring(step):gsub("^[%w_./-]+%.lua:%d+: ", "")
+        error(string.format("cannot resume %s: %s%s", run.out, why,
+          why:find("load_state_dict", 1, true) and " (the config is not the run's?)" or ""), 0)
       end
       return step
     end) + 1

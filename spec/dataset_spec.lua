@@ -44,7 +44,7 @@ describe("gm.data.dataset", function()
   it("counts each bad line by reason, naming file and line, and keeps the rest", function()
     local dir = folder {
       ["entities.tsv"] = ENTITIES .. "E5\n" .. "E1\tduplicate\torgan\t\n" .. "E6\tspleen\torgan\tlien\tmilt\n",
-      ["relations.tsv"] = RELATIONS .. "stores\torgan\tsubstance\textra\n",
+      ["relations.tsv"] = RELATIONS .. "stores\torgan\tsubstance\textra\n" .. "contains\torgan\torgan\t\t\n", -- padded: kept
       ["triples.tsv"] = "head\trelation\ttail\n" ..
         "E1\tproduces\tE2\n" ..        -- 2: fine
         "E1\tproduces\n" ..            -- 3: two fields
@@ -62,6 +62,7 @@ describe("gm.data.dataset", function()
     assert.equal(1, s["not UTF-8 text"])
     assert.equal(2, s["more than 4 fields"] + s["more than 3 fields"]) -- tabs for |: nothing dropped unsaid
     assert.equal(2, #ds.triples)
+    assert.is_not_nil(ds.schema.contains) -- a row padded with tabs is whole
     assert.equal(2, #ds.passages)
     local all = table.concat(ds.report.messages, "\n")
     for _, where in ipairs { "entities.tsv:6", "entities.tsv:8", "relations.tsv:4", "triples.tsv:3", "triples.tsv:4", "triples.tsv:5", "triples.tsv:6", "corpus.txt:2" } do

@@ -51,13 +51,17 @@ describe("the tiny example dataset end to end", function()
     assert.equal(0, code, text)
     local before = { files.read(dir .. "/run/run.json"), files.read(dir .. "/run/seed_graph/entities.jsonl"),
       files.read(dir .. "/run/checkpoint.safetensors") }
-    os.execute("cp -r experiments/data/tiny " .. dir .. "/other")
+    os.execute("cp -r experiments/data/tiny " .. dir .. "/other && mkdir " .. dir .. "/nockpt && cp " .. dir .. "/run/run.json "
+      .. dir .. "/nockpt/")
     local small = dir .. "/small.lua"
     write(small, 'return { extends = "' .. os.getenv("PWD") .. '/experiments/configs/tiny.lua", model = { hidden = 16 } }')
     for _, case in ipairs {
       { train .. " --resume --data " .. dir .. "/other", "^train%.lua: " .. dir:gsub("%p", "%%%0") ..
-        "/run was trained on data {\"dir\":\"/[^\"]*/experiments/data/tiny\"}, and this config %(with %-%-data%) names " ..
-        "{\"dir\":\"[^\"]*/other\"}: resume with the run's data\n$" },
+        "/run was trained with /[^ ]*/experiments/configs/tiny%.lua on data {\"dir\":\"/[^\"]*/experiments/data/tiny\"}, " ..
+        "and experiments/configs/tiny%.lua with %-%-data names {\"dir\":\"[^\"]*/other\"}: resume with the run's config " ..
+        "and data\n$" },
+      { train:gsub("/run$", "/nockpt") .. " --resume", "/nockpt has no checkpoint yet %(stopped before the first%): train " ..
+        "again without %-%-resume" },
       { train:gsub("tiny%.lua", "tiny.lua --config " .. small) .. " --resume", "^train%.lua: cannot resume .*/run: load_state_dict: 'hgat_weight' has size 5x64x64, the module expects " ..
         "5x16x16 %(the config is not the run's%?%)\n" },
       { train:gsub("/run$", "/none") .. " --resume", "/none holds no run to resume %(no run%.json%)" },
@@ -75,7 +79,7 @@ describe("the tiny example dataset end to end", function()
     assert.is_nil(require("graphmert").stat(dir .. "/new"))
     assert.same(before, { files.read(dir .. "/run/run.json"), files.read(dir .. "/run/seed_graph/entities.jsonl"),
       files.read(dir .. "/run/checkpoint.safetensors") })
-    text, code = run(train .. " --resume --steps 3")
+    text, code = run(train .. " --resume --steps 3 --data experiments/data/tiny/") -- the same folder, typed otherwise
     assert.equal(0, code, text)
     assert.matches("resumed at step 3", text)
     text, code = run(train .. " --overwrite")

@@ -149,10 +149,10 @@ static int is_known_command(lua_State *L, const char *word) {
 }
 
 /* A bare word (no '/', no '.') is a subcommand when it names one ("train", "configs"), whatever
- * the current folder holds (a folder called train is common), or when no file has that name (the
- * commands module then says it knows no such command): the Lua module graphmert.experiment.commands
- * runs the shipped script for it. Any other script file runs as lua(1) would, and one named like
- * a command runs given as ./train. */
+ * the current folder holds (a folder called train is common), or when no regular file has that
+ * name (the commands module then says it knows no such command): the Lua module
+ * graphmert.experiment.commands runs the shipped script for it. Any other script file runs as
+ * lua(1) would, and one named like a command runs given as ./train. */
 static int is_command(lua_State *L, const char *word) {
   if (!word[0] || word[0] == '-' || strchr(word, '/') || strchr(word, '.')) return 0;
   struct stat sb;

@@ -26,6 +26,32 @@ function M.read(path, who)
   return value
 end
 
+-- What differs between two JSON objects (texts, or tables they decode to; one that is not an
+-- object counts as empty): "key A, here B" for each key, sorted, a missing value shown as none.
+function M.differences(before, now)
+  local function decoded(x)
+    if type(x) == "string" then
+      local ok, t = pcall(cjson.decode, x)
+      x = ok and t or nil
+    end
+    return type(x) == "table" and x or {}
+  end
+  before, now = decoded(before), decoded(now)
+  local keys, seen = {}, {}
+  for _, t in ipairs { before, now } do
+    for k in pairs(t) do
+      if not seen[k] then seen[k], keys[#keys + 1] = true, tostring(k) end
+    end
+  end
+  table.sort(keys)
+  local function shown(v) return type(v) == "number" and string.format("%.17g", v) or tostring(v == nil and "none" or v) end
+  local out = {}
+  for _, k in ipairs(keys) do
+    if before[k] ~= now[k] then out[#out + 1] = string.format("%s %s, here %s", k, shown(before[k]), shown(now[k])) end
+  end
+  return out
+end
+
 function M.object(t, keys)
   local parts = {}
   for _, key in ipairs(keys) do

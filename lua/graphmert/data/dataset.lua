@@ -191,7 +191,8 @@ end
 local function is_header(fields, first) return fields[1] and fields[1]:lower() == first end
 
 -- records of a TSV or JSONL file: fn(where, record, fields) with the record's values by name and,
--- for TSV, the line's field count; `columns` names the TSV columns (a header starts with columns[1])
+-- for TSV, the line's field count up to its last non-empty field (tabs a spreadsheet pads a row
+-- with are no fields); `columns` names the TSV columns (a header starts with columns[1])
 local function each_record(ds, path, columns, fn)
   local jsonl = path:match("%.jsonl$")
   local first = true
@@ -207,7 +208,9 @@ local function each_record(ds, path, columns, fn)
       if not (first and is_header(fields, columns[1])) then
         local rec = {}
         for i, c in ipairs(columns) do rec[c] = fields[i] end
-        fn(where, rec, #fields)
+        local count = #fields
+        while count > 0 and fields[count] == "" do count = count - 1 end
+        fn(where, rec, count)
       end
     end
     first = false

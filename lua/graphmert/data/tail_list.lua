@@ -78,10 +78,11 @@ function M.from_bytes(ids, lengths, width, pad, vocab)
     l.ids = gm.tensor_from_bytes(ids, 0, #ids, { n, width })
     local flat = l.ids:reshape { 1, n * width }
     local high, low = largest(flat:clone()), -largest(flat:neg())
-    local rounded = (flat + WHOLE) - WHOLE
+    local shifted = flat + WHOLE
+    local rounded = shifted - WHOLE
     local off = rounded - flat
     local whole = largest(off:clone()) == 0 and largest(off:neg()) == 0
-    rounded:release(); flat:release()
+    shifted:release(); rounded:release(); off:release(); flat:release()
     if low ~= low or high ~= high then error("tail_list.from_bytes: an id is not a number", 2) end
     if not (low >= 1 and high <= vocab and high < WHOLE) then
       error(string.format("tail_list.from_bytes: the ids span %.17g..%.17g, not 1..%d", low, high, vocab), 2)

@@ -11,7 +11,8 @@
 --   configs   list the shipped configs (a --config value may be one of their names)
 -- The shipped files are found under $GRAPHMERT_HOME, else beside the binary: <prefix>/share/
 -- graphmert/ when installed (make install, luarocks), the source tree when run from build/bin.
--- `graphmert script.lua` keeps lua(1)'s meaning; a bare word that is not a file is a command.
+-- `graphmert script.lua` keeps lua(1)'s meaning; a bare word that names a command is that command
+-- (./name runs a file of that name), and one that names no regular file is asked as one.
 local gm = require "graphmert"
 local args = require "graphmert.experiment.args"
 
@@ -80,7 +81,7 @@ local function about_of(path)
   local s = table.concat(parts, " "):gsub("^[%w_.]+%.lua%s*[—-]+%s*", "")
   local n
   repeat s, n = s:gsub("%s*%b()", "") until n == 0
-  return ((s:match("^(.-)[:;]") or s:match("^(.-%.)%s") or s):gsub("%s+$", ""))
+  return ((s:match("^(.-)[:;]") or s:match("^(.-)%.%s") or s):gsub("[%s.]+$", ""))
 end
 
 -- the shipped configs: name, path and the start of their leading comment
@@ -117,6 +118,7 @@ function M.main(command, ...)
   if command == "help" or command == "--help" or command == "-h" then
     local about = ...
     if M.scripts[about] then return M.main(about, "--help") end -- graphmert help extract
+    if about and about ~= "configs" and about ~= "help" then return M.main(about) end -- the unknown command's error
     print(M.usage())
     return
   end

@@ -310,10 +310,22 @@ end
 -- A config's or run's data as the user reads it: its JSON, slashes unescaped.
 function M.data_string(data) return (require("cjson").encode(data):gsub("\\/", "/")) end
 
--- Whether two values are equal, tables by their contents (a config's data and a run's).
-function M.same(a, b)
+-- a path as a comparison key: the file it names, or the path without a trailing "/" (a file
+-- that is gone)
+local function path_key(path)
+  if type(path) ~= "string" then return path end
+  return gm.realpath(path) or (path:gsub("(.)/+$", "%1"))
+end
+
+-- The data keys that name files or folders: compared by what they name, not as typed.
+local DATA_PATHS = { dir = true, corpus = true, triples = true, entities = true, relations = true }
+
+-- Whether a config's data and a run's name the same dataset: equal values, tables by their
+-- contents, paths by the file or folder they name (a trailing "/", "./" or a link is the same).
+function M.same_data(a, b, key)
+  if DATA_PATHS[key] then return path_key(a) == path_key(b) end
   if type(a) ~= "table" or type(b) ~= "table" then return a == b end
-  for k, v in pairs(a) do if not M.same(v, b[k]) then return false end end
+  for k, v in pairs(a) do if not M.same_data(v, b[k], k) then return false end end
   for k in pairs(b) do if a[k] == nil then return false end end
   return true
 end

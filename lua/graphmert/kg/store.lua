@@ -179,19 +179,9 @@ function Store:begin_run(meta)
       end
     end
     if have.extraction and meta.extraction and have.extraction ~= meta.extraction then
-      local ok, before = pcall(cjson.decode, have.extraction)
-      local now, differ = cjson.decode(meta.extraction), {}
-      if not ok or type(before) ~= "table" then before = {} end
-      local keys = {}
-      for k in pairs(before) do keys[#keys + 1] = k end
-      for k in pairs(now) do if before[k] == nil then keys[#keys + 1] = k end end
-      table.sort(keys)
-      local function shown(v) return type(v) == "number" and string.format("%.17g", v) or tostring(v == nil and "none" or v) end
-      for _, k in ipairs(keys) do
-        if before[k] ~= now[k] then differ[#differ + 1] = string.format("%s %s, here %s", k, shown(before[k]), shown(now[k])) end
-      end
       fail(self.path, string.format("holds an extraction with other input or options (%s): its passages would not be "
-        .. "asked again; name a new store", table.concat(differ, "; ")))
+        .. "asked again; name a new store", table.concat(require("graphmert.json").differences(have.extraction,
+        meta.extraction), "; ")))
     elseif meta.extraction and not have.extraction then
       self:begin()
       self:run("INSERT INTO meta (key, value) VALUES ('extraction', ?)", meta.extraction)
