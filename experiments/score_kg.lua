@@ -32,18 +32,18 @@ if not info or info.type ~= "file" then fail(args.kg .. ": not a file") end
 local triples = ex.args.try("score_kg.lua", gm.kg.read, args.kg, { top = args.top })
 local graph = (args.data or args.config) and gm.data.seed_graph.new(ex.args.try("score_kg.lua", ex.named_dataset, args))
 if graph and #triples > 0 then -- a graph scored against another dataset than its own scores 0 by every measure
-  local known, foreign = {}, {}
+  local known, foreign, n_foreign = {}, {}, 0
   for _, name in ipairs(graph.relation_names) do known[name] = true end
-  for _, t in ipairs(triples) do if not known[t.relation] then foreign[t.relation] = (foreign[t.relation] or 0) + 1 end end
+  for _, t in ipairs(triples) do
+    if not known[t.relation] then foreign[t.relation], n_foreign = true, n_foreign + 1 end
+  end
   local names = {}
   for name in pairs(foreign) do names[#names + 1] = name end
   table.sort(names)
   if #names > 0 then
     local said = string.format("%s's relation%s %s %s not in %s's schema (%s)", args.kg, #names > 1 and "s" or "",
       table.concat(names, ", "), #names > 1 and "are" or "is", graph.dataset, table.concat(graph.relation_names, ", "))
-    local none = true
-    for _, t in ipairs(triples) do none = none and foreign[t.relation] ~= nil end
-    if none then fail(said .. ": is it the dataset the graph was extracted with?") end
+    if n_foreign == #triples then fail(said .. ": is it the dataset the graph was extracted with?") end
     io.stderr:write(said .. ": their triples count as neither held nor valid\n")
   end
 end

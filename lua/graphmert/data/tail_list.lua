@@ -49,11 +49,11 @@ function M.new(lists, width, pad)
     lengths = bytes_of(lengths) }, TailList)
 end
 
--- the largest element of a [1, m] tensor, which is released
+-- the largest element of a [1, m] tensor
 local function largest(t)
   local values, at = t:max(2)
   local v = values:item()
-  values:release(); at:release(); t:release()
+  values:release(); at:release()
   return v
 end
 
@@ -77,12 +77,13 @@ function M.from_bytes(ids, lengths, width, pad, vocab)
   if n > 0 then
     l.ids = gm.tensor_from_bytes(ids, 0, #ids, { n, width })
     local flat = l.ids:reshape { 1, n * width }
-    local high, low = largest(flat:clone()), -largest(flat:neg())
-    local shifted = flat + WHOLE
+    local negated, shifted = flat:neg(), flat + WHOLE
     local rounded = shifted - WHOLE
     local off = rounded - flat
-    local whole = largest(off:clone()) == 0 and largest(off:neg()) == 0
-    shifted:release(); rounded:release(); off:release(); flat:release()
+    local off_negated = off:neg()
+    local high, low = largest(flat), -largest(negated)
+    local whole = largest(off) == 0 and largest(off_negated) == 0
+    for _, t in ipairs { flat, negated, shifted, rounded, off, off_negated } do t:release() end
     if low ~= low or high ~= high then error("tail_list.from_bytes: an id is not a number", 2) end
     if not (low >= 1 and high <= vocab and high < WHOLE) then
       error(string.format("tail_list.from_bytes: the ids span %.17g..%.17g, not 1..%d", low, high, vocab), 2)

@@ -59,9 +59,8 @@ function M.config_path(value)
   local home = M.home()
   local shipped = home and (home .. "/experiments/configs/" .. value:gsub("%.lua$", "") .. ".lua")
   if shipped and is_file(shipped) then return shipped end
-  if not gm.stat(value) then -- a usage error: one line
-    require("graphmert.errors").raise("usage", string.format("config: no file %s, and no shipped config of that name "
-      .. "(graphmert configs lists them)", value))
+  if not gm.stat(value) then
+    args.fail("config", string.format("no file %s, and no shipped config of that name (graphmert configs lists them)", value))
   end
   return value
 end

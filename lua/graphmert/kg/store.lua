@@ -36,6 +36,7 @@
 --   s:count(table)          rows of a table
 local DBI = require "DBI"
 local cjson = require "cjson"
+local json = require "graphmert.json"
 local gm = require "graphmert"
 local type_list = require("graphmert.data.seed_graph").type_list
 
@@ -180,8 +181,7 @@ function Store:begin_run(meta)
     end
     if have.extraction and meta.extraction and have.extraction ~= meta.extraction then
       fail(self.path, string.format("holds an extraction with other input or options (%s): its passages would not be "
-        .. "asked again; name a new store", table.concat(require("graphmert.json").differences(have.extraction,
-        meta.extraction), "; ")))
+        .. "asked again; name a new store", table.concat(json.differences(have.extraction, meta.extraction), "; ")))
     elseif meta.extraction and not have.extraction then
       self:begin()
       self:run("INSERT INTO meta (key, value) VALUES ('extraction', ?)", meta.extraction)
