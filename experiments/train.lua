@@ -67,6 +67,21 @@ if cfg.baseline ~= false then
   runs[2] = { name = "no decay, no H-GAT", out = args.out .. "/baseline", overrides = { lambda = false, hgat = false } }
 end
 
+-- A stopped run logged the steps after its last checkpoint, which the resumed run does again:
+-- log.csv keeps its rows up to `last`, so that it holds each step once.
+local function drop_rows_after(path, last)
+  local f = io.open(path)
+  if not f then return end
+  local keep = {}
+  for line in f:lines("L") do
+    local step = tonumber(line:match("^(%d+),"))
+    if not step or step <= last then keep[#keep + 1] = line end
+  end
+  f:close()
+  local ok, err = gm.write_atomic(path, keep)
+  if not ok then error(err, 0) end
+end
+
 -- Trains one run to cfg.steps (continuing from its checkpoint with --resume); returns its model.
 local function train(run)
   if main then ex.args.folder("train.lua", run.out, true) end
@@ -87,7 +102,12 @@ local function train(run)
       end
       return step
     end) + 1
-    say(string.format("%s: resumed at step %d\n", run.name, start))
+    if start > c.steps then
+      say(string.format("%s: already trained to step %d of %d\n", run.name, start - 1, c.steps))
+    else
+      say(string.format("%s: resumed at step %d\n", run.name, start))
+    end
+    if main then drop_rows_after(log_path, start - 1) end
   end
   if main then
     ex.write_run(run.out, { config = config_path:sub(1, 1) == "/" and config_path or ex.config.cwd() .. config_path, model = model.config, relations = d.relation_names,
@@ -104,26 +124,28 @@ local function train(run)
   local function save(step)
     if main then gm.checkpoint.save(ckpt_path, { model = model, optimizer = opt, step = step }) end
   end
-  local ok, err = pcall(function()
-    for step = start, c.steps do
-      local t0 = gm.clock()
-      local loss, tokens, skipped = train_step(step)
-      if skipped then progress:say(string.format("  step %d skipped: non-finite loss or gradient", step)) end
-      tokens_done = tokens_done + tokens
-      local elapsed = gm.clock() - t_start
-      if log then
-        log:write(string.format("%d,%.6f,%.3g,%.1f\n", step, loss, opt:get_lr(), tokens / (gm.clock() - t0)))
-        log:flush()
-      end
-      progress:update(step, string.format("%s: step %d/%d  loss %.4f  lr %.2e  %.0f tokens/s  ETA %ds", run.name, step,
-        c.steps, loss, opt:get_lr(), tokens_done / elapsed, math.floor((c.steps - step) * elapsed / (step - start + 1))))
-      if step % c.eval_every == 0 or step == c.steps then
-        local acc, n = ex.masked_accuracy(d, c, model)
-        progress:say(string.format("  eval at step %d: masked-token accuracy %.3f over %d held-out tokens", step, acc, n))
-      end
-      if step % c.checkpoint_every == 0 or step == c.steps then save(step) end
-      last_step = step
+  -- one step, whole: a Ctrl-C meanwhile comes after it, so its checkpoint never holds half a step
+  local function one_step(step)
+    local t0 = gm.clock()
+    local loss, tokens, skipped = train_step(step)
+    if skipped then progress:say(string.format("  step %d skipped: non-finite loss or gradient", step)) end
+    tokens_done = tokens_done + tokens
+    local elapsed = gm.clock() - t_start
+    if log then
+      log:write(string.format("%d,%.6f,%.3g,%.1f\n", step, loss, opt:get_lr(), tokens / (gm.clock() - t0)))
+      log:flush()
     end
+    progress:update(step, string.format("%s: step %d/%d  loss %.4f  lr %.2e  %.0f tokens/s  ETA %ds", run.name, step,
+      c.steps, loss, opt:get_lr(), tokens_done / elapsed, math.floor((c.steps - step) * elapsed / (step - start + 1))))
+    if step % c.eval_every == 0 or step == c.steps then
+      local acc, n = ex.masked_accuracy(d, c, model)
+      progress:say(string.format("  eval at step %d: masked-token accuracy %.3f over %d held-out tokens", step, acc, n))
+    end
+    if step % c.checkpoint_every == 0 or step == c.steps then save(step) end
+    last_step = step
+  end
+  local ok, err = pcall(function()
+    for step = start, c.steps do errors.uninterrupted(one_step, step) end
   end)
   if log then log:close() end
   if not ok then
@@ -146,7 +168,8 @@ end
 local rows = {}
 for _, run in ipairs(runs) do
   local model, c = train(run)
-  rows[#rows + 1] = { name = run.name, acc = (ex.masked_accuracy(d, c, model)), tails = main and ex.tail_metrics(d, c, model) }
+  local acc, tokens = ex.masked_accuracy(d, c, model)
+  rows[#rows + 1] = { name = run.name, acc = tokens > 0 and acc or nil, tails = main and ex.tail_metrics(d, c, model) }
 end
 if not main then return end
 rows[#rows + 1] = { name = "most frequent tail", tails = ex.baseline_metrics(d, cfg) }

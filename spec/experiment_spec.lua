@@ -44,6 +44,32 @@ describe("experiment.config", function()
     assert.error_matches(function() config.check(minimal { on_nonfinite = "ignore" }, "cfg.lua") end, "on_nonfinite must be")
   end)
 
+  it("checks numbers' ranges and the model's values before any data is read, naming them", function()
+    for _, case in ipairs {
+      { { heldout = 1 }, "cfg.lua: 'heldout' must be a share in [0, 1)" },
+      { { heldout = 10 }, "'heldout' must be a share in [0, 1)" },
+      { { batch = 0 }, "cfg.lua: 'batch' must be a whole number >= 1, got 0" },
+      { { steps = 2.5 }, "'steps' must be a whole number >= 1, got 2.5" },
+      { { lr = 0 }, "'lr' must be a number > 0" },
+      { { leaf_rate = 1.5 }, "'leaf_rate' must be a share in [0, 1]" },
+      { { model = { roots = 4, leaves = 2, hidden = 64, heads = 3 } }, "cfg.lua: model: heads 3 does not divide hidden 64" },
+      { { model = { roots = 4, leaves = 2, lambda = 2 } }, "cfg.lua: model: lambda must be a number in (0, 1]" },
+      { { model = { roots = 4, leaves = 0 } }, "cfg.lua: model: leaves must be in 1..255" },
+      { { model = { roots = 4, leaves = 2, dropout = 1 } }, "cfg.lua: model: dropout must be a number in [0, 1)" },
+    } do
+      assert.error_matches(function() config.check(minimal(case[1]), "cfg.lua") end, case[2], 1, true)
+    end
+    assert.equal(0, config.check(minimal { leaf_rate = 0, heldout = 0 }, "cfg.lua").leaf_rate)
+  end)
+
+  it("prints '-' in the evaluation table for a figure over nothing", function()
+    local none = { n = 0, hits1 = 0, tail = { hits1 = 0, hits10 = 0, mrr = 0 } }
+    local some = { n = 4, hits1 = 0.25, tail = { hits1 = 0.5, hits10 = 0.75, mrr = 0.6 } }
+    local t = gm.experiment.table { { name = "GraphMERT", acc = nil, tails = { facts = none, entities = some } } }
+    assert.matches("| GraphMERT                |       - |             - |       - |      - |       - |            0.500 |   0.750 |  0.600 |   0.250 |", t, 1, true)
+    assert.matches("on 0 held-out facts on seen text and 4 triples", t, 1, true)
+  end)
+
   it("loads every config under experiments/configs", function()
     for _, name in ipairs { "wordnet_small", "wordnet_10min", "wordnet_long", "official", "ablation", "ablation_official",
       "wordnet_long_extract" } do

@@ -36,6 +36,54 @@ describe("experiments/train.lua", function()
   end)
 end)
 
+describe("experiments/train.lua stopped and resumed", function()
+  local body = [[return { seed = 2, data = { source = "wordnet", pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
+      model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32 },
+      steps = %d, batch = 4, lr = 1e-3, min_lr = 1e-5, warmup = 2, weight_decay = 0.01, clip = 1,
+      eval_every = 1000, checkpoint_every = %d, baseline = false }]]
+  local function rows(path) -- step, loss and rate of each logged row (not the timing)
+    return (files.read(path):gsub(",[^,\n]*\n", "\n"))
+  end
+
+  it("continues after Ctrl-C exactly as the uninterrupted run", function()
+    local whole, config = scratch(string.format(body, 400, 1000))
+    local cmd = "./build/bin/graphmert experiments/train.lua --config " .. config .. " --out "
+    run(cmd .. whole)
+    local stopped = whole .. ".stopped"
+    local pid = io.popen("(" .. cmd .. stopped .. " > " .. stopped .. ".log 2>&1 & echo $!)"):read("l")
+    for _ = 1, 600 do -- Ctrl-C once some steps are logged: in the middle of one, most likely
+      local f = io.open(stopped .. "/log.csv")
+      local n = f and select(2, f:read("a"):gsub("\n", ""))
+      if f then f:close() end
+      if n and n > 40 then break end
+      os.execute("sleep 0.02")
+    end
+    os.execute("kill -INT " .. pid .. "; while kill -0 " .. pid .. " 2>/dev/null; do sleep 0.05; done")
+    assert.matches("interrupted: checkpoint at step %d+ written", files.read(stopped .. ".log"))
+    local out = run(cmd .. stopped .. " --resume")
+    assert.matches("resumed at step", out)
+    assert.equal(rows(whole .. "/log.csv"), rows(stopped .. "/log.csv"))
+    -- weights, optimizer state, step and generator state: byte for byte
+    assert.is_true(files.read(whole .. "/checkpoint.safetensors") == files.read(stopped .. "/checkpoint.safetensors"))
+    os.execute("rm -rf " .. whole .. " " .. stopped .. " " .. stopped .. ".log " .. config)
+  end)
+
+  it("logs each step once when steps after the last checkpoint were logged, and says a finished run is", function()
+    local dir, config = scratch(string.format(body, 4, 2))
+    local cmd = "./build/bin/graphmert experiments/train.lua --config " .. config .. " --out " .. dir
+    run(cmd .. " --steps 2")
+    local f = assert(io.open(dir .. "/log.csv", "a")) -- as a run killed at step 3 leaves it
+    f:write("3,9.999999,0.001,1.0\n")
+    f:close()
+    run(cmd .. " --resume")
+    local log = files.read(dir .. "/log.csv")
+    assert.matches("^step,loss,lr,tokens_per_s\n1,[^\n]*\n2,[^\n]*\n3,[^\n]*\n4,[^\n]*\n$", log)
+    assert.not_matches("9.999999", log, 1, true)
+    assert.matches("GraphMERT: already trained to step 4 of 4", run(cmd .. " --resume"))
+    os.execute("rm -rf " .. dir .. " " .. config)
+  end)
+end)
+
 describe("experiments/train.lua with a diverging run", function()
   local body = [[return { seed = 2, data = { source = "wordnet", pos = { "verb" }, limit = 300 }, heldout = 0.1, vocab_size = 800,
       model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32 },

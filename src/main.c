@@ -27,6 +27,9 @@ static lua_State *global_L = NULL;
  * while the script is still finishing what the first interrupted (writing its partial results) is
  * absorbed, so two quick ones do not lose that work; a third ends the process at once. */
 static volatile sig_atomic_t interrupts;
+/* While `held` (graphmert.interrupts.hold: a training step, so a checkpoint never holds half of
+ * one), the first Ctrl-C is only noted in `pending` and raised when the hold ends. */
+static volatile sig_atomic_t held, pending;
 
 static void stop_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
@@ -36,7 +39,10 @@ static void stop_hook(lua_State *L, lua_Debug *ar) {
 
 static void on_interrupt(int sig) {
   if (++interrupts == 1) {
-    lua_sethook(global_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    if (held)
+      pending = 1;
+    else
+      lua_sethook(global_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
   } else if (interrupts == 2) {
     static const char note[] = "\n(finishing what was interrupted; Ctrl-C again to quit at once)\n";
     if (write(2, note, sizeof note - 1) < 0) { /* nothing to do about it in a handler */ }
@@ -44,6 +50,29 @@ static void on_interrupt(int sig) {
     signal(sig, SIG_DFL);
     raise(sig);
   }
+}
+
+/* graphmert.interrupts.hold(fn, ...) → fn's results: fn runs whole, a Ctrl-C that comes meanwhile
+ * is raised ("interrupted!") when it returns; holds nest. An error in fn passes through. */
+static int hold_interrupts(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  sig_atomic_t outer = held;
+  held = 1;
+  int status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+  held = outer;
+  if (status != LUA_OK) return lua_error(L);
+  if (!outer && pending) {
+    pending = 0;
+    return luaL_error(L, "interrupted!");
+  }
+  return lua_gettop(L);
+}
+
+static int open_interrupts(lua_State *L) {
+  lua_newtable(L);
+  lua_pushcfunction(L, hold_interrupts);
+  lua_setfield(L, -2, "hold");
+  return 1;
 }
 
 /* an error object of kind "usage" (gm.errors.raise("usage", ...): a bad command line or config)
@@ -82,6 +111,7 @@ static int docall(lua_State *L, int nargs, int nres) {
   lua_insert(L, base);
   global_L = L;
   interrupts = 0;
+  pending = 0;
   signal(SIGINT, on_interrupt);
   int status = lua_pcall(L, nargs, nres, base);
   signal(SIGINT, SIG_DFL);
@@ -93,6 +123,8 @@ static void preload(lua_State *L) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushcfunction(L, luaopen_graphmert_core);
   lua_setfield(L, -2, "graphmert.core");
+  lua_pushcfunction(L, open_interrupts);
+  lua_setfield(L, -2, "graphmert.interrupts");
   lua_pop(L, 1);
   /* GRAPHMERT_DEV=1 loads lua/ from LUA_PATH instead, to edit without rebuilding */
   const char *dev = getenv("GRAPHMERT_DEV");

@@ -49,6 +49,29 @@ M.schema = {
   grid = { {}, "table", "experiments/ablation.lua's grid: lambdas (false = no decay), hgat (true/false), seeds, reference = {lambda, hgat} (the cell the others are compared with), passages (held-out passages to extract from), probe_sequences (held-out sequences for attention by distance)" },
 }
 
+-- the numbers' ranges (their types are the schema's)
+local function whole(v) return v == math.floor(v) and v < 2 ^ 53 end
+local RANGES = {
+  seed = { "a whole number", function(v) return whole(v) and v >= 0 end },
+  heldout = { "a share in [0, 1) (0.05 keeps 5% of the entities out)", function(v) return v >= 0 and v < 1 end },
+  heldout_triples = { "a share in [0, 1)", function(v) return v >= 0 and v < 1 end },
+  copies = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
+  vocab_size = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
+  leaf_rate = { "a share in [0, 1]", function(v) return v >= 0 and v <= 1 end },
+  max_span = { "a whole number >= 1 or false", function(v) return whole(v) and v >= 1 end },
+  steps = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
+  batch = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
+  lr = { "a number > 0", function(v) return v > 0 and v < math.huge end },
+  min_lr = { "a number >= 0", function(v) return v >= 0 and v < math.huge end },
+  warmup = { "a whole number >= 0", function(v) return whole(v) and v >= 0 end },
+  weight_decay = { "a number >= 0", function(v) return v >= 0 and v < math.huge end },
+  clip = { "a number > 0", function(v) return v > 0 end },
+  eval_every = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
+  checkpoint_every = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
+  eval_triples = { "a whole number >= 0", function(v) return whole(v) and v >= 0 end },
+  memory_limit = { "a number of bytes > 0 or false", function(v) return v > 0 end },
+}
+
 -- a config's mistakes are the user's: a usage error (one line, exit status 2, no traceback)
 local function fail(where, msg) require("graphmert.errors").raise("usage", string.format("%s: %s", where, msg)) end
 
@@ -171,6 +194,18 @@ function M.check(cfg, where, base)
     model[key] = out.model[key]
   end
   out.model = model
+  -- the model's values checked as GraphMERT checks them, before any data is read
+  local probe = { vocab = 1, relations = 1 }
+  for key, v in pairs(model) do probe[key] = v end
+  local ok, err = pcall(GraphMERT.options, probe)
+  if not ok then fail(where, "model: " .. tostring(err):gsub("^[%w_./-]+%.lua:%d+: ", ""):gsub("^GraphMERT: ", "")) end
+  if model.leaves < 1 or model.leaves > 255 then
+    fail(where, "model: leaves must be in 1..255 (a tail's tokens go in a root's leaves), got " .. tostring(model.leaves))
+  end
+  for _, key in ipairs(sorted_keys(RANGES)) do
+    local v, range = out[key], RANGES[key]
+    if v and not range[2](v) then fail(where, string.format("'%s' must be %s, got %s", key, range[1], tostring(v))) end
+  end
   if out.packing ~= "record" and out.packing ~= "chunk" then
     fail(where, "packing must be \"record\" or \"chunk\", got \"" .. out.packing .. "\"")
   end

@@ -450,16 +450,22 @@ function M.table(rows)
   local lines = {
     "| model                    | MLM acc | facts: tail@1 | tail@10 | MRR@10 | first@1 | entities: tail@1 | tail@10 | MRR@10 | first@1 |",
     rule { 24, 7, 13, 7, 6, 7, 16, 7, 6, 7 } }
+  -- a figure over no cases is "-", not 0.000
+  local function cells(m)
+    local v = { m.tail.hits1, m.tail.hits10, m.tail.mrr, m.hits1 }
+    for i = 1, 4 do v[i] = m.n > 0 and string.format("%.3f", v[i]) or "-" end
+    return v
+  end
   for _, r in ipairs(rows) do
-    local f, s = r.tails.facts, r.tails.entities
-    lines[#lines + 1] = string.format("| %-24s | %7s | %13.3f | %7.3f | %6.3f | %7.3f | %16.3f | %7.3f | %6.3f | %7.3f |",
-      r.name, r.acc and string.format("%.3f", r.acc) or "-", f.tail.hits1, f.tail.hits10, f.tail.mrr, f.hits1,
-      s.tail.hits1, s.tail.hits10, s.tail.mrr, s.hits1)
+    local f, s = cells(r.tails.facts), cells(r.tails.entities)
+    lines[#lines + 1] = string.format("| %-24s | %7s | %13s | %7s | %6s | %7s | %16s | %7s | %6s | %7s |",
+      r.name, r.acc and string.format("%.3f", r.acc) or "-", f[1], f[2], f[3], f[4], s[1], s[2], s[3], s[4])
   end
   local f, s = rows[1].tails.facts, rows[1].tails.entities
-  lines[#lines + 1] = string.format("(%d held-out facts on seen text, %d triples of held-out entities on unseen text; " ..
+  lines[#lines + 1] = string.format("(tail prediction on %d held-out facts on seen text and %d triples of held-out entities " ..
+    "on unseen text: those whose head is in the text and whose tail fits the leaves, at most eval_triples; " ..
     "tail@k: the whole tail among the decoder's top k of the known tails, its length not given; first@1: the " ..
-    "first token's hits@1 with the length given)", f.n, s.n)
+    "first token's hits@1 with the length given; -: nothing to score)", f.n, s.n)
   return table.concat(lines, "\n")
 end
 

@@ -57,8 +57,9 @@ local defaults = {
 GraphMERT.defaults = defaults
 
 
-function GraphMERT:__init(config)
-  Module.__init(self)
+-- config completed with the defaults and checked, every value, before a tensor is made (a config
+-- may come from a file); an error names the option. Training configs are checked with it too.
+function GraphMERT.options(config)
   local c = {}
   for k, v in pairs(defaults) do c[k] = v end
   for k, v in pairs(config or {}) do
@@ -81,7 +82,6 @@ function GraphMERT:__init(config)
   -- "auto": the official init's [PAD] row (official id 0, ours 1), none with the torch init
   if c.pad_id == "auto" then c.pad_id = c.init == "official" and 1 end
   if c.pad_id then c.pad_id = check.integer("GraphMERT", "pad_id", c.pad_id, 1) end
-  -- every value checked before the first tensor is made: a config may come from a file
   if c.hidden % c.heads ~= 0 then error(string.format("GraphMERT: heads %d does not divide hidden %d", c.heads, c.hidden), 2) end
   for _, key in ipairs { "dropout", "attention_dropout", "relation_dropout" } do
     local v = c[key]
@@ -97,6 +97,17 @@ function GraphMERT:__init(config)
   if type(c.init_std) ~= "number" or not (c.init_std >= 0 and c.init_std < math.huge) then
     error("GraphMERT: init_std must be a number >= 0, got " .. tostring(c.init_std), 2)
   end
+  if c.head ~= "official" and c.head ~= "single" then
+    error("GraphMERT: head must be \"official\" or \"single\", got " .. tostring(c.head), 2)
+  end
+  if c.sbo and c.head ~= "official" then error("GraphMERT: sbo = true needs head = \"official\"", 2) end
+  return c
+end
+
+function GraphMERT:__init(config)
+  Module.__init(self)
+  local ok, c = pcall(GraphMERT.options, config)
+  if not ok then error(c, 2) end
   self.config = c
   self.layout = gm.layout { roots = c.roots, leaves = c.leaves }
   local H, std = c.hidden, c.init_std
@@ -116,10 +127,6 @@ function GraphMERT:__init(config)
   end
   self:add_module("lm_head", Transform(H, H))
   self.lm_head:register_parameter("bias", gm.zeros(c.vocab))
-  if c.head ~= "official" and c.head ~= "single" then
-    error("GraphMERT: head must be \"official\" or \"single\", got " .. tostring(c.head), 2)
-  end
-  if c.sbo and c.head ~= "official" then error("GraphMERT: sbo = true needs head = \"official\"", 2) end
   if c.head == "official" then self:add_module("lm_transform", Transform(H, H)) end
   if c.sbo then
     self:add_module("lm_pair_head", SpanBoundaryHead { hidden = H, vocab = c.vocab, max_targets = c.leaves, std = std })
