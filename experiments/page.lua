@@ -19,7 +19,7 @@ local args = ex.args.parse(arg, {
   { "checkpoint", nil, "the training run whose seed graph to show (its seed_graph/)" },
   { "data", nil, "a dataset folder whose seed graph to show" },
   { "config", nil, "a config whose dataset's seed graph to show" },
-  { "out", nil, "the page to write (default: the kg file with .html)" },
+  { "out", nil, "the page to write (default: the kg file with .html, if no file is there)" },
   { "top", 5, "triples kept per (head, relation) from a store", type = "integer", min = 1 },
   { "title", nil, "the page's title (default: the kg file's path)" },
 })
@@ -36,6 +36,9 @@ do
   if not info or info.type ~= "file" then fail(args.kg .. ": not a file") end
 end
 local out = args.out or (args.kg:gsub("%.[^./]*$", "") .. ".html")
+if not args.out and gm.stat(out) then -- extract's page, say, which may show more than this one
+  fail(out .. " exists (extract writes its page there): --out " .. out .. " replaces it, or name another")
+end
 if out == args.kg then fail("--out " .. out .. " would replace the kg file") end
 ex.args.writable("page.lua", out)
 

@@ -30,6 +30,10 @@ if not (args.data or args.config or args.gold) then fail("give --data DIR or --c
 local info = gm.stat(args.kg)
 if not info or info.type ~= "file" then fail(args.kg .. ": not a file") end
 local triples = ex.args.try("score_kg.lua", gm.kg.read, args.kg, { top = args.top })
+-- in one order whatever the file's, so that a graph's intervals do not depend on how it was written
+local keys = {}
+for _, t in ipairs(triples) do keys[t] = gm.kg.key(t) end
+table.sort(triples, function(a, b) return keys[a] < keys[b] end)
 local graph = (args.data or args.config) and gm.data.seed_graph.new(ex.args.try("score_kg.lua", ex.named_dataset, args))
 if graph and #triples > 0 then -- a graph scored against another dataset than its own scores 0 by every measure
   local known, foreign, n_foreign = {}, {}, 0

@@ -4,6 +4,7 @@
 -- an uninterrupted run, rapper parsing the exports, and bad stores refused with the old one
 -- intact.
 local gm = require "graphmert"
+local cjson = require "cjson"
 local files = require "spec.files"
 local run, write = files.run, files.write
 
@@ -82,6 +83,12 @@ describe("kg.sqlite", function()
     assert.equal(0, c2, from_jsonl)
     assert.matches("| all +| +%d+ | %d%.%d+ %[%d%.%d+, %d%.%d+%] | 1%.000 |", from_store)
     assert.equal(from_store, from_jsonl)
+    os.execute("tac " .. dir .. "/tiny.jsonl > " .. dir .. "/reversed.jsonl")
+    assert.equal(from_jsonl, (run(BIN .. "score --kg " .. dir .. "/reversed.jsonl --config tiny")))
+    -- as extract writes them: sources are line numbers
+    local first = cjson.decode(files.read(dir .. "/tiny.jsonl"):match("^[^\n]+"))
+    assert.equal("number", type(first.sources[1]))
+    assert.equal(first.sources[1], math.tointeger(first.sources[1]))
   end)
 
   it("survives kill -9 midway: a valid store that a re-run completes to the uninterrupted content", function()
@@ -128,6 +135,13 @@ describe("kg.sqlite", function()
     assert.matches("<https://kg.example/x/entity/café>", nt, 1, true)
     assert.matches("<https://kg.example/x/entity/%3Ctag%3E>", nt, 1, true)
     assert.matches('"say \\"hi\\" name"', nt, 1, true)
+    out, code = run(BIN .. "export --store " .. path .. " --out " .. dir .. "/urn.nt --base urn:kg:")
+    assert.equal(0, code, out)
+    assert.matches("<urn:kg:entity/GO:0006096>", files.read(dir .. "/urn.nt"), 1, true)
+    out, code = run(BIN .. "export --store " .. path .. " --out " .. dir .. "/hash.nt --base http://kg.example/x#")
+    assert.equal(2, code, out)
+    assert.matches("base cannot hold '#'", out, 1, true)
+    assert.is_nil(gm.stat(dir .. "/hash.nt"))
   end)
 
   it("continues only the same run and extraction: its passages are not asked again", function()

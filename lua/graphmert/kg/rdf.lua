@@ -14,7 +14,7 @@
 -- rdf:subject/predicate/object; IRI <base>statement/<n>) — standard RDF 1.1, which every parser
 -- reads, where RDF-star is not yet (Debian 12's raptor 2.0.15 does not parse it):
 --   gm:score (xsd:double), gm:count (xsd:integer), gm:seed (xsd:boolean), gm:evidence <passage>
--- with gm: = <base>vocab#.
+-- with gm: = <base>vocab#. A base that does not end in / or : gets a /; one holding '#' is an error.
 --   rdf.export(store, path, {format = "ntriples" | "turtle", base = "http://..."}) → triples written
 local gm = require "graphmert"
 
@@ -39,7 +39,10 @@ local function check_base(base)
     error("rdf.export: base must be an absolute IRI without spaces or <>\"{}|\\^` (e.g. http://example.org/kg/), got " ..
       tostring(base), 3)
   end
-  if not base:match("[/#]$") then base = base .. "/" end
+  if base:find("#", 1, true) then -- the vocabulary's terms are <base>vocab#name: one fragment only
+    error("rdf.export: base cannot hold '#' (the vocabulary is <base>vocab#score, ...; end it with / or :), got " .. base, 3)
+  end
+  if not base:match("[/:]$") then base = base .. "/" end
   return base
 end
 

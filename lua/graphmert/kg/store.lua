@@ -286,6 +286,11 @@ end
 -- records (a new tail has no tail_id; sources in passage-line order)
 function Store:kg(top)
   local sources, out = self:sources(), {}
+  -- passages are stored by id as text; kg.jsonl gives a line number as a number, as extract does
+  local function as_source(id) return math.tointeger(tonumber(id)) or id end
+  for _, list in pairs(sources) do
+    for i, id in ipairs(list) do list[i] = as_source(id) end
+  end
   local rows = self:rows("SELECT * FROM (" .. TRIPLE:gsub("^SELECT ", "SELECT row_number() OVER (PARTITION BY t.head, " ..
     "t.relation ORDER BY t.score DESC, t.count DESC) AS rank, ") .. ") WHERE rank <= ? ORDER BY head_id, relation, rank", top or 5)
   for i, t in ipairs(rows) do
