@@ -64,6 +64,7 @@ describe("corpus.build", function()
     assert.equal(1, report.injected)
     assert.same({ ["head not in text"] = 1, ["root already holds a triple"] = 1, ["unknown relation"] = 1,
       ["empty text"] = 1, ["tail longer than the leaf slots"] = 1 }, report.skipped)
+    assert.matches('^".+", %d+ tokens$', report.examples["tail longer than the leaf slots"]) -- shown to the user
     -- roots after the last record and empty leaves are padding
     assert.equal(0, s.valid[R])
     assert.equal(tok.pad_id, s.ids[R])

@@ -420,6 +420,26 @@ describe("graphmert page and extract's kg.html", function()
       assert.are_not.same(best, random)
     end)
 
+    it("folds case and accents in search and in the marked mentions, as the linker does", function()
+      local triples = { { head = "Citroën gear", relation = "part_of", tail = "gearbox", score = -1, count = 2, sources = { 1, 2 },
+        head_id = "G:1", tail_id = "G:2" } }
+      -- line 2 has the accent decomposed (e + U+0308): the mark still covers the whole word
+      local passages = { ["1"] = "A gearbox holds a CITROEN GEAR, a citroën gear too.", ["2"] = "The Citroe\u{308}n gear." }
+      local path = files.tmpname() .. ".html"
+      assert(gm.kg.page.write(path, gm.kg.page.data { triples = triples, passages = passages }))
+      local r = browser.run(path, [[
+        const box = document.getElementById("search");
+        box.value = "citroen"; box.dispatchEvent(new Event("input"));
+        const found = [...document.querySelectorAll("#suggestions li")].map(li => li.dataset.id);
+        document.querySelector("#all-triples tr.triple button.evidence-toggle").click();
+        const marks = cls => [...document.querySelectorAll(".passage mark." + cls)].map(m => m.textContent);
+        return { found, heads: marks("head"), tails: marks("tail") };]])
+      os.remove(path)
+      assert.same({ "G:1" }, r.found)
+      assert.same({ "CITROEN GEAR", "Citroe\u{308}n gear" }, r.heads)
+      assert.same({ "gearbox" }, r.tails)
+    end)
+
     it("shows a corpus's markup as text and pages long lists", function()
       local triples, passages = {}, { ["1"] = "<img src=x onerror=\"document.title='pwned'\"> heart </script><b>bold</b>" }
       for i = 1, 250 do

@@ -39,7 +39,12 @@ local function new_report()
   return { records = 0, errors = 0, messages = {}, skipped = {} }
 end
 
-local function note(report, key) report.skipped[key] = (report.skipped[key] or 0) + 1 end
+-- a skipped triple counted by reason; `example` (the first one's) kept to show the user
+local function note(report, key, example)
+  report.skipped[key] = (report.skipped[key] or 0) + 1
+  report.examples = report.examples or {}
+  report.examples[key] = report.examples[key] or example
+end
 
 local function fail(report, opts, where)
   if (opts.on_error or "skip") == "stop" then error(where, 0) end
@@ -154,7 +159,9 @@ local function usable(rec, toks, all, tok, layout, relations, report)
     if not rel then note(report, "unknown relation")
     elseif not at and #head > 0 and layout.find(all, head) then note(report, "head in the truncated text")
     elseif not at then note(report, "head not in text")
-    elseif (#tail == 0 and not t.absent) or #tail > layout.leaves then note(report, "tail longer than the leaf slots")
+    elseif #tail == 0 and not t.absent then note(report, "tail with no tokens")
+    elseif #tail > layout.leaves then
+      note(report, "tail longer than the leaf slots", string.format("%q, %d tokens", t.tail, #tail))
     else list[#list + 1] = { at = at, rel = rel, head_length = #head, tail = tail } end
   end
   return list

@@ -205,6 +205,15 @@ function M.prepare(cfg, tok)
   return d
 end
 
+-- what a user can do about tails that do not fit: they are neither taught nor extracted
+local function long_tails(d)
+  local n = d.report.skipped["tail longer than the leaf slots"]
+  if not n then return "" end
+  return string.format("\nnote: %d tails have more tokens than the %d leaf slots (model.leaves), the first %s: the model is " ..
+    "not taught them and constrained decoding cannot give them; a larger model.leaves fits them", n, d.layout.leaves,
+    d.report.examples["tail longer than the leaf slots"])
+end
+
 function M.summary(d)
   local facts = 0
   for _, r in ipairs(d.heldout_facts) do facts = facts + #r.triples end
@@ -218,7 +227,7 @@ function M.summary(d)
     d.dataset:summary(), l.mentions / math.max(l.passages, 1), 100 * l.with_head / math.max(l.passages, 1), d.heldout_entities,
     #d.heldout, facts, #d.train_seqs, #d.eval_seqs, d.report.injected or 0,
     #skipped > 0 and " (not injected: " .. table.concat(skipped, ", ") .. ")" or "", d.report.truncated_records,
-    d.report.truncated_tokens, d.tok:size())
+    d.report.truncated_tokens, d.tok:size()) .. long_tails(d)
 end
 
 -- The first n held-out entities' passages as extraction passages {id, text, gold = their

@@ -134,8 +134,10 @@ const D = JSON.parse(document.getElementById("kg-data").textContent);
 const list = x => Array.isArray(x) ? x : [];
 const PAGE = 100, MAX_NEIGHBOURS = 36;
 const R = list(D.relations), DEC = list(D.decodings);
+// case and accents folded, as the linker folds names: "Citroën" and "citroen" alike
+const fold = s => s.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
 const E = list(D.entities).map(([id, name, type, seed, aliases], i) =>
-  ({ i, id, name, type, seed: !!seed, aliases: list(aliases), lname: name.toLowerCase() }));
+  ({ i, id, name, type, seed: !!seed, aliases: list(aliases), folded: [name, ...list(aliases)].map(fold) }));
 const byId = new Map(E.map(e => [e.id, e]));
 const T = list(D.triples).map(([h, r, t, score, count, dec, seed, src], i) =>
   ({ i, h, r, t, score, count, dec: DEC[dec], seed: !!seed, src: list(src), fact: false }));
@@ -270,26 +272,46 @@ function tripleRow(t) {
 }
 const HEADER = "<tr><th>head</th><th>relation</th><th>tail</th><th>score</th><th>passages</th><th>decoding</th><th></th><th>review</th></tr>";
 
-// where one of the names (longest first) occurs in the passage, case-insensitively, as
-// [start, end): the first whole-word occurrence ("liver", not the one in "delivery"), else the
-// first occurrence
+// the text folded, with the place in the text each folded character comes from (one more: the end)
+function foldText(text) {
+  let out = "", i = 0;
+  const from = [];
+  for (const ch of text) {
+    const f = fold(ch);
+    for (let k = 0; k < f.length; k++) from.push(i);
+    out += f;
+    i += ch.length;
+  }
+  from.push(i);
+  return { text: out, from };
+}
+// where an entity is mentioned in a folded passage, as [start, end) of the original text: the
+// earliest whole-word occurrence of one of its folded names (the longest at one place; "liver",
+// not the one in "delivery"), else the earliest occurrence inside a word
 const WORD = /[\p{L}\p{N}]/u;
-function findMention(lower, names) {
-  let fallback = null;
-  for (const n of names.filter(Boolean).map(n => n.toLowerCase()).sort((a, b) => b.length - a.length)) {
-    for (let at = lower.indexOf(n); at >= 0; at = lower.indexOf(n, at + 1)) {
-      if (!WORD.test(lower[at - 1] || " ") && !WORD.test(lower[at + n.length] || " ")) return [at, at + n.length];
-      fallback = fallback || [at, at + n.length];
+function findMention(p, names) {
+  let whole = null, inside = null;
+  const earlier = (c, best) => !best || c[0] < best[0] || (c[0] === best[0] && c[1] > best[1]);
+  for (const n of names) {
+    if (!n) continue;
+    for (let at = p.text.indexOf(n); at >= 0; at = p.text.indexOf(n, at + 1)) {
+      const c = [at, at + n.length];
+      if (!WORD.test(p.text[at - 1] || " ") && !WORD.test(p.text[at + n.length] || " ")) {
+        if (earlier(c, whole)) whole = c;
+        break;
+      }
+      if (earlier(c, inside)) inside = c;
     }
   }
-  return fallback;
+  const m = whole || inside;
+  return m && [p.from[m[0]], p.from[m[1]]];
 }
 function markPassage(text, t) {
-  const lower = text.toLowerCase();
+  const p = foldText(text);
   const spans = [];
-  const h = findMention(lower, [E[t.h].name, ...E[t.h].aliases]);
+  const h = findMention(p, E[t.h].folded);
   if (h) spans.push([h[0], h[1], "head"]);
-  const tl = findMention(lower, [E[t.t].name, ...E[t.t].aliases]);
+  const tl = findMention(p, E[t.t].folded);
   if (tl && (!h || tl[1] <= h[0] || tl[0] >= h[1])) spans.push([tl[0], tl[1], "tail"]);
   spans.sort((a, b) => a[0] - b[0]);
   let out = "", at = 0;
@@ -489,18 +511,16 @@ function render() {
 // ---- search ----
 let matches = [], active = 0;
 function search(q) {
-  q = q.trim().toLowerCase();
+  q = fold(q.trim());
   if (!q) return [];
   const found = [];
   for (const e of E) {
     let rank = -1, via = null;
-    const consider = (s, alias) => {
+    e.folded.forEach((s, k) => { // the name, then the aliases (shown as written)
       const r = s === q ? 0 : s.startsWith(q) ? 1 : s.includes(" " + q) ? 2 : s.includes(q) ? 3 : -1;
-      if (r >= 0 && (rank < 0 || r < rank)) { rank = r; via = alias ? s : null; }
-    };
-    consider(e.lname, false);
-    for (const a of e.aliases) consider(a.toLowerCase(), true);
-    if (e.id.toLowerCase() === q) { rank = 0; via = null; }
+      if (r >= 0 && (rank < 0 || r < rank)) { rank = r; via = k > 0 ? e.aliases[k - 1] : null; }
+    });
+    if (fold(e.id) === q) { rank = 0; via = null; }
     if (rank >= 0) found.push({ e, rank, via });
   }
   const degree = e => touching[e.i].length + factsOf[e.i].length;
