@@ -130,8 +130,13 @@ describe("kg.read and kg.read_review", function()
       write(path, case[1] .. "\n")
       assert.equal(path .. ":1: " .. case[2], message(gm.kg.read, path))
     end
-    assert.equal("/tmp: Is a directory", message(gm.kg.read, "/tmp"))
-    assert.equal("/tmp: Is a directory", message(gm.kg.read_review, "/tmp"))
+    assert.equal("/tmp is a directory, not a regular file", message(gm.kg.read, "/tmp"))
+    assert.equal("/tmp is a directory, not a regular file", message(gm.kg.read_review, "/tmp"))
+    local t = '{"head":"a","relation":"r","tail":"b","score":-1}\n'
+    write(path, "\239\187\191" .. t:gsub("\n", "\r\n") .. "# a comment\n" .. t) -- a byte-order mark, CRLF, a file written twice
+    assert.equal(path .. ":3: the triple of line 1 again (a / r / b)", message(gm.kg.read, path))
+    assert.equal("kg.tsv: kg.tsv is for people to read; give the kg.jsonl beside it (or a kg.sqlite store)",
+      message(gm.kg.read, "kg.tsv"))
     write(path, '{"head":"a","relation":"r","tail":"b","verdict":"accept","tail_id":{}}\n')
     assert.equal(path .. ":1: not a review decision (head, relation and tail strings, string ids, verdict)",
       message(gm.kg.read_review, path))
@@ -202,8 +207,8 @@ describe("graphmert page and extract's kg.html", function()
       { "page --kg " .. kg_path .. " --input " .. dir .. "/none.txt" .. " --out " .. dir .. "/other.html", "none%.txt" },
       { "page --kg " .. kg_path .. " --input " .. TINY .. "/relations.tsv" .. " --out " .. dir .. "/other.html", "is not in the corpus given" },
       { "page --kg " .. kg_path .. " --out /nonexistent/dir/kg.html", "cannot write /nonexistent/dir/kg.html" },
-      { "page --kg " .. kg_path .. " --input /tmp" .. " --out " .. dir .. "/other.html", "/tmp: Is a directory" },
-      { "score --kg " .. kg_path .. " --gold /tmp", "/tmp: Is a directory" },
+      { "page --kg " .. kg_path .. " --input /tmp" .. " --out " .. dir .. "/other.html", "/tmp is a directory, not a regular file" },
+      { "score --kg " .. kg_path .. " --gold /tmp", "/tmp is a directory, not a regular file" },
       { "score --kg " .. dir .. "/foreign.jsonl --config tiny",
         "foreign%.jsonl's relation hypernym is not in .*tiny's schema %(connected_to, .*%): is it the dataset the graph was" },
     }

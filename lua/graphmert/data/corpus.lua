@@ -9,11 +9,11 @@
 -- each_jsonl(path, opts) → an iterator over the same records, a line read at a time (a corpus of
 --   any size in constant memory), and the report it fills as it goes
 -- each_passage(path, format) → an iterator over the passages {id = line number, text} of a file
---   extraction reads: format "jsonl" (JSONL records, each_jsonl), "text" (one passage per line,
---   blank lines skipped) or "auto" (jsonl for a .jsonl file); a bad line is an error
---   "path:line: what is wrong"
--- open_text(path) → the file opened for reading, or an error naming it (a directory opens, then
---   fails at the first read: it is named here, not at that read)
+--   extraction reads: format "jsonl" (JSONL records, each_jsonl), "text" (one passage per line)
+--   or "auto" (jsonl for a .jsonl file); a bad line is an error "path:line: what is wrong"
+-- lines(path) → an iterator of (line number, line) over a text file's lines that are neither
+--   blank nor comments (# first), a CR before the LF and a UTF-8 byte-order mark dropped: how
+--   every text input is read (a dataset's files, a corpus to extract from)
 -- build(records, tokenizer, {layout = gm.layout{...}, relations = {name → id}, copies = 1,
 --   packing = "record"}) → sequences, report: records are tokenised and packed into roots; each
 --   triple's tail tokens go into the leaf slots of the first root of its head's first occurrence
@@ -52,52 +52,67 @@ local function fail(report, opts, where)
   if #report.messages < 20 then report.messages[#report.messages + 1] = where end
 end
 
-function M.each_jsonl(path, opts)
-  opts = opts or {}
-  local f, err = io.open(path, "r")
-  if not f then error("read_jsonl: " .. err, 2) end
-  local report, n, lines = new_report(), 0, f:lines()
+function M.lines(path)
+  local info = gm.stat(path) -- (a FIFO is never opened, so it cannot block)
+  if info and info.type ~= "file" then error(path .. " is a " .. info.type .. ", not a regular file", 0) end
+  local f, err = io.open(path, "rb")
+  if not f then error(err, 0) end
+  local n = 0
   return function()
-    if not lines then return nil end
-    for line in lines do
-      n = n + 1
-      if line:match("%S") then
-        local ok, rec = pcall(cjson.decode, line)
-        local where = string.format("%s:%d: ", path, n)
-        if not utf8.len(line) then
-          fail(report, opts, where .. "not UTF-8 text")
-        elseif not ok or type(rec) ~= "table" then
-          fail(report, opts, where .. "not a JSON object")
-        elseif type(rec.text) ~= "string" or not rec.text:match("%S") then
-          fail(report, opts, where .. "no text")
-        else
-          local triples = {}
-          for i, t in ipairs(type(rec.triples) == "table" and rec.triples or {}) do
-            if type(t) == "table" and type(t.head) == "string" and type(t.relation) == "string" and type(t.tail) == "string" then
-              triples[#triples + 1] = { head = t.head, relation = t.relation, tail = t.tail }
-            else
-              fail(report, opts, where .. "triple " .. i .. " needs head, relation and tail strings")
-            end
-          end
-          report.records = report.records + 1
-          return { text = rec.text, triples = triples, line = n }
-        end
+    while f do
+      local line = f:read("L")
+      if not line then
+        f:close()
+        f = nil
+        return nil
       end
+      n = n + 1
+      line = line:gsub("\r?\n$", "")
+      if n == 1 then line = line:gsub("^\239\187\191", "") end -- a UTF-8 byte-order mark
+      if line:match("%S") and not line:match("^%s*#") then return n, line end
     end
-    lines = nil
-    f:close()
-  end, report
+  end
 end
 
-function M.open_text(path)
-  local f, err = io.open(path, "r")
-  if not f then error(err, 0) end
-  local probe, perr = f:read(0)
-  if probe == nil and perr then
-    f:close()
-    error(path .. ": " .. perr, 0)
-  end
-  return f
+-- what a JSONL record lacking its text has instead, to name a misspelt key
+local function keys_of(rec)
+  local keys = {}
+  for k in pairs(rec) do keys[#keys + 1] = tostring(k) end
+  table.sort(keys)
+  return #keys > 0 and " (its keys: " .. table.concat(keys, ", ") .. ")" or ""
+end
+
+function M.each_jsonl(path, opts)
+  opts = opts or {}
+  local ok_open, next_line = pcall(M.lines, path)
+  if not ok_open then error("read_jsonl: " .. next_line, 2) end
+  local report = new_report()
+  return function()
+    for n, line in next_line do
+      local ok, rec = pcall(cjson.decode, line)
+      local where = string.format("%s:%d: ", path, n)
+      if not utf8.len(line) then
+        fail(report, opts, where .. "not UTF-8 text")
+      elseif not ok or type(rec) ~= "table" then
+        fail(report, opts, where .. "not a JSON object")
+      elseif rec.text == nil then
+        fail(report, opts, where .. "no \"text\"" .. keys_of(rec))
+      elseif type(rec.text) ~= "string" or not rec.text:match("%S") then
+        fail(report, opts, where .. "no text")
+      else
+        local triples = {}
+        for i, t in ipairs(type(rec.triples) == "table" and rec.triples or {}) do
+          if type(t) == "table" and type(t.head) == "string" and type(t.relation) == "string" and type(t.tail) == "string" then
+            triples[#triples + 1] = { head = t.head, relation = t.relation, tail = t.tail }
+          else
+            fail(report, opts, where .. "triple " .. i .. " needs head, relation and tail strings")
+          end
+        end
+        report.records = report.records + 1
+        return { text = rec.text, triples = triples, line = n }
+      end
+    end
+  end, report
 end
 
 function M.each_passage(path, format)
@@ -108,17 +123,12 @@ function M.each_passage(path, format)
       return rec and { id = rec.line, text = rec.text }
     end
   end
-  local f = M.open_text(path)
-  local n, lines = 0, f:lines()
+  local next_line = M.lines(path)
   return function()
-    if not lines then return nil end
-    for line in lines do
-      n = n + 1
-      if not utf8.len(line) then error(string.format("%s:%d: not UTF-8 text", path, n), 0) end
-      if line:match("%S") then return { id = n, text = line } end
-    end
-    lines = nil
-    f:close()
+    local n, line = next_line()
+    if not n then return nil end
+    if not utf8.len(line) then error(string.format("%s:%d: not UTF-8 text", path, n), 0) end
+    return { id = n, text = line }
   end
 end
 

@@ -143,23 +143,11 @@ end
 
 local function fail(msg) error(msg, 0) end
 
--- each non-blank, non-comment line of a text file with its number; CR before LF dropped
+-- each non-blank, non-comment line of a text file with its number (gm.data.corpus.lines)
 local function lines_of(path)
-  local info = gm.stat(path)
-  if info and info.type ~= "file" then fail("dataset: " .. path .. " is a " .. info.type .. ", not a regular file") end
-  local f, err = io.open(path, "rb")
-  if not f then fail("dataset: " .. err) end
-  local n = 0
-  return function()
-    while true do
-      local line = f:read("L")
-      if not line then f:close() return nil end
-      n = n + 1
-      line = line:gsub("\r?\n$", "")
-      if n == 1 then line = line:gsub("^\239\187\191", "") end -- a UTF-8 byte-order mark
-      if line:match("%S") and not line:match("^%s*#") then return n, line end
-    end
-  end
+  local ok, next_line = pcall(require("graphmert.data.corpus").lines, path)
+  if not ok then fail("dataset: " .. next_line) end
+  return next_line
 end
 
 -- (gm.stat: a FIFO is never opened, so it cannot block)

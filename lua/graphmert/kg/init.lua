@@ -15,7 +15,7 @@
 --     it: head id, relation, tail id (a new tail, which has none, by "new:" and its name)
 local cjson = require "cjson"
 local json = require "graphmert.json"
-local open_text = require("graphmert.data.corpus").open_text
+local lines = require("graphmert.data.corpus").lines
 
 local M = {
   store = require "graphmert.kg.store",
@@ -57,29 +57,31 @@ local function triple_problem(t)
   end
 end
 
--- the records of a JSONL file, each checked by problem(record) → what is wrong with it, or nil
+-- the records of a JSONL file, each checked by problem(record, line) → what is wrong with it, or nil
 local function read_jsonl(path, problem)
-  local f = open_text(path)
-  local records, n = {}, 0
-  for line in f:lines() do
-    n = n + 1
-    if line:match("%S") then
-      local ok, record = pcall(cjson.decode, line)
-      local wrong = not ok and "not JSON" or problem(record)
-      if wrong then
-        f:close()
-        error(string.format("%s:%d: %s", path, n, wrong), 0)
-      end
-      records[#records + 1] = record
-    end
+  local records = {}
+  for n, line in lines(path) do
+    local ok, record = pcall(cjson.decode, line)
+    local wrong = not ok and "not JSON" or problem(record, n)
+    if wrong then error(string.format("%s:%d: %s", path, n, wrong), 0) end
+    records[#records + 1] = record
   end
-  f:close()
   return records
 end
 
 function M.read(path, opts)
   if path:match("%.sqlite$") then return read_store(path, (opts or {}).top or 5) end
-  local triples = read_jsonl(path, triple_problem)
+  if path:match("%.tsv$") then
+    error(path .. ": kg.tsv is for people to read; give the kg.jsonl beside it (or a kg.sqlite store)", 0)
+  end
+  local seen = {} -- a triple twice (two files put together) would count twice
+  local triples = read_jsonl(path, function(t, n)
+    local wrong = triple_problem(t)
+    if wrong then return wrong end
+    local key = t.head .. "\0" .. t.relation .. "\0" .. t.tail
+    if seen[key] then return string.format("the triple of line %d again (%s / %s / %s)", seen[key], t.head, t.relation, t.tail) end
+    seen[key] = n
+  end)
   for _, t in ipairs(triples) do
     if t.tail_id == cjson.null then t.tail_id = nil end
     if t.head_id == cjson.null then t.head_id = nil end
