@@ -35,7 +35,10 @@ ex.apply_settings(cfg)
 if args.steps then cfg.steps = args.steps end
 local grid = cfg.grid
 local cells_dir = args.out .. "/cells"
-os.execute("mkdir -p '" .. cells_dir .. "'")
+if gm.distributed.is_main() then -- checked and made before any work
+  ex.args.folder("ablation.lua", args.out, true)
+  ex.args.folder("ablation.lua", cells_dir, true)
+end
 
 local d = ex.args.try("ablation.lua", ex.prepare, cfg) -- a dataset's error is the user's: one line
 say(ex.summary(d), "\n")
@@ -250,9 +253,7 @@ local function block(name, rows)
 end
 local pictures = {}
 local function picture(file, title, commands)
-  local full = { "set terminal pngcairo size 1200,700 noenhanced", string.format("set output '%s/%s'", args.out, file) }
-  for _, c in ipairs(commands) do full[#full + 1] = c end
-  if ex.plot(full) then pictures[#pictures + 1] = string.format("![%s](%s)", title, file) end
+  if ex.plot(args.out .. "/" .. file, "pngcairo size 1200,700 noenhanced", commands) then pictures[#pictures + 1] = string.format("![%s](%s)", title, file) end
 end
 
 -- training loss: mean over seeds and the band between the lowest and highest seed, averaged over

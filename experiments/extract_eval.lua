@@ -186,15 +186,14 @@ end
 local f = assert(io.open(out_dir .. "/pr.csv", "w"))
 f:write(table.concat(csv, "\n"), "\n")
 f:close()
-local plot = { "set terminal png size 900,600", string.format("set output '%s/pr.png'", out_dir),
-  "set xlabel 'recall of held-out facts'", "set ylabel 'precision'", "set key bottom left" }
+local plot = { "set xlabel 'recall of held-out facts'", "set ylabel 'precision'", "set key bottom left" }
 local series = {}
 for i, s in ipairs(systems) do
   plot[#plot + 1] = string.format("$S%d << EOD\n%s\nEOD", i, #blocks[i] > 0 and table.concat(blocks[i], "\n") or "0 0")
   series[#series + 1] = string.format("$S%d using 1:2 with lines title '%s'", i, s.name)
 end
 plot[#plot + 1] = "plot " .. table.concat(series, ", ")
-local plotted = ex.plot(plot)
+local plotted = ex.plot(out_dir .. "/pr.png", "png size 900,600", plot)
 lines[#lines + 1] = ""
 lines[#lines + 1] = plotted and "![precision and recall over score thresholds](pr.png)" or "(gnuplot not available: no pr.png)"
 local report = table.concat(lines, "\n")

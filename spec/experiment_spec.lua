@@ -62,6 +62,25 @@ describe("experiment.config", function()
     assert.equal(0, config.check(minimal { leaf_rate = 0, heldout = 0 }, "cfg.lua").leaf_rate)
   end)
 
+  it("plots to any path: a quote or a line break in it is never gnuplot's to run", function()
+    if not os.execute("command -v gnuplot > /dev/null 2>&1") then
+      pending("gnuplot is not installed (scripts/setup.sh installs it)")
+      return
+    end
+    local dir = files.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    -- gnuplot runs in the current folder: what the path would run there
+    local path = dir .. "/a'; system 'touch graphmert-pwned'; set output 'b\nsystem 'touch graphmert-pwned2'\n.png"
+    assert.is_true(gm.experiment.plot(path, "png size 200,100", { "plot x" }))
+    assert.equal("file", gm.stat(path).type)
+    assert.is_nil(gm.stat("graphmert-pwned"))
+    assert.is_nil(gm.stat("graphmert-pwned2"))
+    assert.is_false(gm.experiment.plot(dir .. "/bad.png", "png", { "plot nosuchfunction(x)" }))
+    assert.is_nil(gm.stat(dir .. "/bad.png"))
+    os.execute("rm -rf " .. dir)
+  end)
+
   it("prints '-' in the evaluation table for a figure over nothing", function()
     local none = { n = 0, hits1 = 0, tail = { hits1 = 0, hits10 = 0, mrr = 0 } }
     local some = { n = 4, hits1 = 0.25, tail = { hits1 = 0.5, hits10 = 0.75, mrr = 0.6 } }

@@ -86,17 +86,23 @@ function M.writable(script, path)
   os.remove(probe)
 end
 
--- the output folder `dir` can be one (nothing else by that name), and with make it is made with
--- its parents when missing — else a usage error naming it
+-- the output folder `dir` can be one (nothing else by that name) and, when it exists, be written
+-- in; with make it is made with its parents when missing — else a usage error naming it and why
 function M.folder(script, dir, make)
   local gm = require "graphmert"
   local info = gm.stat(dir)
   if info and info.type ~= "directory" then M.fail(script, dir .. " is a " .. info.type .. "; --out names the output folder") end
   if make and not info then
-    os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
+    local p = io.popen("mkdir -p -- '" .. dir:gsub("'", "'\\''") .. "' 2>&1")
+    local said = p:read("a")
+    p:close()
     info = gm.stat(dir)
-    if not info or info.type ~= "directory" then M.fail(script, "cannot make the folder " .. dir) end
+    if not info or info.type ~= "directory" then
+      local why = said:match(": ([^:\n]+)\n?$")
+      M.fail(script, "cannot make the folder " .. dir .. (why and ": " .. why or ""))
+    end
   end
+  if info then M.writable(script, dir .. "/.graphmert-probe") end
 end
 
 function M.usage(spec)

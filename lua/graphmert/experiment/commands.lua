@@ -88,7 +88,7 @@ function M.configs()
   local home = M.home()
   if not home then return {} end
   local list = {}
-  local p = io.popen("ls -1 '" .. home .. "/experiments/configs' 2>/dev/null")
+  local p = io.popen("ls -1 -- '" .. (home .. "/experiments/configs"):gsub("'", "'\\''") .. "' 2>/dev/null")
   for file in p:lines() do
     local name = file:match("^(.+)%.lua$")
     if name then

@@ -249,11 +249,21 @@ function M.reorder(d, seed)
   return out
 end
 
--- Runs gnuplot on `commands` (a list of lines); true when it ran, false when it is missing or
--- failed (the caller says there is no picture).
-function M.plot(commands)
+-- Runs gnuplot on `commands` (a list of lines) with `terminal` ("png size 900,600") and writes
+-- the picture to `path`; true when it did, false when gnuplot is missing or failed (the caller
+-- says there is no picture). gnuplot writes to a temporary file: a path is never put in its
+-- script, where a quote or a line break in it would be gnuplot's to run.
+function M.plot(path, terminal, commands)
+  local gm = require "graphmert"
+  local tmp = os.tmpname()
+  local script = { "set terminal " .. terminal, string.format("set output '%s'", tmp), table.unpack(commands) }
   local gp = io.popen("gnuplot 2>&1", "w")
-  return gp ~= nil and gp:write(table.concat(commands, "\n"), "\n") ~= nil and gp:close() == true
+  local ok = gp ~= nil and gp:write(table.concat(script, "\n"), "\n") ~= nil and gp:close() == true
+  local f = ok and io.open(tmp, "rb")
+  local picture = f and f:read("a")
+  if f then f:close() end
+  os.remove(tmp)
+  return type(picture) == "string" and #picture > 0 and gm.write_atomic(path, { picture }) == true
 end
 
 -- A copy of cfg whose model table has `overrides` applied (an ablation or baseline variant).
