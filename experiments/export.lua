@@ -23,6 +23,7 @@ if not args.out then fail("--out is required (see --help)") end
 local by_extension = { nt = "ntriples", ttl = "turtle", jsonl = "jsonl", tsv = "tsv" }
 local format = args.format ~= "auto" and args.format or by_extension[args.out:match("%.(%w+)$") or ""]
 if not format then fail("cannot tell the format of " .. args.out .. " (.nt, .ttl, .jsonl, .tsv, or --format)") end
+ex.args.apart("export.lua", { args.out }, { args.store })
 ex.args.writable("export.lua", args.out)
 
 local store = ex.args.try("export.lua", gm.kg.store.open, args.store, { read_only = true })

@@ -109,6 +109,13 @@ local page_path = not args["no-page"] and args.out:gsub("%.[^./]*$", "") .. ".ht
 ex.args.writable("extract.lua", args.out)
 if not storing then ex.args.writable("extract.lua", tsv_path) end
 if page_path then ex.args.writable("extract.lua", page_path) end
+do -- nothing written over the corpus, the run's files or the dataset's
+  local run, data = args.checkpoint, args.data
+  ex.args.apart("extract.lua", { args.out, not storing and tsv_path or nil, page_path, args.out .. ".journal", args.out .. ".merge" },
+    { args.input, run .. "/run.json", run .. "/checkpoint.safetensors", run .. "/tokenizer.txt", { folder = run .. "/seed_graph" },
+      data and data .. "/corpus.jsonl", data and data .. "/corpus.txt", data and { folder = data .. "/corpus" },
+      data and data .. "/triples.jsonl", data and data .. "/entities.jsonl", data and data .. "/relations.jsonl" })
+end
 
 local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
 local run = try(ex.read_run, args.checkpoint)

@@ -39,7 +39,7 @@ local out = args.out or (args.kg:gsub("%.[^./]*$", "") .. ".html")
 if not args.out and gm.stat(out) then -- extract's page, say, which may show more than this one
   fail(out .. " exists (extract writes its page there): --out " .. out .. " replaces it, or name another")
 end
-if out == args.kg then fail("--out " .. out .. " would replace the kg file") end
+ex.args.apart("page.lua", { out }, { args.kg, args.input })
 ex.args.writable("page.lua", out)
 
 local triples, passages, entities, meta = try(gm.kg.read, args.kg, { top = args.top })

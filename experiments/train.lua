@@ -34,6 +34,9 @@ ex.apply_settings(cfg)
 local tok_path = args.out .. "/tokenizer.txt"
 local function fail(msg) ex.args.fail("train.lua", msg) end
 ex.args.folder("train.lua", args.out) -- made once the data has been read
+-- a run's files are never written among the passages it reads (a dataset's corpus/ folder)
+ex.args.apart("train.lua", { args.out }, { cfg.data.dir and { folder = cfg.data.dir .. "/corpus" },
+  cfg.data.corpus and { folder = cfg.data.corpus } })
 if args.resume and args.overwrite then fail("give --resume or --overwrite, not both") end
 if not args.resume and not args.overwrite and gm.stat(args.out .. "/checkpoint.safetensors") then -- hours of training are never lost to a rerun
   fail(args.out .. " holds a trained run (checkpoint.safetensors): --resume continues it, --overwrite trains anew over it, or "
@@ -51,6 +54,10 @@ if args.resume then -- the run to continue must be there, and trained on this da
   end
   if not gm.stat(args.out .. "/checkpoint.safetensors") then
     fail(args.out .. " has no checkpoint yet (stopped before the first): train again without --resume")
+  end
+  local was, is = before.config and gm.realpath(before.config), gm.realpath(config_path)
+  if was and is and was ~= is then
+    fail(string.format("%s was trained with the config %s, not %s: resume with the run's config", args.out, before.config, config_path))
   end
 end
 
@@ -102,7 +109,10 @@ local function train(run)
       end
       return step
     end) + 1
-    if start > c.steps then
+    if start > c.steps + 1 then -- the two models of a run are compared on one budget
+      fail(string.format("%s's checkpoint is at step %d, past the %d steps asked: resume without --steps, or with more",
+        run.out, start - 1, c.steps))
+    elseif start > c.steps then
       say(string.format("%s: already trained to step %d of %d\n", run.name, start - 1, c.steps))
     else
       say(string.format("%s: resumed at step %d\n", run.name, start))

@@ -210,6 +210,23 @@ io.write("@@", io.open("/proc/self/status"):read("a"):match("VmHWM:%%s*(%%d+)"),
     end
   end)
 
+  it("never writes over its corpus or the run's files", function()
+    write(dir .. "/self.jsonl", '{"text": "they eat"}\n')
+    write(dir .. "/c.tsv", "they eat\n")
+    for _, c in ipairs {
+      { extract .. dir .. "/self.jsonl --out " .. dir .. "/self.jsonl", "the output .*/self%.jsonl would replace the input" },
+      { extract .. dir .. "/c.tsv --format text --out " .. dir .. "/c.jsonl", "the output .*/c%.tsv would replace the input" },
+      { extract .. dir .. "/c.tsv --format text --out " .. dir .. "/seed_graph/kg.jsonl", "would be inside .*/seed_graph, an input" },
+      { extract .. dir .. "/c.tsv --format text --out " .. dir .. "/./../" .. dir:match("[^/]+$") .. "/c.jsonl", "would replace the input" },
+    } do
+      local out, code = run(c[1])
+      assert.equal(2, code, out)
+      assert.matches(c[2], out)
+    end
+    assert.equal('{"text": "they eat"}\n', files.read(dir .. "/self.jsonl"))
+    assert.equal("they eat\n", files.read(dir .. "/c.tsv"))
+  end)
+
   it("reads nothing outside the run folder unless told to, and checks what run.json declares", function()
     local other, canary = dir .. ".hostile", dir .. ".canary"
     os.execute("rm -rf " .. other .. " " .. canary .. " && cp -r " .. dir .. " " .. other .. " && mkdir " .. canary)

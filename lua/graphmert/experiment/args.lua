@@ -13,7 +13,8 @@
 -- command, "graphmert extract: ..." names it as the user typed it). M.fail(script, msg)
 -- and M.try(script, fn, ...) give scripts the same ending for what they check themselves;
 -- M.writable(script, path) checks an output can be written before the work starts, M.folder(script,
--- dir, make) that an output folder can be (and makes it).
+-- dir, make) that an output folder can be (and makes it), M.apart(script, outputs, inputs) that no
+-- output would write over an input.
 local errors = require "graphmert.errors"
 
 local M = {}
@@ -84,6 +85,36 @@ function M.writable(script, path)
   local ok, err = gm.write_atomic(probe, { "" })
   if not ok then M.fail(script, "cannot write " .. path .. ": " .. err:gsub("^" .. probe:gsub("%p", "%%%0") .. "[^:]*: ", "")) end
   os.remove(probe)
+end
+
+-- where a path leads, links resolved (for a file not made yet, its folder's): two names of one
+-- file give one place
+local function place(path)
+  if type(path) ~= "string" then return nil end -- an output not written, an input not given
+  local gm = require "graphmert"
+  local real = gm.realpath(path)
+  if real then return real end
+  local dir, name = path:match("^(.*)/([^/]*)$")
+  local folder = gm.realpath(dir == "" and "/" or dir or ".")
+  return folder and folder .. "/" .. (name or path)
+end
+
+-- no output is an input, or inside an input folder (given as {folder = path}); entries that are
+-- not paths are skipped — checked before any work, so that an extraction never writes over its
+-- corpus, nor a page over the file it shows
+function M.apart(script, outputs, inputs)
+  for _, o in pairs(outputs) do
+    local op = place(o)
+    for _, i in pairs(inputs) do
+      local folder = type(i) == "table"
+      if folder then i = i.folder end
+      local ip = place(i)
+      if op and ip and op == ip then M.fail(script, string.format("the output %s would replace the input %s: choose another --out", o, i)) end
+      if op and ip and folder and op:sub(1, #ip + 1) == ip .. "/" then
+        M.fail(script, string.format("the output %s would be inside %s, an input: choose another --out", o, i))
+      end
+    end
+  end
 end
 
 -- the output folder `dir` can be one (nothing else by that name) and, when it exists, be written

@@ -368,7 +368,7 @@ function M.load_tokenizer(dir, run)
   local tok = gm.data.tokenizer.load(gm.folder.need(dir, "tokenizer.txt", "load_tokenizer"))
   if tok:size() ~= math.tointeger(run.model.vocab) then
     error(string.format("the tokenizer in %s has %d pieces, the model %s: they are not from one run", dir, tok:size(),
-      tostring(run.model.vocab)), 0)
+      tostring(math.tointeger(run.model.vocab) or run.model.vocab)), 0)
   end
   return tok
 end
