@@ -168,15 +168,40 @@ local function journal_path(r) return size == 1 and args.out .. ".journal" or st
 -- What decides a passage's triples (files by what they name): a journal's header holds it with
 -- the checkpoint and process count, and a store with --min-score too (it keeps triples filtered
 -- by it; a journal keeps them all): neither continues another extraction.
+-- a file as it is now: a journal or a store continues only the same corpus and weights, not a
+-- file rewritten under the same name
+local function stamp(path)
+  local info = gm.stat(path)
+  if not info then return nil end
+  local whole = math.floor(info.mtime)
+  return string.format("%d bytes, modified %s.%06d UTC", info.size, os.date("!%Y-%m-%d %H:%M:%S", whole),
+    math.floor((info.mtime - whole) * 1e6))
+end
 local settings_of = { journal = 1, checkpoint = gm.realpath(args.checkpoint), processes = size,
+  input_file = stamp(args.input), weights = stamp(args.checkpoint .. "/checkpoint.safetensors"),
   input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top,
   batch = args.batch, decoding = args.decoding, packed = not args.unpacked, data = args.data and gm.realpath(args.data),
   config = args.config and gm.realpath(ex.commands.config_path(args.config)), min_score = min_score }
-local settings = gm.json.object(settings_of, { "journal", "input", "checkpoint", "format", "relations", "top", "batch",
-  "decoding", "packed", "data", "config", "processes" })
-local extraction = gm.json.object(settings_of, { "input", "format", "relations", "top", "min_score", "batch", "decoding",
-  "packed", "data", "config" })
+local settings = gm.json.object(settings_of, { "journal", "input", "input_file", "checkpoint", "weights", "format", "relations",
+  "top", "batch", "decoding", "packed", "data", "config", "processes" })
+local extraction = gm.json.object(settings_of, { "input", "input_file", "weights", "format", "relations", "top", "min_score",
+  "batch", "decoding", "packed", "data", "config" })
 local function mine(k) return (k - 1) % size == rank end
+
+-- whether a journal line's passages are as extract writes them (a line edited by hand is not)
+local function whole_chunk(rec)
+  if type(rec.passages) ~= "table" then return false end
+  for _, p in ipairs(rec.passages) do
+    if type(p) ~= "table" or type(p.triples) ~= "table" then return false end
+    for _, t in ipairs(p.triples) do
+      if type(t) ~= "table" or type(t.head) ~= "string" or type(t.relation) ~= "string" or type(t.tail) ~= "string"
+        or type(t.score) ~= "number" then
+        return false
+      end
+    end
+  end
+  return true
+end
 
 -- the chunks a journal holds (a torn last line — a process killed while writing it — is not one),
 -- and whether it ends with a newline
@@ -184,6 +209,11 @@ local function journal_chunks(path)
   local f = io.open(path, "r")
   if not f then fail("cannot read " .. path) end
   local header = f:read("l")
+  local ok, head = pcall(cjson.decode, header or "")
+  if not ok or type(head) ~= "table" or head.journal == nil then
+    f:close()
+    fail(path .. " is not a journal of graphmert extract (damaged?): remove it to start over")
+  end
   if header ~= settings then
     local differ = gm.json.differences(header, settings)
     fail(string.format("%s is the journal of another run (%s): run with its settings, or remove it to start over", path,
@@ -196,6 +226,9 @@ local function journal_chunks(path)
     if k then
       if not mine(k) or (last and k ~= last + size) or (not last and k ~= rank + 1) then
         fail(string.format("%s: chunk %d out of order: the journal is damaged; remove it to start over", path, k))
+      end
+      if not whole_chunk(rec) then
+        fail(string.format("%s: chunk %d is not as extract writes it: the journal is damaged; remove it to start over", path, k))
       end
       held[k], last = true, k
     end

@@ -148,6 +148,7 @@ static const luaL_Reg writer_methods[] = {{"write", writer_write}, {"commit", wr
                                           {NULL, NULL}};
 
 /* gm.stat(path) → {type = "file" | "directory" | "fifo" | "device" | "socket", size = bytes,
+ * mtime = last modification in seconds since the epoch (to the nanosecond the file system keeps),
  * link = whether path itself is a symbolic link}, following links; or nil and a message. Never
  * opens the file, so a FIFO cannot block it. */
 static int l_stat(lua_State *L) {
@@ -163,11 +164,13 @@ static int l_stat(lua_State *L) {
                      : S_ISFIFO(sb.st_mode) ? "fifo"
                      : S_ISSOCK(sb.st_mode) ? "socket"
                                             : "device";
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 4);
   lua_pushstring(L, type);
   lua_setfield(L, -2, "type");
   lua_pushinteger(L, (lua_Integer)sb.st_size);
   lua_setfield(L, -2, "size");
+  lua_pushnumber(L, (lua_Number)sb.st_mtim.tv_sec + (lua_Number)sb.st_mtim.tv_nsec * 1e-9);
+  lua_setfield(L, -2, "mtime");
   lua_pushboolean(L, lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode));
   lua_setfield(L, -2, "link");
   return 1;
