@@ -107,7 +107,13 @@ local chunks = (total + CHUNK - 1) // CHUNK
 local tsv_path = args.out:gsub("%.jsonl$", "") .. ".tsv"
 local page_path = not args["no-page"] and args.out:gsub("%.[^./]*$", "") .. ".html"
 ex.args.writable("extract.lua", args.out)
-if not storing then ex.args.writable("extract.lua", tsv_path) end
+if not storing then
+  ex.args.writable("extract.lua", tsv_path)
+  local merge_info = gm.stat(args.out .. ".merge") -- the merge's scratch file (a leftover one is replaced)
+  if merge_info and merge_info.type ~= "file" then
+    fail(args.out .. ".merge is a " .. merge_info.type .. ", where extract keeps its merge: move it away")
+  end
+end
 if page_path then ex.args.writable("extract.lua", page_path) end
 do -- nothing written over the corpus, the run's files or the dataset's
   local run, data = args.checkpoint, args.data

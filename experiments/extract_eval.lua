@@ -53,10 +53,15 @@ local tok = ex.args.try("extract_eval.lua", ex.load_tokenizer, args.checkpoint, 
 gm.manual_seed(cfg.seed)
 local d = ex.args.try("extract_eval.lua", ex.prepare, cfg, tok)
 local graph = d.graph
+if table.concat(graph.relation_names, ",") ~= table.concat(run.relations, ",") then -- every figure would be 0
+  fail(string.format("the dataset's relations (%s) are not the run's (%s): is it the dataset the run was trained on?",
+    table.concat(graph.relation_names, ", "), table.concat(run.relations, ", ")))
+end
 local relations = {}
 for id, name in ipairs(run.relations) do relations[name] = id end
 
 local passages = ex.heldout_passages(d, args.passages)
+if #passages == 0 then fail(args.config .. " holds no entity out of training (heldout = 0): there is no unseen text to evaluate on") end
 
 -- the most frequent tail of each relation in training, for the frequency baseline
 local frequent = {}
@@ -73,13 +78,15 @@ local systems = { { name = "GraphMERT", dir = args.checkpoint } }
 local baseline_dir = args.checkpoint .. "/baseline"
 if gm.stat(baseline_dir .. "/run.json") then systems[2] = { name = "no decay, no H-GAT", dir = baseline_dir } end
 systems[#systems + 1] = { name = "most frequent tail" }
+for _, system in ipairs(systems) do -- every checkpoint loads before any work
+  if system.dir then system.model = ex.args.try("extract_eval.lua", ex.load_model, system.dir) end
+end
 
 for _, system in ipairs(systems) do
   local units, t0 = {}, gm.clock()
   local progress = ex.progress.new { stream = io.stderr, total = #passages }
-  local model
-  if system.dir then
-    model = ex.load_model(system.dir)
+  local model = system.model
+  if model then
     if args.decoding == "constrained" and not opts.tails then
       opts.tails = graph:known_tails(tok, relations, model.layout.leaves)
     end
