@@ -124,9 +124,11 @@ describe("gm.data.dataset's other forms", function()
   it("reads JSONL entities, triples and relations, * types, a byte-order mark and CRLF lines", function()
     local dir = folder {
       ["entities.jsonl"] = '\239\187\191{"id": 1, "name": "liver", "type": "organ", "aliases": ["hepar"]}\r\n' ..
-        '{"id": "S1", "name": "bile", "type": "substance"}\r\n{"id": "X", "name": "thing"}\r\n["not", "an object"]\r\n',
+        '{"id": "S1", "name": "bile", "type": "substance"}\r\n{"id": "X", "name": "thing"}\r\n["not", "an object"]\r\n' ..
+        '{"id": "N", "name": "four", "aliases": 4}\n',     -- would be the alias "4"
       ["relations.jsonl"] = '{"name": "produces", "head_types": ["organ"], "tail_types": ["*"]}\n' ..
-        '{"name": "is_a", "head_types": [], "tail_types": ["organ"]}\n',
+        '{"name": "is_a", "head_types": [], "tail_types": ["organ"]}\n' ..
+        '{"name": "wide", "head_types": ["organ"], "tail_types": [1]}\n',   -- would be "any type"
       ["triples.jsonl"] = '{"head": 1, "relation": "produces", "tail": "bile"}\n' ..
         '{"head": "hepar", "relation": "produces", "tail": "X"}\n' ..   -- tail of any type: fine
         '{"head": "S1", "relation": "is_a", "tail": "X"}\n',          -- X is an "entity", not an organ
@@ -144,6 +146,9 @@ describe("gm.data.dataset's other forms", function()
     assert.same({ 1, 1, 1 }, { s["not a JSON object"], s["tail type not allowed by the relation schema"], s["duplicate passage id"] })
     assert.equal("*", ds.schema.produces.tail)
     assert.equal("*", ds.schema.is_a.head)
+    assert.same({ 1, 1 }, { s["aliases not a list of strings"], s["types not a list of strings"] })
+    assert.is_nil(ds.entities.N)
+    assert.is_nil(ds.schema.wide)
     os.execute("rm -rf " .. dir)
   end)
 

@@ -226,6 +226,17 @@ local function split_list(v, sep)
   return out
 end
 
+-- whether a JSONL list field (aliases, head_types, tail_types) is absent or a list of strings; a
+-- number or a string there would be taken as one name, and a type list of numbers as "any"
+local function string_list(v)
+  if v == nil or v == cjson.null then return true end
+  if type(v) ~= "table" then return false end
+  for k, x in pairs(v) do
+    if math.type(k) ~= "integer" or type(x) ~= "string" then return false end
+  end
+  return true
+end
+
 local function read_entities(ds, path)
   each_record(ds, path, { "id", "name", "type", "aliases" }, function(where, r, fields)
     local id, name = text_field(r.id), text_field(r.name)
@@ -235,6 +246,7 @@ local function read_entities(ds, path)
     elseif not id then ds:skip(where, "no entity id")
     elseif not name then ds:skip(where, "no entity name")
     elseif ds.entities[id] then ds:skip(where, "duplicate entity id", id)
+    elseif not fields and not string_list(r.aliases) then ds:skip(where, "aliases not a list of strings", id)
     else
       local type_ = r.type ~= nil and text_field(r.type) or "entity"
       ds:add_entity(id, name, type_, split_list(r.aliases, "|"))
@@ -250,6 +262,8 @@ local function read_relations(ds, path)
       ds:skip(where, fields < 3 and "fewer than 3 fields" or "more than 3 fields", "relation<TAB>head types<TAB>tail types")
     elseif not name then ds:skip(where, "no relation name")
     elseif ds.schema[name] then ds:skip(where, "duplicate relation", name)
+    elseif not fields and not (string_list(r.head_types) and string_list(r.tail_types)) then
+      ds:skip(where, "types not a list of strings", name)
     else
       local s = { head = {}, tail = {}, where = where }
       for _, side in ipairs { "head", "tail" } do
