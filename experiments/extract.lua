@@ -153,7 +153,11 @@ local only
 if args.relations ~= "all" then
   only = {}
   for name in args.relations:gmatch("[^,]+") do
-    if not relations[name] then fail("unknown relation " .. name .. " (known: " .. table.concat(run.relations, ", ") .. ")") end
+    if not relations[name] then
+      local near = ex.args.suggest(name, run.relations)
+      fail("unknown relation " .. name .. " (" .. (near and "did you mean " .. near .. "?; " or "") .. "known: "
+        .. table.concat(run.relations, ", ") .. ")")
+    end
     only[name] = true
   end
 end

@@ -20,29 +20,66 @@ if args.data and args.config then fail("give --data DIR or --config FILE, not bo
 if not args.data and not args.config then fail("give --data DIR or --config FILE (see --help)") end
 
 local ds = ex.args.try("validate.lua", ex.named_dataset, args)
-print(ds:summary())
 local r = ds.report
+print((ds:summary():gsub("; first: .*$", ""))) -- the skipped lines are listed below
 if r.skipped_total > 0 then
   print(string.format("skipped lines (%d; the first %d):", r.skipped_total, #r.messages))
   for _, m in ipairs(r.messages) do print("  " .. m) end
 end
+local function count(n, one, many) return string.format("%d %s", n, n == 1 and one or (many or one .. "s")) end
+local function sorted(set)
+  local list = {}
+  for k in pairs(set) do list[#list + 1] = k end
+  table.sort(list)
+  return list
+end
+
+-- the schema's types against the entities' (a typo on either side leaves a relation unusable)
+if ds.schema_given then
+  local typed, named = {}, {}
+  for _, id in ipairs(ds.entity_order) do typed[ds.entities[id].type] = true end
+  local used_anywhere = false
+  for _, name in ipairs(ds.relation_names) do
+    local s = ds.schema[name]
+    for _, side in ipairs { "head", "tail" } do
+      if s[side] == "*" then used_anywhere = true else for t in pairs(s[side]) do named[t] = true end end
+    end
+  end
+  local missing, unused = {}, {}
+  for _, t in ipairs(sorted(named)) do if not typed[t] then missing[#missing + 1] = t end end
+  if not used_anywhere then for _, t in ipairs(sorted(typed)) do if not named[t] then unused[#unused + 1] = t end end end
+  if #missing > 0 then print("types in the relation schema that no entity has: " .. table.concat(missing, ", ")) end
+  if #unused > 0 then print("entity types no relation takes: " .. table.concat(unused, ", ")) end
+end
 
 local graph = gm.data.seed_graph.new(ds)
-local mentions, with_head, ambiguous, mentioned = 0, 0, 0, {}
+local mentions, with_head, ambiguous, mentioned, names = 0, 0, 0, {}, {}
 for _, p in ipairs(ds.passages) do
   local found = graph.linker:mentions(p.text)
   mentions = mentions + #found
   if #found > 0 then with_head = with_head + 1 end
   for _, m in ipairs(found) do
     local c = graph:candidates(m.phrase)
-    if #c > 1 then ambiguous = ambiguous + 1 end
+    if #c > 1 then
+      ambiguous = ambiguous + 1
+      names[m.phrase] = names[m.phrase] or { n = 0, ids = c }
+      names[m.phrase].n = names[m.phrase].n + 1
+    end
     for _, id in ipairs(c) do mentioned[id] = true end
   end
   if p.entity then mentioned[p.entity] = true end
 end
 local unplaced = 0
 for _, t in ipairs(ds.triples) do if not mentioned[t.head] then unplaced = unplaced + 1 end end
-print(string.format("linking: %d mentions, %.2f a passage; %d of %d passages (%.1f%%) have a head; %d mentions " ..
-  "ambiguous (kept with every candidate, ranked); %d of %d triples have a head no passage mentions",
-  mentions, mentions / #ds.passages, with_head, #ds.passages, 100 * with_head / #ds.passages, ambiguous, unplaced, #ds.triples))
+print(string.format("linking: %s, %.2f a passage; %d of %d passages (%.1f%%) have a head; %s " ..
+  "ambiguous (kept with every candidate, ranked); %d of %s have a head no passage mentions",
+  count(mentions, "mention"), mentions / #ds.passages, with_head, #ds.passages, 100 * with_head / #ds.passages,
+  count(ambiguous, "mention"), unplaced, count(#ds.triples, "triple")))
+local list = sorted(names)
+table.sort(list, function(a, b) return names[a].n > names[b].n or (names[a].n == names[b].n and a < b) end)
+for i = 1, math.min(#list, 10) do
+  local n = names[list[i]]
+  print(string.format("  ambiguous: %s names %s (%s)", list[i], table.concat(n.ids, ", "), count(n.n, "mention")))
+end
+if #list > 10 then print(string.format("  ... and %d more ambiguous names", #list - 10)) end
 if args.strict and r.skipped_total > 0 then os.exit(1) end

@@ -22,7 +22,7 @@
 --     relations = ..., on_error = "skip" | "stop"} → Dataset
 --   dataset.new(name, {link = linker options, split_hash}) → an empty Dataset a source fills
 --     (gm.data.wordnet.dataset):
---     ds:add_entity(id, name, type, aliases), ds:add_triple(head_id, relation, tail_id),
+--     ds:add_entity(id, name, type, aliases), ds:add_triple(head_id, relation, tail_id[, where]),
 --     ds:add_passage{id, text, entity}, then ds:finish()
 -- A Dataset: entities (id → {id, name, type, aliases}), entity_order (ids in file order),
 -- triples ({head, relation, tail} entity ids, in file order), passages ({id, text, entity,
@@ -66,13 +66,13 @@ function Dataset:add_entity(id, name, type, aliases)
   return e
 end
 
-function Dataset:add_triple(head, relation, tail)
+function Dataset:add_triple(head, relation, tail, where)
   if not self.entities[head] or not self.entities[tail] then
     error(string.format("Dataset:add_triple: no entity %s (add_entity first)", tostring(self.entities[head] and tail or head)), 2)
   end
   local key = head .. "\0" .. relation .. "\0" .. tail
-  if self.seen_triple[key] then return false end
-  self.seen_triple[key] = true
+  if self.seen_triple[key] then return false, self.seen_triple[key] end
+  self.seen_triple[key] = where or true
   self.triples[#self.triples + 1] = { head = head, relation = relation, tail = tail }
   return true
 end
@@ -240,7 +240,7 @@ end
 local function read_entities(ds, path)
   each_record(ds, path, { "id", "name", "type", "aliases" }, function(where, r, fields)
     local id, name = text_field(r.id), text_field(r.name)
-    if fields and fields < 2 then ds:skip(where, "fewer than 2 fields", "id<TAB>name<TAB>type<TAB>aliases")
+    if fields and fields < 2 then ds:skip(where, "fewer than 2 fields", "id<TAB>name<TAB>type<TAB>aliases; this line has no tab")
     elseif fields and fields > 4 then -- aliases separated by tabs, not |, would lose all but the first
       ds:skip(where, "more than 4 fields", "id<TAB>name<TAB>type<TAB>aliases separated by |")
     elseif not id then ds:skip(where, "no entity id")
@@ -318,9 +318,15 @@ local function allowed(set, type_) return set == "*" or set[type_] end
 -- (a per-passage triple may repeat one another passage gave: `from_passage` does not report it)
 local function add_triple(ds, where, r, implicit, fields, from_passage)
   local relation = text_field(r.relation)
-  if fields and fields ~= 3 then return ds:skip(where, fields < 3 and "fewer than 3 fields" or "more than 3 fields", "head<TAB>relation<TAB>tail") end
+  if fields and fields ~= 3 then
+    return ds:skip(where, fields < 3 and "fewer than 3 fields" or "more than 3 fields",
+      "head<TAB>relation<TAB>tail" .. (fields == 1 and "; this line has no tab" or ""))
+  end
   if not relation then return ds:skip(where, "no relation") end
   local head, why, what = resolve(ds, r.head, implicit)
+  if not head and why == "unknown entity" and where:match(":1$") then
+    what = what .. "; a header line's first field is head"
+  end
   if not head then return ds:skip(where, why, what) end
   local tail
   tail, why, what = resolve(ds, r.tail, implicit)
@@ -336,7 +342,10 @@ local function add_triple(ds, where, r, implicit, fields, from_passage)
       return ds:skip(where, "tail type not allowed by the relation schema", string.format("%s is a %s; %s at %s", tail, tt, relation, s.where))
     end
   end
-  if not ds:add_triple(head, relation, tail) and not from_passage then return ds:skip(where, "duplicate triple") end
+  local added, before = ds:add_triple(head, relation, tail, where)
+  if not added and not from_passage then
+    return ds:skip(where, "duplicate triple", type(before) == "string" and "as at " .. before or nil)
+  end
   return head, tail
 end
 

@@ -55,6 +55,10 @@ end
 
 -- a --config value: a file that exists, or the name of a shipped config ("tiny", "tiny.lua")
 function M.config_path(value)
+  local info = gm.stat(value)
+  if info and info.type == "directory" then
+    args.fail("config", value .. " is a folder: --config names a config file or a shipped config (a dataset folder goes to --data)")
+  end
   if value:find("/") or is_file(value) then return value end
   local home = M.home()
   local shipped = home and (home .. "/experiments/configs/" .. value:gsub("%.lua$", "") .. ".lua")
