@@ -259,6 +259,16 @@ if not storing then
     journal = assert(io.open(path, "a"))
     if not newline then journal:write("\n") end -- a torn line stays a line of its own, never read
   else
+    if args.resume and gm.stat(args.out) then -- a whole run leaves no journal
+      if rank == 0 then
+        io.stderr:write(string.format("%s is complete (no journal left): nothing to resume; without --resume it is extracted again\n",
+          args.out))
+      end
+      os.exit(0, true) -- the state closed: an MPI session ends as it should
+    end
+    if args.resume and rank == 0 then
+      io.stderr:write(string.format("--resume: no journal %s to continue: extracting from the first passage\n", path))
+    end
     journal = io.open(path, "w")
     if not journal then fail("cannot write " .. path) end
     journal:write(settings, "\n")

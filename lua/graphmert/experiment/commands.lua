@@ -120,12 +120,18 @@ end
 function M.main(command, ...)
   if command == "help" or command == "--help" or command == "-h" then
     local about = ...
-    if M.scripts[about] then return M.main(about, "--help") end -- graphmert help extract
-    if about and about ~= "configs" and about ~= "help" then return M.main(about) end -- the unknown command's error
+    if M.scripts[about] or about == "configs" then return M.main(about, "--help") end -- graphmert help extract
+    if about and about ~= "help" then return M.main(about) end -- the unknown command's error
     print(M.usage())
     return
   end
   if command == "configs" then
+    local first = ...
+    if first == "--help" or first == "-h" then
+      print("usage: graphmert configs\n" .. ABOUT.configs .. " (a --config value may be one of their names)")
+      return
+    end
+    if first ~= nil then args.fail("graphmert configs", "takes no arguments, got " .. tostring(first)) end
     for _, c in ipairs(M.configs()) do print(string.format("%-22s %s", c.name, c.about)) end
     return
   end
