@@ -94,6 +94,12 @@ describe("help", function()
   it("prints a size as a list, and indexes a tensor by its first dimension", function()
     local t = gm.tensor { { 1, 2, 3 }, { 4, 5, 6 } }
     assert.equal("{2, 3}\tx\t3\tnil", printed(repl.show, t:size(), "x", 3, nil))
+    -- a short plain table on one line: tensors by their size, keys in order
+    assert.equal('{Tensor 2x3, "a", loss = 0.5, nested = {1, {...}}, ["two words"] = true}',
+      printed(repl.show, { t, "a", loss = 0.5, nested = { 1, { 2 } }, ["two words"] = true }))
+    local long = {}
+    for i = 1, 13 do long[i] = i end
+    assert.matches("^table: ", printed(repl.show, long))
     assert.same({ 4, 5, 6 }, t[2]:totable())
     assert.equal(6, t[-1][3]:item())
     assert.same({}, t[1][1]:shape())

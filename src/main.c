@@ -394,6 +394,7 @@ static void repl(lua_State *L) {
   if (docall(L, 1, 1) == LUA_OK) lua_setglobal(L, "gm");
   else report(L, LUA_ERRRUN);
   repl_helpers_open(L);
+  fputs("help() or ?name for the API (?gm: an overview), TAB completes, Ctrl-D quits\n", stdout);
   int status, show;
   while ((status = load_line(L, &show)) != -1) {
     if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);

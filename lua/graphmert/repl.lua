@@ -213,15 +213,44 @@ function repl.show(...)
   local out = {}
   for i = 1, select("#", ...) do
     local v = select(i, ...)
-    local list = type(v) == "table" and getmetatable(v) == nil and #v > 0
-    if list then
-      for k, x in pairs(v) do
-        if math.type(k) ~= "integer" or k < 1 or k > #v or type(x) ~= "number" then list = false break end
-      end
-    end
-    out[i] = list and ("{" .. table.concat(v, ", ") .. "}") or tostring(v)
+    out[i] = type(v) == "table" and getmetatable(v) == nil and repl.brief(v, 1) or tostring(v)
   end
   print(table.concat(out, "\t"))
+end
+
+-- A plain table on one line, as far as it is short: {2, 3}, {loss = 0.5, t = Tensor 2x3, ...}
+-- (a tensor by its size, a deeper table as {...}); nil for one of more than 12 entries.
+local SHOWN = 12
+function repl.brief(t, depth)
+  local gm = require "graphmert"
+  local keys, n = {}, 0
+  for k in pairs(t) do
+    n = n + 1
+    if n > SHOWN then return nil end
+    keys[n] = k
+  end
+  local len = #t
+  table.sort(keys, function(a, b)
+    local ai, bi = math.type(a) == "integer" and a >= 1 and a <= len, math.type(b) == "integer" and b >= 1 and b <= len
+    if ai ~= bi then return ai end
+    if ai then return a < b end
+    return tostring(a) < tostring(b)
+  end)
+  local parts = {}
+  for _, k in ipairs(keys) do
+    local v = t[k]
+    local shown
+    if gm.is_tensor(v) then shown = "Tensor " .. v:shape_string()
+    elseif type(v) == "string" then shown = string.format("%q", v)
+    elseif type(v) == "table" and getmetatable(v) == nil then shown = depth < 2 and repl.brief(v, depth + 1) or "{...}"
+    else shown = tostring(v) end
+    shown = shown or "{...}"
+    local plain = math.type(k) == "integer" and k >= 1 and k <= len
+    parts[#parts + 1] = plain and shown
+      or ((type(k) == "string" and k:match("^[%a_][%w_]*$")) and k or "[" .. (type(k) == "string" and string.format("%q", k) or tostring(k)) .. "]")
+      .. " = " .. shown
+  end
+  return "{" .. table.concat(parts, ", ") .. "}"
 end
 
 return repl
