@@ -63,7 +63,7 @@ end
 
 gm.manual_seed(cfg.seed)
 local d = ex.args.try("train.lua", function() -- a dataset's error is the user's: one line
-  return ex.prepare(cfg, args.resume and gm.data.tokenizer.load(tok_path) or nil)
+  return ex.prepare(cfg, args.resume and ex.load_tokenizer(args.out) or nil) -- checked against the run's model
 end)
 if main then ex.args.folder("train.lua", args.out, true) end
 if not args.resume and main then d.tok:save(tok_path) end
