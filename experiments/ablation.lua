@@ -35,10 +35,8 @@ ex.apply_settings(cfg)
 if args.steps then cfg.steps = args.steps end
 local grid = cfg.grid
 local cells_dir = args.out .. "/cells"
-if gm.distributed.is_main() then -- checked and made before any work
-  ex.args.folder("ablation.lua", args.out, true)
-  ex.args.folder("ablation.lua", cells_dir, true)
-end
+ex.args.folder("ablation.lua", args.out, true) -- checked and made before any work, by every rank (each writes cells)
+ex.args.folder("ablation.lua", cells_dir, true)
 
 local d = ex.args.try("ablation.lua", ex.prepare, cfg) -- a dataset's error is the user's: one line
 say(ex.summary(d), "\n")

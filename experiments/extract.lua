@@ -5,7 +5,7 @@
 --       [--relations all|hypernym,part_meronym] [--top 5] [--min-score S] [--batch 16]
 --       [--decoding open|constrained] [--data DIR | --config FILE] [--resume] [--unpacked]
 --   mpirun -np K graphmert extract ...     the passages split over K processes, one output
--- Input: plain text (one passage per line) or, for a .jsonl file (or --format jsonl), the JSONL
+-- Input: plain text (one passage per line; blank lines and lines starting with # skipped) or, for a .jsonl file (or --format jsonl), the JSONL
 -- corpus format (a line per record with a "text" field); the format assumed is printed. The file
 -- is read twice, a line at a time: once to check it all (a bad line is named before any work),
 -- once to extract; a corpus of any size takes the same memory. Heads are the seed graph's entity
@@ -41,7 +41,7 @@ local dist = gm.distributed
 local args = ex.args.parse(arg, {
   script = "extract.lua", about = "A knowledge graph from text with a trained GraphMERT.",
   { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
-  { "input", nil, "passages: plain text, one per line, or JSONL records with a \"text\" field" },
+  { "input", nil, "passages: plain text, one per line (lines starting with # are comments), or JSONL records with a \"text\" field" },
   { "format", "auto", "the input's format: text, jsonl, or auto (jsonl for a .jsonl file, else text)", choices = { "auto", "text", "jsonl" } },
   { "out", "kg.jsonl", "output: kg.jsonl (a .tsv is written beside it), or a kg.sqlite store that grows as it goes" },
   { "relations", "all", "all, or a comma-separated list of relation names" },
@@ -81,12 +81,12 @@ local CHUNK = 32
 -- --format's.
 local jsonl = args.format == "jsonl" or (args.format == "auto" and args.input:match("%.jsonl$") ~= nil)
 local function each_passage()
-  local next_passage = ex.args.try("extract.lua", gm.data.corpus.each_passage, args.input, jsonl and "jsonl" or "text")
+  local next_passage, skipped = ex.args.try("extract.lua", gm.data.corpus.each_passage, args.input, jsonl and "jsonl" or "text")
   return function()
     local ok, p = pcall(next_passage)
     if not ok then fail(tostring(p)) end
     return p
-  end
+  end, skipped
 end
 
 do
@@ -99,7 +99,14 @@ if rank == 0 then
     args.format == "auto" and " (--format to choose)" or ""))
 end
 local total = 0 -- the whole file checked before any work: a bad line is named now, not hours in
-for _ in each_passage() do total = total + 1 end
+do
+  local next_passage, skipped = each_passage()
+  for _ in next_passage do total = total + 1 end
+  if skipped and skipped.comments > 0 and rank == 0 then
+    io.stderr:write(string.format("%s: %d lines starting with # skipped (comments, as in a dataset's files)\n", args.input,
+      skipped.comments))
+  end
+end
 if total == 0 then fail(args.input .. " has no passages") end
 local chunks = (total + CHUNK - 1) // CHUNK
 
@@ -116,11 +123,23 @@ if not storing then
 end
 if page_path then ex.args.writable("extract.lua", page_path) end
 do -- nothing written over the corpus, the run's files or the dataset's
-  local run, data = args.checkpoint, args.data
-  ex.args.apart("extract.lua", { args.out, not storing and tsv_path or nil, page_path, args.out .. ".journal", args.out .. ".merge" },
-    { args.input, run .. "/run.json", run .. "/checkpoint.safetensors", run .. "/tokenizer.txt", { folder = run .. "/seed_graph" },
-      data and data .. "/corpus.jsonl", data and data .. "/corpus.txt", data and { folder = data .. "/corpus" },
-      data and data .. "/triples.jsonl", data and data .. "/entities.jsonl", data and data .. "/relations.jsonl" })
+  local run, data, stem = args.checkpoint, args.data, args.out:gsub("%.[^./]*$", "")
+  local outputs = { args.out, page_path, args.out .. ".journal", args.out .. ".merge" }
+  if not storing then
+    for _, more in ipairs { tsv_path, stem .. ".partial.jsonl", stem .. ".partial.tsv", args.out .. "." .. rank .. ".journal" } do
+      outputs[#outputs + 1] = more
+    end
+  end
+  local inputs = { args.input, run .. "/run.json", run .. "/checkpoint.safetensors", run .. "/tokenizer.txt",
+    { folder = run .. "/seed_graph" } }
+  if data then
+    inputs[#inputs + 1] = { folder = data .. "/corpus" }
+    for _, part in ipairs { "corpus", "triples", "entities", "relations" } do
+      inputs[#inputs + 1] = data .. "/" .. part .. ".jsonl"
+      inputs[#inputs + 1] = data .. "/" .. part .. (part == "corpus" and ".txt" or ".tsv")
+    end
+  end
+  ex.args.apart("extract.lua", outputs, inputs)
 end
 
 local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
@@ -224,6 +243,10 @@ local function journal_chunks(path)
     f:close()
     fail(path .. " is not a journal of graphmert extract (damaged?): remove it to start over")
   end
+  if head.input_file == nil then
+    f:close()
+    fail(path .. " was written by an earlier graphmert, which did not record the input's size and time: remove it to start over")
+  end
   if header ~= settings then
     local differ = gm.json.differences(header, settings)
     fail(string.format("%s is the journal of another run (%s): run with its settings, or remove it to start over", path,
@@ -259,13 +282,6 @@ if not storing then
     journal = assert(io.open(path, "a"))
     if not newline then journal:write("\n") end -- a torn line stays a line of its own, never read
   else
-    if args.resume and gm.stat(args.out) then -- a whole run leaves no journal
-      if rank == 0 then
-        io.stderr:write(string.format("%s is complete (no journal left): nothing to resume; without --resume it is extracted again\n",
-          args.out))
-      end
-      os.exit(0, true) -- the state closed: an MPI session ends as it should
-    end
     if args.resume and rank == 0 then
       io.stderr:write(string.format("--resume: no journal %s to continue: extracting from the first passage\n", path))
     end

@@ -19,7 +19,7 @@ local args = ex.args.parse(arg, {
   { "checkpoint", nil, "the training run whose seed graph to show (its seed_graph/)" },
   { "data", nil, "a dataset folder whose seed graph to show" },
   { "config", nil, "a config whose dataset's seed graph to show" },
-  { "out", nil, "the page to write (default: the kg file with .html, if no file is there)" },
+  { "out", nil, "the page to write (default: the kg file with .html)" },
   { "top", 5, "triples kept per (head, relation) from a store", type = "integer", min = 1 },
   { "title", nil, "the page's title (default: the kg file's path)" },
 })
@@ -36,9 +36,6 @@ do
   if not info or info.type ~= "file" then fail(args.kg .. ": not a file") end
 end
 local out = args.out or (args.kg:gsub("%.[^./]*$", "") .. ".html")
-if not args.out and gm.stat(out) then -- extract's page, say, which may show more than this one
-  fail(out .. " exists (extract writes its page there): --out " .. out .. " replaces it, or name another")
-end
 ex.args.apart("page.lua", { out }, { args.kg, args.input })
 ex.args.writable("page.lua", out)
 
@@ -50,6 +47,15 @@ elseif not storing then
   io.stderr:write("page: no --input: the page lists each triple's source line numbers but not their text\n")
 end
 
+-- a page without the passages or the seed graph does not replace one by its default name
+-- (extract's, which has both) unless --out says so
+local function keep_existing(lacking)
+  if not args.out and gm.stat(out) then
+    fail(string.format("%s exists, and this page would lack %s: --out %s replaces it, or name another", out, lacking, out))
+  end
+end
+if not storing and not args.input then keep_existing("the passages' text (--input)") end
+
 local graph
 if args.checkpoint then
   graph = try(ex.run_graph, args.checkpoint)
@@ -58,6 +64,7 @@ elseif args.data or args.config then
 elseif storing and meta.checkpoint and gm.stat(meta.checkpoint) then
   graph = try(ex.run_graph, meta.checkpoint) -- the store's run
 else
+  keep_existing("the seed graph (--checkpoint, --data or --config)")
   io.stderr:write("page: no --checkpoint, --data or --config: no seed-graph facts to draw beside the triples\n")
 end
 

@@ -56,7 +56,8 @@ if args.resume then -- the run to continue must be there, and trained on this da
     fail(args.out .. " has no checkpoint yet (stopped before the first): train again without --resume")
   end
   local was, is = before.config and gm.realpath(before.config), gm.realpath(config_path)
-  if was and is and was ~= is then
+  local function text(path) local f = io.open(path) local t = f and f:read("a") if f then f:close() end return t end
+  if was and is and was ~= is and text(was) ~= text(is) then -- the same file elsewhere (another checkout) is the run's
     fail(string.format("%s was trained with the config %s, not %s: resume with the run's config", args.out, before.config, config_path))
   end
 end

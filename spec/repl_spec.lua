@@ -97,6 +97,7 @@ describe("help", function()
     -- a short plain table on one line: tensors by their size, keys in order
     assert.equal('{Tensor 2x3, "a", loss = 0.5, nested = {1, {...}}, ["two words"] = true}',
       printed(repl.show, { t, "a", loss = 0.5, nested = { 1, { 2 } }, ["two words"] = true }))
+    assert.equal("{[1] = 1, [3] = 3}", printed(repl.show, { 1, nil, 3 }))
     local long = {}
     for i = 1, 13 do long[i] = i end
     assert.matches("^table: ", printed(repl.show, long))

@@ -85,12 +85,16 @@ describe("experiments/train.lua stopped and resumed", function()
     assert.equal(2, code, out)
     assert.matches("checkpoint is at step 4, past the 2 steps asked", out, 1, true)
     local other = config .. ".other.lua"
-    files.write(other, files.read(config))
-    out, code = files.run("./build/bin/graphmert experiments/train.lua --config " .. other .. " --out " .. dir .. " --resume")
+    files.write(other, files.read(config)) -- the same config elsewhere (another checkout) is the run's
+    assert.matches("already trained to step 4 of 4",
+      run("./build/bin/graphmert experiments/train.lua --config " .. other .. " --out " .. dir .. " --resume"))
+    local changed = config .. ".changed.lua"
+    files.write(changed, (files.read(config):gsub("seed = 2", "seed = 3")))
+    out, code = files.run("./build/bin/graphmert experiments/train.lua --config " .. changed .. " --out " .. dir .. " --resume")
     assert.equal(2, code, out)
-    assert.matches("was trained with the config .*, not .*other%.lua: resume with the run's config", out)
+    assert.matches("was trained with the config .*, not .*changed%.lua: resume with the run's config", out)
     assert.equal(log, files.read(dir .. "/log.csv"))
-    os.execute("rm -rf " .. dir .. " " .. config .. " " .. other)
+    os.execute("rm -rf " .. dir .. " " .. config .. " " .. other .. " " .. changed)
   end)
 
   it("never writes a run among the passages it reads", function()

@@ -229,7 +229,11 @@ function repl.brief(t, depth)
     if n > SHOWN then return nil end
     keys[n] = k
   end
-  local len = #t
+  local len, positional = #t, 0
+  for _, k in ipairs(keys) do
+    if math.type(k) == "integer" and k >= 1 and k <= len then positional = positional + 1 end
+  end
+  if positional ~= len then len = 0 end -- a list with holes: every key shown as [k] = v
   table.sort(keys, function(a, b)
     local ai, bi = math.type(a) == "integer" and a >= 1 and a <= len, math.type(b) == "integer" and b >= 1 and b <= len
     if ai ~= bi then return ai end

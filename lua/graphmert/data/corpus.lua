@@ -10,10 +10,12 @@
 --   any size in constant memory), and the report it fills as it goes
 -- each_passage(path, format) → an iterator over the passages {id = line number, text} of a file
 --   extraction reads: format "jsonl" (JSONL records, each_jsonl), "text" (one passage per line)
---   or "auto" (jsonl for a .jsonl file); a bad line is an error "path:line: what is wrong"
+--   or "auto" (jsonl for a .jsonl file); a bad line is an error "path:line: what is wrong"; with
+--   "text", also lines()'s count of the comment lines skipped
 -- lines(path) → an iterator of (line number, line) over a text file's lines that are neither
 --   blank nor comments (# first), a CR before the LF and a UTF-8 byte-order mark dropped: how
---   every text input is read (a dataset's files, a corpus to extract from)
+--   every text input is read (a dataset's files, a corpus to extract from); and {comments = the
+--   comment lines skipped so far}
 -- build(records, tokenizer, {layout = gm.layout{...}, relations = {name → id}, copies = 1,
 --   packing = "record"}) → sequences, report: records are tokenised and packed into roots; each
 --   triple's tail tokens go into the leaf slots of the first root of its head's first occurrence
@@ -57,7 +59,7 @@ function M.lines(path)
   if info and info.type ~= "file" then error(path .. " is a " .. info.type .. ", not a regular file", 0) end
   local f, err = io.open(path, "rb")
   if not f then error(err, 0) end
-  local n = 0
+  local n, skipped = 0, { comments = 0 }
   return function()
     while f do
       local line = f:read("L")
@@ -69,9 +71,13 @@ function M.lines(path)
       n = n + 1
       line = line:gsub("\r?\n$", "")
       if n == 1 then line = line:gsub("^\239\187\191", "") end -- a UTF-8 byte-order mark
-      if line:match("%S") and not line:match("^%s*#") then return n, line end
+      if line:match("^%s*#") then
+        skipped.comments = skipped.comments + 1
+      elseif line:match("%S") then
+        return n, line
+      end
     end
-  end
+  end, skipped
 end
 
 -- what a JSONL record lacking its text has instead, to name a misspelt key
@@ -123,13 +129,13 @@ function M.each_passage(path, format)
       return rec and { id = rec.line, text = rec.text }
     end
   end
-  local next_line = M.lines(path)
+  local next_line, skipped = M.lines(path)
   return function()
     local n, line = next_line()
     if not n then return nil end
     if not utf8.len(line) then error(string.format("%s:%d: not UTF-8 text", path, n), 0) end
     return { id = n, text = line }
-  end
+  end, skipped
 end
 
 function M.read_jsonl(path, opts)

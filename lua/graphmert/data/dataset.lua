@@ -226,10 +226,11 @@ local function split_list(v, sep)
   return out
 end
 
--- whether a JSONL list field (aliases, head_types, tail_types) is absent or a list of strings; a
--- number or a string there would be taken as one name, and a type list of numbers as "any"
+-- whether a JSONL list field (aliases, head_types, tail_types) is absent, a list of strings, or a
+-- string (split as the TSV column is); a number there would be taken as a name, and a type list
+-- of numbers as "any"
 local function string_list(v)
-  if v == nil or v == cjson.null then return true end
+  if v == nil or v == cjson.null or type(v) == "string" then return true end
   if type(v) ~= "table" then return false end
   for k, x in pairs(v) do
     if math.type(k) ~= "integer" or type(x) ~= "string" then return false end
@@ -240,7 +241,7 @@ end
 local function read_entities(ds, path)
   each_record(ds, path, { "id", "name", "type", "aliases" }, function(where, r, fields)
     local id, name = text_field(r.id), text_field(r.name)
-    if fields and fields < 2 then ds:skip(where, "fewer than 2 fields", "id<TAB>name<TAB>type<TAB>aliases; this line has no tab")
+    if fields and fields < 2 then ds:skip(where, "fewer than 2 fields", "id<TAB>name<TAB>type<TAB>aliases; this line has one field: are its fields separated by tabs?")
     elseif fields and fields > 4 then -- aliases separated by tabs, not |, would lose all but the first
       ds:skip(where, "more than 4 fields", "id<TAB>name<TAB>type<TAB>aliases separated by |")
     elseif not id then ds:skip(where, "no entity id")
@@ -320,11 +321,11 @@ local function add_triple(ds, where, r, implicit, fields, from_passage)
   local relation = text_field(r.relation)
   if fields and fields ~= 3 then
     return ds:skip(where, fields < 3 and "fewer than 3 fields" or "more than 3 fields",
-      "head<TAB>relation<TAB>tail" .. (fields == 1 and "; this line has no tab" or ""))
+      "head<TAB>relation<TAB>tail" .. (fields == 1 and "; this line has one field: are its fields separated by tabs?" or ""))
   end
   if not relation then return ds:skip(where, "no relation") end
   local head, why, what = resolve(ds, r.head, implicit)
-  if not head and why == "unknown entity" and where:match(":1$") then
+  if not head and why == "unknown entity" and fields and where:match(":1$") then
     what = what .. "; a header line's first field is head"
   end
   if not head then return ds:skip(where, why, what) end

@@ -92,11 +92,12 @@ end
 local function place(path)
   if type(path) ~= "string" then return nil end -- an output not written, an input not given
   local gm = require "graphmert"
+  path = path:gsub("(.)/+$", "%1")
   local real = gm.realpath(path)
   if real then return real end
   local dir, name = path:match("^(.*)/([^/]*)$")
   local folder = gm.realpath(dir == "" and "/" or dir or ".")
-  return folder and folder .. "/" .. (name or path)
+  return folder and (folder:gsub("/$", "")) .. "/" .. (name or path)
 end
 
 -- no output is an input, or inside an input folder (given as {folder = path}); entries that are
@@ -133,7 +134,12 @@ function M.folder(script, dir, make)
       M.fail(script, "cannot make the folder " .. dir .. (why and ": " .. why or ""))
     end
   end
-  if info then M.writable(script, dir .. "/.graphmert-probe") end
+  if info then
+    local probe = string.format("%s/.graphmert-probe.%d.%d", dir, math.random(1 << 30), os.time())
+    local ok, err = require("graphmert").write_atomic(probe, { "" })
+    if not ok then M.fail(script, "cannot write in the folder " .. dir .. ": " .. (tostring(err):match("[^:]+$") or tostring(err)):gsub("^%s+", "")) end
+    os.remove(probe)
+  end
 end
 
 function M.usage(spec)

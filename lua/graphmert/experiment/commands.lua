@@ -55,14 +55,15 @@ end
 
 -- a --config value: a file that exists, or the name of a shipped config ("tiny", "tiny.lua")
 function M.config_path(value)
+  if is_file(value) then return value end
+  local home = M.home()
+  local shipped = not value:find("/") and home and (home .. "/experiments/configs/" .. value:gsub("%.lua$", "") .. ".lua")
+  if shipped and is_file(shipped) then return shipped end
   local info = gm.stat(value)
   if info and info.type == "directory" then
     args.fail("config", value .. " is a folder: --config names a config file or a shipped config (a dataset folder goes to --data)")
   end
-  if value:find("/") or is_file(value) then return value end
-  local home = M.home()
-  local shipped = home and (home .. "/experiments/configs/" .. value:gsub("%.lua$", "") .. ".lua")
-  if shipped and is_file(shipped) then return shipped end
+  if value:find("/") then return value end
   if not gm.stat(value) then
     args.fail("config", string.format("no file %s, and no shipped config of that name (graphmert configs lists them)", value))
   end

@@ -255,7 +255,8 @@ end
 -- script, where a quote or a line break in it would be gnuplot's to run.
 function M.plot(path, terminal, commands)
   local gm = require "graphmert"
-  local tmp = os.tmpname()
+  local made, tmp = pcall(os.tmpname)
+  if not made then return false end
   local script = { "set terminal " .. terminal, string.format("set output '%s'", tmp), table.unpack(commands) }
   local gp = io.popen("gnuplot 2>&1", "w")
   local ok = gp ~= nil and gp:write(table.concat(script, "\n"), "\n") ~= nil and gp:close() == true

@@ -78,7 +78,7 @@ function M.read(path, opts)
   local triples = read_jsonl(path, function(t, n)
     local wrong = triple_problem(t)
     if wrong then return wrong end
-    local key = t.head .. "\0" .. t.relation .. "\0" .. t.tail
+    local key = M.key(t)
     if seen[key] then return string.format("the triple of line %d again (%s / %s / %s)", seen[key], t.head, t.relation, t.tail) end
     seen[key] = n
   end)

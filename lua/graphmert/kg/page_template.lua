@@ -135,7 +135,7 @@ const list = x => Array.isArray(x) ? x : [];
 const PAGE = 100, MAX_NEIGHBOURS = 36;
 const R = list(D.relations), DEC = list(D.decodings);
 // case and accents folded, as the linker folds names: "Citroën" and "citroen" alike
-const fold = s => s.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
+const fold = s => s.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase().replace(/ς/g, "σ"); // a word's last sigma too
 const E = list(D.entities).map(([id, name, type, seed, aliases], i) =>
   ({ i, id, name, type, seed: !!seed, aliases: list(aliases), folded: [name, ...list(aliases)].map(fold) }));
 const byId = new Map(E.map(e => [e.id, e]));
