@@ -126,7 +126,7 @@ describe("gm.data.dataset's other forms", function()
       ["entities.jsonl"] = '\239\187\191{"id": 1, "name": "liver", "type": "organ", "aliases": ["hepar"]}\r\n' ..
         '{"id": "S1", "name": "bile", "type": "substance"}\r\n{"id": "X", "name": "thing"}\r\n["not", "an object"]\r\n' ..
         '{"id": "N", "name": "four", "aliases": 4}\n' ..    -- would be the alias "4"
-        '{"id": "B", "name": "gall", "aliases": "bile|choler"}\n',  -- a string is split as the TSV column is
+        '{"id": "B", "name": "gall", "aliases": "fel|choler"}\n',  -- a string is split as the TSV column is
       ["relations.jsonl"] = '{"name": "produces", "head_types": ["organ"], "tail_types": ["*"]}\n' ..
         '{"name": "is_a", "head_types": [], "tail_types": ["organ"]}\n' ..
         '{"name": "wide", "head_types": ["organ"], "tail_types": [1]}\n',   -- would be "any type"
@@ -149,7 +149,7 @@ describe("gm.data.dataset's other forms", function()
     assert.equal("*", ds.schema.is_a.head)
     assert.same({ 1, 1 }, { s["aliases not a list of strings"], s["types not a list of strings"] })
     assert.is_nil(ds.entities.N)
-    assert.same({ "bile", "choler" }, ds.entities.B.aliases)
+    assert.same({ "fel", "choler" }, ds.entities.B.aliases)
     assert.is_nil(ds.schema.wide)
     os.execute("rm -rf " .. dir)
   end)
