@@ -40,7 +40,7 @@ describe("extract", function()
     assert.equal(4, tails[1].n) -- dog, domestic dog, canine, hot dog
   end)
 
-  it("merges triples across passages, drops self-loops and non-words, keeps the top per (head, relation)", function()
+  it("merges triples across passages, drops self-loops, non-words and function words, keeps the top per (head, relation)", function()
     local kg = ext.merge({
       { head = "dog", relation = "hypernym", tail = "canine", score = -1, source = 1, decoding = "open" },
       { head = "dog", relation = "hypernym", tail = "canine", score = -0.5, source = 2, decoding = "open" },
@@ -49,6 +49,8 @@ describe("extract", function()
       { head = "dog", relation = "hypernym", tail = "pet", score = -3, source = 1, decoding = "open" },
       { head = "dog", relation = "hypernym", tail = "Dog", score = 0, source = 1, decoding = "open" },
       { head = "dog", relation = "hypernym", tail = ", .", score = 0, source = 1, decoding = "open" },
+      { head = "dog", relation = "hypernym", tail = "the", score = 0, source = 1, decoding = "open" },
+      { head = "dog", relation = "hypernym", tail = "Of The", score = 0, source = 1, decoding = "open" },
     }, { top = 2 })
     assert.equal(2, #kg)
     assert.same({ "canine", -0.5, 2, { 1, 2 } }, { kg[1].tail, kg[1].score, kg[1].count, kg[1].sources })

@@ -8,8 +8,9 @@
 --   merge(triples, opts) → merger(opts) fed the list → its result.
 --
 -- The rule, whichever way it is kept:
---   - a self-loop (tail = head once case and accents are folded), a tail without a letter, and a
---     triple scoring below min_score are dropped;
+--   - a self-loop (tail = head once case and accents are folded), a tail without a letter or of
+--     function words only ("the", "of the": gm.data.linker's stop words), and a triple scoring
+--     below min_score are dropped;
 --   - an entry's score is its best, count the number of distinct sources, sources their ids in
 --     the order first seen; tokens, decoding and the ids are its first triple's;
 --   - groups (head, relation) come in the order first seen, and within one the `top` entries by
@@ -17,12 +18,22 @@
 -- In memory by default. With disk = path the entries live in a scratch SQLite file there (removed
 -- by close, and replaced if a killed run left one), so a corpus's graph is merged in a memory that
 -- does not grow with it; both ways give the same entries.
-local normalize = require("graphmert.data.linker").normalize
+local linker = require "graphmert.data.linker"
+local normalize = linker.normalize
 
 local M = {}
 
+-- a tail of function words only ("the", "of the"): no entity, as a lone one is no mention
+local function function_words(text)
+  for w in normalize(text):gmatch("%S+") do
+    if not linker.english_stopwords[w] then return false end
+  end
+  return true
+end
+
 local function kept(t, min_score)
-  return t.tail:match("%a") and normalize(t.tail) ~= normalize(t.head) and not (min_score and t.score < min_score)
+  return t.tail:match("%a") and not function_words(t.tail) and normalize(t.tail) ~= normalize(t.head)
+    and not (min_score and t.score < min_score)
 end
 
 local function entry(e, sources)
