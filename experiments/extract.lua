@@ -93,6 +93,10 @@ do
   local info, err = gm.stat(args.input)
   if not info then fail(err) end
   if info.type == "directory" then fail(args.input .. " is a directory, not a file of passages") end
+  if info.type ~= "file" then -- a pipe cannot be read twice
+    fail(args.input .. " is a " .. info.type .. ": extract reads its input twice (checked whole, then extracted), so give a file "
+      .. "(save the stream to one first)")
+  end
 end
 if rank == 0 then
   io.stderr:write(string.format("reading %s as %s%s\n", args.input, jsonl and "JSONL records" or "plain text, one passage per line",

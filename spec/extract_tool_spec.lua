@@ -216,6 +216,7 @@ io.write("@@", io.open("/proc/self/status"):read("a"):match("VmHWM:%%s*(%%d+)"),
         "passages%.txt is a file, not a training run's folder" },
       { extract .. dir .. "/missing.txt", "missing.txt" },
       { extract .. dir, "is a directory, not a file of passages" },
+      { "mkfifo " .. dir .. "/fifo && " .. extract .. dir .. "/fifo", "fifo is a fifo: extract reads its input twice" },
     }
     for _, c in ipairs(cases) do
       local out, code = run(c[1] .. " --out " .. dir .. "/x.jsonl")
