@@ -27,12 +27,7 @@ if r.skipped_total > 0 then
   for _, m in ipairs(r.messages) do print("  " .. m) end
 end
 local function count(n, one, many) return string.format("%d %s", n, n == 1 and one or (many or one .. "s")) end
-local function sorted(set)
-  local list = {}
-  for k in pairs(set) do list[#list + 1] = k end
-  table.sort(list)
-  return list
-end
+local sorted = require("graphmert.nn.check").sorted_keys
 
 -- the schema's types against the entities' (a typo on either side leaves a relation unusable)
 if ds.schema_given then
