@@ -5,8 +5,9 @@
 --       [--relations all|hypernym,part_meronym] [--top 5] [--min-score S] [--batch 16]
 --       [--decoding open|constrained] [--data DIR | --config FILE] [--resume] [--unpacked]
 --   mpirun -np K graphmert extract ...     the passages split over K processes, one output
--- Input: plain text (one passage per line; blank lines and lines starting with # skipped) or, for a .jsonl file (or --format jsonl), the JSONL
--- corpus format (a line per record with a "text" field); the format assumed is printed. The file
+-- Input: plain text (one passage per line; blank lines and lines starting with # skipped) or,
+-- for a .jsonl file (or --format jsonl), the JSONL corpus format (a line per record with a
+-- "text" field); the format assumed is printed. The file
 -- is read twice, a line at a time: once to check it all (a bad line is named before any work),
 -- once to extract; a corpus of any size takes the same memory. Heads are the seed graph's entity
 -- names and aliases found in each passage (the run's dataset, gm.data.linker: longest match,
@@ -198,9 +199,6 @@ end
 -- one line per finished chunk {"chunk": k, "passages": [{id, triples}]}. Under mpirun rank r
 -- takes chunks r + 1, r + 1 + K, ... and writes its own journal; rank 0 merges them in chunk order.
 local function journal_path(r) return size == 1 and args.out .. ".journal" or string.format("%s.%d.journal", args.out, r) end
--- What decides a passage's triples (files by what they name): a journal's header holds it with
--- the checkpoint and process count, and a store with --min-score too (it keeps triples filtered
--- by it; a journal keeps them all): neither continues another extraction.
 -- a file as it is now: a journal or a store continues only the same corpus and weights, not a
 -- file rewritten under the same name
 local function stamp(path)
@@ -210,6 +208,9 @@ local function stamp(path)
   return string.format("%d bytes, modified %s.%06d UTC", info.size, os.date("!%Y-%m-%d %H:%M:%S", whole),
     math.floor((info.mtime - whole) * 1e6))
 end
+-- What decides a passage's triples (files by what they name, and as they are): a journal's header
+-- holds it with the checkpoint and process count, and a store with --min-score too (it keeps
+-- triples filtered by it; a journal keeps them all): neither continues another extraction.
 local settings_of = { journal = 1, checkpoint = gm.realpath(args.checkpoint), processes = size,
   input_file = stamp(args.input), weights = stamp(args.checkpoint .. "/checkpoint.safetensors"),
   input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top,
