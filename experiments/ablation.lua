@@ -64,13 +64,21 @@ for _, lambda in ipairs(grid.lambdas) do
   end
 end
 
+-- what a cell's figures depend on besides its λ, H-GAT and seed: a cell of other settings is not kept
+local setup = ex.settings(cfg, gm.json.flat({ steps = cfg.steps, data = cfg.data }))
+
 local function read_cell(cell)
   local f = io.open(cell.path, "r")
   if not f then return nil end
   local ok, result = pcall(cjson.decode, f:read("a"))
   f:close()
   if not ok or type(result) ~= "table" or result.name ~= cell.name then
-    error(string.format("ablation.lua: %s is not a finished cell (remove it to run the cell again)", cell.path), 0)
+    ex.args.fail("ablation.lua", string.format("%s is not a finished cell (remove it to run the cell again)", cell.path))
+  end
+  if result.setup ~= setup then
+    local differ = gm.json.differences(result.setup or "{}", setup)
+    ex.args.fail("ablation.lua", string.format("%s was run with other settings (%s%s): give another --out, or remove %s to "
+      .. "start over", cell.path, table.concat(differ, "; ", 1, math.min(#differ, 4)), #differ > 4 and "; ..." or "", cells_dir))
   end
   return result
 end
@@ -108,7 +116,7 @@ local function run_cell(cell, index)
   local factors, p = gm.eval.decay_by_distance(model, math.max(#mass - 1, 0))
   local hits, totals = {}, {}
   for i, u in ipairs(per_sequence) do hits[i], totals[i] = u.hits, u.total end
-  local result = { name = cell.name, lambda = v.lambda, hgat = v.hgat, seed = cell.seed, steps = c.steps,
+  local result = { name = cell.name, setup = setup, lambda = v.lambda, hgat = v.hgat, seed = cell.seed, steps = c.steps,
     train_seconds = train_seconds, seconds = gm.clock() - t0, losses = losses, acc = acc,
     acc_units = { hits = hits, totals = totals },
     facts = tails.facts.tail.ranks, entities = tails.entities.tail.ranks, extraction = extraction,

@@ -55,10 +55,12 @@ if args.resume then -- the run to continue must be there, and trained on this da
   if not gm.stat(args.out .. "/checkpoint.safetensors") then
     fail(args.out .. " has no checkpoint yet (stopped before the first): train again without --resume")
   end
-  local was, is = before.config and gm.realpath(before.config), gm.realpath(config_path)
-  local function text(path) local f = io.open(path) local t = f and f:read("a") if f then f:close() end return t end
-  if was and is and was ~= is and text(was) ~= text(is) then -- the same file elsewhere (another checkout) is the run's
-    fail(string.format("%s was trained with the config %s, not %s: resume with the run's config", args.out, before.config, config_path))
+  -- what the config decides of training, compared value by value (a config copied elsewhere is the run's; one edited is not)
+  local now = ex.settings(cfg)
+  if before.settings and before.settings ~= now then
+    local differ = gm.json.differences(before.settings, now)
+    fail(string.format("%s was trained with another config (%s; run.json names %s): resume with the run's config", args.out,
+      table.concat(differ, "; ", 1, math.min(#differ, 4)) .. (#differ > 4 and "; ..." or ""), tostring(before.config)))
   end
 end
 
@@ -121,7 +123,8 @@ local function train(run)
     if main then drop_rows_after(log_path, start - 1) end
   end
   if main then
-    ex.write_run(run.out, { config = config_path:sub(1, 1) == "/" and config_path or ex.config.cwd() .. config_path, model = model.config, relations = d.relation_names,
+    ex.write_run(run.out, { config = config_path:sub(1, 1) == "/" and config_path or ex.config.cwd() .. config_path,
+      settings = ex.settings(c), model = model.config, relations = d.relation_names,
       data = cfg.data, tail_end = cfg.tail_end, absent = cfg.absent })
     -- extraction reads the run folder alone; the index holds constrained decoding's known tails
     d.dataset:save_seed_graph(run.out .. "/seed_graph", d.graph, { tok = d.tok, leaves = d.layout.leaves })

@@ -71,6 +71,11 @@ describe("experiments/ablation.lua", function()
     assert.equal(kept, read(dir .. "/cells/" .. names[1] .. ".json"))
     -- the retrained cells are the same computation: the tables come out the same
     assert.same(cjson.decode(before), cjson.decode(read(dir .. "/summary.json")))
+    -- cells of other settings are never kept as this grid's
+    out, code = run(cmd .. " --steps 2")
+    assert.equal(2, code, out)
+    assert.matches("was run with other settings %(steps 3, here 2%): give another %-%-out", out)
+    assert.equal(kept, read(dir .. "/cells/" .. names[1] .. ".json"))
   end)
 
   it("stops on Ctrl-C keeping the finished cells, and goes on from them", function()

@@ -88,13 +88,13 @@ describe("experiments/train.lua stopped and resumed", function()
     files.write(other, files.read(config)) -- the same config elsewhere (another checkout) is the run's
     assert.matches("already trained to step 4 of 4",
       run("./build/bin/graphmert experiments/train.lua --config " .. other .. " --out " .. dir .. " --resume"))
-    local changed = config .. ".changed.lua"
-    files.write(changed, (files.read(config):gsub("seed = 2", "seed = 3")))
-    out, code = files.run("./build/bin/graphmert experiments/train.lua --config " .. changed .. " --out " .. dir .. " --resume")
+    files.write(other, (files.read(config):gsub("lr = 1e%-3", "lr = 2e-3"))) -- edited in place: not the run's
+    out, code = files.run("./build/bin/graphmert experiments/train.lua --config " .. other .. " --out " .. dir .. " --resume")
     assert.equal(2, code, out)
-    assert.matches("was trained with the config .*, not .*changed%.lua: resume with the run's config", out)
+    assert.matches("was trained with another config %(lr 0%.001, here 0%.002; run%.json names .*other%.lua%): resume with the " ..
+      "run's config", out)
     assert.equal(log, files.read(dir .. "/log.csv"))
-    os.execute("rm -rf " .. dir .. " " .. config .. " " .. other .. " " .. changed)
+    os.execute("rm -rf " .. dir .. " " .. config .. " " .. other)
   end)
 
   it("never writes a run among the passages it reads", function()

@@ -5,6 +5,9 @@
 --   json.object(t, keys) → t as one JSON object, its keys in the order of `keys` (nil values left
 --   out): output that is the same bytes on every run (lua-cjson writes keys in hash order, which
 --   changes from process to process)
+--   json.flat(t) → t's values by dotted key ({model = {hidden = 8}} → {["model.hidden"] = 8}; a
+--   list or an empty table as its JSON text), which json.differences compares key by key
+--   json.differences(before, now) → what differs between two objects, "key A, here B" each
 local gm = require "graphmert"
 local cjson = require "cjson"
 
@@ -48,6 +51,19 @@ function M.differences(before, now)
   local out = {}
   for _, k in ipairs(keys) do
     if before[k] ~= now[k] then out[#out + 1] = string.format("%s %s, here %s", k, shown(before[k]), shown(now[k])) end
+  end
+  return out
+end
+
+function M.flat(t, out, prefix)
+  out = out or {}
+  for k, v in pairs(t) do
+    local key = prefix and (prefix .. "." .. tostring(k)) or tostring(k)
+    if type(v) == "table" and next(v) ~= nil and #v == 0 then
+      M.flat(v, out, key)
+    else
+      out[key] = type(v) == "table" and cjson.encode(v) or v
+    end
   end
   return out
 end

@@ -291,6 +291,23 @@ end
 -- tokenizer.txt, checkpoint.safetensors and seed_graph/ (the dataset's seed graph and its index,
 -- Dataset:save_seed_graph). A folder may come from elsewhere, so the tools read only its own
 -- regular files (graphmert.folder) and check what it declares before allocating for it.
+-- What a config decides of a model's training, flat (gm.json.flat) and as one JSON text: every
+-- key but those a resumed run may change (steps, how often it evaluates and checkpoints, what it
+-- evaluates, memory and speed settings) and the data (compared by the folders it names); `extra`
+-- adds keys.
+local FREE = { steps = true, eval_every = true, checkpoint_every = true, eval_triples = true, memory_limit = true,
+  attention_keep_scores = true, baseline = true, grid = true, data = true }
+function M.settings(cfg, extra)
+  local kept = {}
+  for k, v in pairs(cfg) do if not FREE[k] then kept[k] = v end end
+  local flat = require("graphmert.json").flat(kept)
+  for k, v in pairs(extra or {}) do flat[k] = v end
+  local keys = {}
+  for k in pairs(flat) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return require("graphmert.json").object(flat, keys)
+end
+
 function M.write_run(dir, run)
   local ok, err = gm.write_atomic(dir .. "/run.json", { require("cjson").encode(run) })
   if not ok then error("write_run: " .. err, 2) end

@@ -94,9 +94,12 @@ M.TSV_HEADER = "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\t
 
 function M.jsonl_line(t) return json.object(t, M.FIELDS) .. "\n" end
 
+-- a TSV field: a tab or a line break in a name (a dataset may have one) would split the row
+local function field(s) return (tostring(s):gsub("[\t\r\n]", " ")) end
+
 function M.tsv_line(t)
-  return string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", t.head, t.relation, t.tail, t.score, t.count,
-    t.decoding, t.head_id or "", t.tail_id or "", t.seed)
+  return string.format("%s\t%s\t%s\t%.6f\t%d\t%s\t%s\t%s\t%s\n", field(t.head), field(t.relation), field(t.tail), t.score,
+    t.count, field(t.decoding), field(t.head_id or ""), field(t.tail_id or ""), t.seed)
 end
 
 function M.key(t)
