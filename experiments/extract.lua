@@ -126,7 +126,16 @@ if not storing then
     fail(args.out .. ".merge is a " .. merge_info.type .. ", where extract keeps its merge: move it away")
   end
 end
-if page_path then ex.args.writable("extract.lua", page_path) end
+if page_path then
+  ex.args.writable("extract.lua", page_path)
+  -- kg.jsonl and kg.sqlite side by side share one page name: a page made of the other is not replaced
+  local other = args.out:gsub("%.[^./]*$", "") .. (storing and ".jsonl" or ".sqlite")
+  local ok, html = pcall(gm.read_file, page_path)
+  local made_of = ok and html:match('"kg":"(.-)"')
+  if made_of and made_of:gsub("\\/", "/"):match("[^/]*$") == other:match("[^/]*$") and gm.stat(other) then
+    fail(string.format("%s is the page of %s: give --no-page, or another --out name", page_path, other))
+  end
+end
 do -- nothing written over the corpus, the run's files or the dataset's
   local run, data, stem = args.checkpoint, args.data, args.out:gsub("%.[^./]*$", "")
   local outputs = { args.out, page_path, args.out .. ".journal", args.out .. ".merge" }

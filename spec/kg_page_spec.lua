@@ -201,6 +201,11 @@ describe("graphmert page and extract's kg.html", function()
     local o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir ..
       "/kg.sqlite --no-page --decoding constrained")
     assert.equal(0, c, o)
+    local page = files.read(page_path) -- kg.jsonl's, which a page of the store beside it would replace
+    o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir .. "/kg.sqlite --decoding constrained")
+    assert.equal(2, c, o)
+    assert.matches("kg%.html is the page of .*kg%.jsonl: give %-%-no%-page, or another %-%-out name", o)
+    assert.equal(page, files.read(page_path))
     o, c = run(BIN .. "page --kg " .. dir .. "/kg.sqlite --out " .. dir .. "/store.html")
     assert.equal(0, c, o)
     assert.matches(dir:gsub("%p", "%%%0") .. "/store%.html: %d+ triples, %d+ entities, [1-9]%d* seed%-graph facts, 32 passages", o)
