@@ -87,17 +87,18 @@ function M.writable(script, path)
   os.remove(probe)
 end
 
--- where a path leads, links resolved (for a file not made yet, its folder's): two names of one
--- file give one place
-local function place(path)
-  if type(path) ~= "string" then return nil end -- an output not written, an input not given
+-- where a path leads, links resolved (for a file not made yet, or gone, its folder's; with no
+-- folder either, the path as typed; a trailing "/" dropped): two names of one file give one
+-- place; a value that is no path is itself
+function M.place(path)
+  if type(path) ~= "string" then return path end -- an output not written, an input not given
   local gm = require "graphmert"
   path = path:gsub("(.)/+$", "%1")
   local real = gm.realpath(path)
   if real then return real end
   local dir, name = path:match("^(.*)/([^/]*)$")
   local folder = gm.realpath(dir == "" and "/" or dir or ".")
-  return folder and (folder:gsub("/$", "")) .. "/" .. (name or path)
+  return folder and (folder:gsub("/$", "")) .. "/" .. (name or path) or path
 end
 
 -- no output is an input, or inside an input folder (given as {folder = path}); entries that are
@@ -105,11 +106,11 @@ end
 -- corpus, nor a page over the file it shows
 function M.apart(script, outputs, inputs)
   for _, o in pairs(outputs) do
-    local op = place(o)
+    local op = M.place(o)
     for _, i in pairs(inputs) do
       local folder = type(i) == "table"
       if folder then i = i.folder end
-      local ip = place(i)
+      local ip = M.place(i)
       if op and ip and op == ip then M.fail(script, string.format("the output %s would replace the input %s: choose another --out", o, i)) end
       if op and ip and folder and op:sub(1, #ip + 1) == ip .. "/" then
         M.fail(script, string.format("the output %s would be inside %s, an input: choose another --out", o, i))

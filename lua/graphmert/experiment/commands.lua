@@ -64,7 +64,7 @@ function M.config_path(value)
     args.fail("config", value .. " is a folder: --config names a config file or a shipped config (a dataset folder goes to --data)")
   end
   if value:find("/") then return value end
-  if not gm.stat(value) then
+  if not info then
     args.fail("config", string.format("no file %s, and no shipped config of that name (graphmert configs lists them)", value))
   end
   return value

@@ -51,24 +51,30 @@ M.schema = {
 
 -- the numbers' ranges (their types are the schema's)
 local function whole(v) return v == math.floor(v) and v < 2 ^ 53 end
+local function whole_from(low, said)
+  return { said or "a whole number >= " .. low, function(v) return whole(v) and v >= low end }
+end
+local function positive() return { "a number > 0", function(v) return v > 0 and v < math.huge end } end
+local function nonnegative() return { "a number >= 0", function(v) return v >= 0 and v < math.huge end } end
+local function share(said) return { said or "a share in [0, 1)", function(v) return v >= 0 and v < 1 end } end
 local RANGES = {
-  seed = { "a whole number", function(v) return whole(v) and v >= 0 end },
-  heldout = { "a share in [0, 1) (0.05 keeps 5% of the entities out)", function(v) return v >= 0 and v < 1 end },
-  heldout_triples = { "a share in [0, 1)", function(v) return v >= 0 and v < 1 end },
-  copies = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
-  vocab_size = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
+  seed = whole_from(0, "a whole number"),
+  heldout = share("a share in [0, 1) (0.05 keeps 5% of the entities out)"),
+  heldout_triples = share(),
+  copies = whole_from(1),
+  vocab_size = whole_from(1),
   leaf_rate = { "a share in [0, 1]", function(v) return v >= 0 and v <= 1 end },
-  max_span = { "a whole number >= 1 or false", function(v) return whole(v) and v >= 1 end },
-  steps = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
-  batch = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
-  lr = { "a number > 0", function(v) return v > 0 and v < math.huge end },
-  min_lr = { "a number >= 0", function(v) return v >= 0 and v < math.huge end },
-  warmup = { "a whole number >= 0", function(v) return whole(v) and v >= 0 end },
-  weight_decay = { "a number >= 0", function(v) return v >= 0 and v < math.huge end },
+  max_span = whole_from(1, "a whole number >= 1 or false"),
+  steps = whole_from(1),
+  batch = whole_from(1),
+  lr = positive(),
+  min_lr = nonnegative(),
+  warmup = whole_from(0),
+  weight_decay = nonnegative(),
   clip = { "a number > 0", function(v) return v > 0 end },
-  eval_every = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
-  checkpoint_every = { "a whole number >= 1", function(v) return whole(v) and v >= 1 end },
-  eval_triples = { "a whole number >= 0", function(v) return whole(v) and v >= 0 end },
+  eval_every = whole_from(1),
+  checkpoint_every = whole_from(1),
+  eval_triples = whole_from(0),
   memory_limit = { "a number of bytes > 0 or false", function(v) return v > 0 end },
 }
 

@@ -285,12 +285,6 @@ function M.apply_settings(cfg)
   gm.set_attention_keep_scores(cfg.attention_keep_scores)
 end
 
--- A training output folder: run.json (what a later tool needs to rebuild the run's model and
--- read its outputs: the config file, the model's options, the relation names in id order, the
--- config's `data` with absolute paths — a record, never followed by the tools below),
--- tokenizer.txt, checkpoint.safetensors and seed_graph/ (the dataset's seed graph and its index,
--- Dataset:save_seed_graph). A folder may come from elsewhere, so the tools read only its own
--- regular files (graphmert.folder) and check what it declares before allocating for it.
 -- What a config decides of a model's training, flat (gm.json.flat) and as one JSON text: every
 -- key but those a resumed run may change (steps, how often it evaluates and checkpoints, what it
 -- evaluates, memory and speed settings) and the data (compared by the folders it names); `extra`
@@ -302,12 +296,16 @@ function M.settings(cfg, extra)
   for k, v in pairs(cfg) do if not FREE[k] then kept[k] = v end end
   local flat = require("graphmert.json").flat(kept)
   for k, v in pairs(extra or {}) do flat[k] = v end
-  local keys = {}
-  for k in pairs(flat) do keys[#keys + 1] = k end
-  table.sort(keys)
-  return require("graphmert.json").object(flat, keys)
+  return require("graphmert.json").object(flat, require("graphmert.nn.check").sorted_keys(flat))
 end
 
+-- A training output folder: run.json (what a later tool needs to rebuild the run's model and
+-- read its outputs: the config file, the model's options, the relation names in id order, the
+-- config's `data` with absolute paths — a record, never followed by the tools below — and the
+-- config's settings, which --resume compares),
+-- tokenizer.txt, checkpoint.safetensors and seed_graph/ (the dataset's seed graph and its index,
+-- Dataset:save_seed_graph). A folder may come from elsewhere, so the tools read only its own
+-- regular files (graphmert.folder) and check what it declares before allocating for it.
 function M.write_run(dir, run)
   local ok, err = gm.write_atomic(dir .. "/run.json", { require("cjson").encode(run) })
   if not ok then error("write_run: " .. err, 2) end
@@ -347,20 +345,13 @@ end
 -- A config's or run's data as the user reads it: its JSON, slashes unescaped.
 function M.data_string(data) return (require("cjson").encode(data):gsub("\\/", "/")) end
 
--- a path as a comparison key: the file it names, or the path without a trailing "/" (a file
--- that is gone)
-local function path_key(path)
-  if type(path) ~= "string" then return path end
-  return gm.realpath(path) or (path:gsub("(.)/+$", "%1"))
-end
-
 -- The data keys that name files or folders: compared by what they name, not as typed.
 local DATA_PATHS = { dir = true, corpus = true, triples = true, entities = true, relations = true }
 
 -- Whether a config's data and a run's name the same dataset: equal values, tables by their
 -- contents, paths by the file or folder they name (a trailing "/", "./" or a link is the same).
 function M.same_data(a, b, key)
-  if DATA_PATHS[key] then return path_key(a) == path_key(b) end
+  if DATA_PATHS[key] then return M.args.place(a) == M.args.place(b) end
   if type(a) ~= "table" or type(b) ~= "table" then return a == b end
   for k, v in pairs(a) do if not M.same_data(v, b[k], k) then return false end end
   for k in pairs(b) do if a[k] == nil then return false end end

@@ -287,15 +287,16 @@ end
 function Store:kg(top)
   local sources, out = self:sources(), {}
   -- passages are stored by id as text; kg.jsonl gives a line number as a number, as extract does
-  local function as_source(id) return math.tointeger(tonumber(id)) or id end
-  for _, list in pairs(sources) do
-    for i, id in ipairs(list) do list[i] = as_source(id) end
+  local function as_sources(list)
+    local ids = {}
+    for i, id in ipairs(list or {}) do ids[i] = math.tointeger(tonumber(id)) or id end
+    return ids
   end
   local rows = self:rows("SELECT * FROM (" .. TRIPLE:gsub("^SELECT ", "SELECT row_number() OVER (PARTITION BY t.head, " ..
     "t.relation ORDER BY t.score DESC, t.count DESC) AS rank, ") .. ") WHERE rank <= ? ORDER BY head_id, relation, rank", top or 5)
   for i, t in ipairs(rows) do
     out[i] = { head = t.head, relation = t.relation, tail = t.tail, score = t.score, count = math.tointeger(t.count),
-      sources = sources[t.id] or {}, decoding = t.decoding, head_id = t.head_id,
+      sources = as_sources(sources[t.id]), decoding = t.decoding, head_id = t.head_id,
       tail_id = not t.tail_id:match("^new:") and t.tail_id or nil, seed = t.seed == 1 }
   end
   return out
