@@ -127,9 +127,12 @@ describe("kg.read and kg.read_review", function()
     local function message(fn, ...) return select(2, pcall(fn, ...)) end
     assert.equal(path .. ":2: not a kg.jsonl triple (head, relation and tail strings)", message(gm.kg.read, path))
     local cases = {
-      { '{"head":"a","relation":"r","tail":"b"}', "the score is not a finite number" },
-      { '{"head":"a","relation":"r","tail":"b","score":NaN}', "the score is not a finite number" },
-      { '{"head":"a","relation":"r","tail":"b","score":-1e400}', "the score is not a finite number" },
+      { '{"head":"a","relation":"r","tail":"b"}', "the score is not a mean log-probability (a finite number <= 0)" },
+      { '{"head":"a","relation":"r","tail":"b","score":NaN}', "the score is not a mean log-probability (a finite number <= 0)" },
+      { '{"head":"a","relation":"r","tail":"b","score":-1e400}', "the score is not a mean log-probability (a finite number <= 0)" },
+      { '{"head":"a","relation":"r","tail":"b","score":5}', "the score is not a mean log-probability (a finite number <= 0)" },
+      { '{"head":"a","relation":"r","tail":"b","score":-1,"count":"2"}', "count is not a number of passages (an integer >= 1)" },
+      { '{"head":"a","relation":"r","tail":"b","score":-1,"count":0.5}', "count is not a number of passages (an integer >= 1)" },
       { '{"head":"a","relation":"r","tail":"b","score":-1,"head_id":5}', "head_id and tail_id are strings (or absent)" },
       { '{"head":"a","relation":"r","tail":"b","score":-1,"sources":"12"}', "sources is not a list of passage ids" },
       { '{"head":"a","relation":"r","tail":"b","score":-1,"sources":[{}]}', "sources is not a list of passage ids" },

@@ -316,6 +316,26 @@ static int is_help_line(const char *line) {
   return strspn(line + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:") == n;
 }
 
+/* The line is `word` alone (spaces around it, an optional "()" after it). */
+static int is_word_line(const char *line, const char *word) {
+  line += strspn(line, " \t");
+  size_t n = strlen(word);
+  if (strncmp(line, word, n) != 0) return 0;
+  line += n;
+  if (strncmp(line, "()", 2) == 0) line += 2;
+  return line[strspn(line, " \t")] == '\0';
+}
+
+/* `quit` or `exit` alone ends the REPL, as Ctrl-D does, unless the user made a global of that
+ * name (a bare name would otherwise print nil, and people type it to leave). */
+static int is_quit_line(lua_State *L, const char *line) {
+  const char *word = is_word_line(line, "quit") ? "quit" : is_word_line(line, "exit") ? "exit" : NULL;
+  if (!word) return 0;
+  int defined = lua_getglobal(L, word) != LUA_TNIL;
+  lua_pop(L, 1);
+  return !defined;
+}
+
 /* A line ending in ';' is run without printing its value (trepl). */
 static int ends_with_semicolon(const char *s) {
   size_t n = strlen(s);
@@ -327,7 +347,15 @@ static int ends_with_semicolon(const char *s) {
 static int load_line(lua_State *L, int *print_results) {
   if (!read_line(L, 1)) return -1;
   const char *line = lua_tostring(L, -1);
-  if (is_help_line(line)) {
+  if (is_quit_line(L, line)) {
+    lua_pop(L, 1);
+    return -1;
+  }
+  if (is_word_line(line, "help")) { /* bare `help` is help(), not the function's address */
+    lua_pushliteral(L, "help();");
+    lua_remove(L, -2);
+    line = lua_tostring(L, -1);
+  } else if (is_help_line(line)) {
     size_t n = strspn(line + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:");
     lua_pushfstring(L, n ? "help(\"%s\");" : "help();", lua_pushlstring(L, line + 1, n));
     lua_remove(L, -2);
@@ -394,7 +422,7 @@ static void repl(lua_State *L) {
   if (docall(L, 1, 1) == LUA_OK) lua_setglobal(L, "gm");
   else report(L, LUA_ERRRUN);
   repl_helpers_open(L);
-  fputs("help() or ?name for the API (?gm: an overview), TAB completes, Ctrl-D quits\n", stdout);
+  fputs("help() or ?name for the API (?gm: an overview), TAB completes, Ctrl-D or quit leaves\n", stdout);
   int status, show;
   while ((status = load_line(L, &show)) != -1) {
     if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
