@@ -26,7 +26,7 @@ if r.skipped_total > 0 then
   print(string.format("skipped lines (%d; the first %d):", r.skipped_total, #r.messages))
   for _, m in ipairs(r.messages) do print("  " .. m) end
 end
-local function count(n, one, many) return string.format("%d %s", n, n == 1 and one or (many or one .. "s")) end
+local count = gm.data.dataset.plural
 local sorted = require("graphmert.nn.check").sorted_keys
 
 -- the schema's types against the entities' (a typo on either side leaves a relation unusable)

@@ -119,21 +119,22 @@ function Dataset:triples_by_head()
   return self.by_head
 end
 
-local function count(n, one, many) return string.format("%d %s", n, n == 1 and one or (many or one .. "s")) end
+-- "1 triple", "3 triples", "2 entities" (many: the plural when it is not one .. "s")
+function M.plural(n, one, many) return string.format("%d %s", n, n == 1 and one or (many or one .. "s")) end
 
 function Dataset:summary()
   local about, aliases = 0, 0
   for _, p in ipairs(self.passages) do if p.entity then about = about + 1 end end
   for _, id in ipairs(self.entity_order) do aliases = aliases + #self.entities[id].aliases end
   local s = string.format("dataset %s: %s (%d about an entity), %s (%s), %s in %s", self.name,
-    count(#self.passages, "passage"), about, count(#self.entity_order, "entity", "entities"),
-    count(aliases, "alias", "aliases"), count(#self.triples, "triple"), count(#self.relation_names, "relation"))
+    M.plural(#self.passages, "passage"), about, M.plural(#self.entity_order, "entity", "entities"),
+    M.plural(aliases, "alias", "aliases"), M.plural(#self.triples, "triple"), M.plural(#self.relation_names, "relation"))
   local r = self.report
   if r.skipped_total > 0 then
     local reasons = {}
     for reason, n in pairs(r.skipped) do reasons[#reasons + 1] = string.format("%d %s", n, reason) end
     table.sort(reasons)
-    s = s .. string.format("; %s skipped: %s; first: %s", count(r.skipped_total, "line"), table.concat(reasons, ", "),
+    s = s .. string.format("; %s skipped: %s; first: %s", M.plural(r.skipped_total, "line"), table.concat(reasons, ", "),
       r.messages[1])
   end
   return s
