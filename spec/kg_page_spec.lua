@@ -76,6 +76,29 @@ describe("the KG page's data (graphmert.kg.page)", function()
     end
   end)
 
+  it("shows aliases as the dataset writes them, from a built graph or a loaded index, and folded from an older index", function()
+    local ds = gm.data.dataset.new("written", {})
+    ds:add_entity("E1", "Citroën", "maker", { "SA André Citroën", "Citroen" })
+    ds:add_entity("E2", "Paris", "city", {})
+    ds:add_triple("E1", "based_in", "E2")
+    ds:finish()
+    local built = gm.data.seed_graph.new(ds)
+    local path = files.tmpname()
+    built:save(path)
+    local loaded = gm.data.seed_graph.load(path)
+    local one = { { head = "Citroën", relation = "based_in", tail = "Paris", score = -1, head_id = "E1", tail_id = "E2" } }
+    local function aliases(g)
+      for _, e in ipairs(page.data { triples = one, graph = g }.entities) do
+        if e[1] == "E1" then return e[5] end
+      end
+    end
+    assert.same({ "SA André Citroën" }, aliases(built)) -- "Citroen" is the name, folded: not shown
+    assert.same({ "SA André Citroën" }, aliases(loaded))
+    loaded.aliases = nil -- as an index of version 2 loads: the linker's folded phrases
+    assert.same({ "sa andre citroen" }, aliases(loaded))
+    os.remove(path)
+  end)
+
   it("finds the same facts and aliases in a loaded index (maps over its file) as in a built graph", function()
     local path = files.tmpname()
     graph:save(path)

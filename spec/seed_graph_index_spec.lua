@@ -68,6 +68,7 @@ local function answers(g, ds)
   local known = {}
   for id, list in pairs(g:known_tails(tok, relations, 4)) do known[id] = list:lists() end
   say(known)
+  for _, id in ipairs(ds.entity_order) do say(id, g.name[id], g.type[id], g.aliases[id] or false) end
   say(g.dataset, g.relation_names)
   return table.concat(out, "\n")
 end
@@ -198,7 +199,7 @@ describe("seed_graph:save and seed_graph.load", function()
     refused(function(t) t.known_tails["ids:" .. key], t.known_tails["lengths:" .. key] = nil, nil end,
       "known tails lack the types \"food\"")
     refused(function(t) t.meta.tails_leaves = nil end, "lacks their tokenizer or leaf count")
-    refused(function(t) t.meta.version = "3" end, "version 3, this build reads versions 1 and 2")
+    refused(function(t) t.meta.version = "4" end, "version 4, this build reads versions 1 to 3")
   end)
 
   it("refuse a device or a directory as gm.read_file does", function()

@@ -16,7 +16,9 @@
 --     index (saved with this tokenizer and leaf count) or "built" (tokenizing every name: seconds)
 --   g:holds(t) → whether a head candidate of t.head has t.relation to a tail candidate of t.tail
 --   g:valid(t) → whether t.tail names an entity of a type t.relation reaches
---   g.dataset, g.relation_names → the dataset's name and relations
+--   g.dataset, g.relation_names → the dataset's name and relations; g.name[id], g.type[id] an
+--     entity's name and type, g.aliases[id] its aliases as written, joined by "\0" (nil: none; an
+--     index of version 1 or 2 has no g.aliases)
 --   g:save(path[, {tok, leaves}]) → the index as one file (g:encode(known) its bytes,
 --     gm.pack_tables), with the known tails for that tokenizer and leaf count when given, and
 --     seed_graph.load(path) → the graph it holds, answering exactly as the one saved: seconds of
@@ -36,7 +38,7 @@ local Graph = {}
 Graph.__index = Graph
 
 function M.new(ds)
-  local g = setmetatable({ dataset = ds.name, type = {}, name = {}, tails = {}, relation_names = ds.relation_names,
+  local g = setmetatable({ dataset = ds.name, type = {}, name = {}, aliases = {}, tails = {}, relation_names = ds.relation_names,
     head_types = {}, tail_types = {} }, Graph)
   -- the facts as relation → head id → its tails' ids joined by "\0": keys that are ids, which
   -- the entities made strings already, and a third of the entries of a set of triples (loading
@@ -59,6 +61,7 @@ function M.new(ds)
   for _, id in ipairs(ds.entity_order) do
     local e = ds.entities[id]
     g.type[id], g.name[id] = e.type, e.name
+    if #e.aliases > 0 then g.aliases[id] = table.concat(e.aliases, "\0") end
     g.linker:add(id, e.name, true, count[id])
     for _, a in ipairs(e.aliases) do g.linker:add(id, a, false, count[id]) end
   end
@@ -72,11 +75,11 @@ end
 -- tokenizer, `known_tails` holds constrained decoding's lists ("ids:<key>" and "lengths:<key>"
 -- of a tail list per key, tails_key) and meta the tokenizer's signature and the leaf count they
 -- are for.
--- Version 1 had no known tails.
-local FORMAT, VERSION, READS = "graphmert seed graph index", "2", { ["1"] = true, ["2"] = true }
+-- Version 1 had no known tails, version 2 no aliases as written (the linker holds them folded).
+local FORMAT, VERSION, READS = "graphmert seed graph index", "3", { ["1"] = true, ["2"] = true, ["3"] = true }
 local TABLES = { meta = "map", phrases = "map", prefixes = "set", stopwords = "set", entity_types = "map",
   entity_names = "map", head_types = "map", tail_types = "map" }
-local OPTIONAL = { known_tails = "map" }
+local OPTIONAL = { known_tails = "map", entity_aliases = "map" }
 
 -- a relation's head or tail types as the schema gives them (a set, or "*" for any) → a sorted
 -- list, or "*": how the index and the kg.sqlite store write them
@@ -185,6 +188,7 @@ function Graph:encode(known)
     meta = { format = FORMAT, version = VERSION, dataset = self.dataset, relations = table.concat(self.relation_names, "\0"),
       longest = tostring(l.longest), max_words = l.max_words and string.format("%.17g", l.max_words) },
     phrases = l.index, prefixes = l.prefix, stopwords = l.stopwords, entity_types = self.type, entity_names = self.name,
+    entity_aliases = self.aliases,
     head_types = map(self.head_types, types_string), tail_types = map(self.tail_types, types_string) }
   for relation, heads in pairs(self.tails) do tables["tails:" .. relation] = heads end
   if known then
@@ -209,7 +213,7 @@ function M.load(path)
   local meta = t.meta or {}
   if meta.format ~= FORMAT then error(path .. ": not a seed graph index (seed_graph:save writes one)", 0) end
   if not READS[meta.version] then
-    error(string.format("%s: a seed graph index of version %s, this build reads versions 1 and %s", path,
+    error(string.format("%s: a seed graph index of version %s, this build reads versions 1 to %s", path,
       tostring(meta.version), VERSION), 0)
   end
   local tails = {}
@@ -240,7 +244,8 @@ function M.load(path)
     end
     known = { path = path, lists = t.known_tails, tokenizer = meta.tails_tokenizer, leaves = leaves }
   end
-  return setmetatable({ known = known, dataset = meta.dataset, type = t.entity_types, name = t.entity_names, tails = tails,
+  return setmetatable({ known = known, dataset = meta.dataset, type = t.entity_types, name = t.entity_names,
+    aliases = t.entity_aliases, tails = tails,
     relation_names = linker.split(meta.relations), head_types = map(t.head_types, types_set),
     tail_types = map(t.tail_types, types_set),
     linker = linker.restore { index = t.phrases, prefix = t.prefixes, longest = longest, max_words = max_words,

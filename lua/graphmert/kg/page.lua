@@ -140,11 +140,16 @@ function M.data(opts)
     for i, f in ipairs(found) do facts[i] = { entity(f[2]), relation(f[1]), entity(f[3]) } end
   end
 
-  -- the entities: [id, name, type, seed (0/1), aliases]; aliases are a store's, else the linker's
-  -- phrases (names folded to lower case) for the entity other than its own name
+  -- the entities: [id, name, type, seed (0/1), aliases]; aliases are a store's, else the seed
+  -- graph's as written, else (an index of before version 3) the linker's phrases, folded to lower
+  -- case, for the entity other than its own name
   local known = opts.entities or {}
   local aliases = {}
-  if graph then
+  if graph and graph.aliases then
+    for id, joined in pairs(entries_touching(graph.aliases, entity_at)) do
+      if entity_at[id] and not known[id] then aliases[id] = linker.split(joined) end
+    end
+  elseif graph then
     for phrase, candidates in pairs(entries_touching(graph.linker.index, entity_at)) do
       for id in each_id(candidates) do
         if entity_at[id] and not known[id] then
@@ -161,7 +166,7 @@ function M.data(opts)
     local name = e.name or graph and graph.name[id] or names[id] or id:gsub("^new:", "")
     local own, list = linker.normalize(name), {}
     local candidates = e.aliases or aliases[id] or {}
-    if not e.aliases then table.sort(candidates) end
+    if not e.aliases and not (graph and graph.aliases) then table.sort(candidates) end
     for _, a in ipairs(candidates) do
       if linker.normalize(a) ~= own and #list < MAX_ALIASES then list[#list + 1] = a end
     end
