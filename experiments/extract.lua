@@ -321,28 +321,33 @@ if storing then
   if store:count("relations") == 0 then try(store.add_seed_graph, store, ds or ex.run_seed_graph(args.checkpoint)) end
 end
 
--- the head mention's character span in the text (0-based, end exclusive), when it is there verbatim
-local function head_span(text, phrase)
-  local s, e = text:lower():find(phrase, 1, true)
-  return s and { s - 1, e } or nil
-end
-
 -- a chunk's triples, passage by passage, named as the dataset names them: a head (and a tail
--- naming an entity) by its preferred name and id, so that a mention by alias and one by name are
--- one triple; t.mention keeps the phrase found in the text
+-- naming an entity) by its preferred name and id, the entity the relation's schema allows where
+-- an alias names several, so that a mention by alias and one by name are one triple; merged per
+-- passage (its best `top` per head and relation, however many of its mentions name the head),
+-- so that a passage supports the same triples in a kg.jsonl and in a store; t.span is where the
+-- passage first names the head. Also the counts of heads not asked (extract.queries' report).
 local function extract_chunk(chunk)
-  local by_passage = {}
-  for _, p in ipairs(chunk) do by_passage[p.id] = {} end
+  local found, by_passage, report = {}, {}, {}
+  for _, p in ipairs(chunk) do found[p.id] = {} end
+  opts.report = report
   for _, t in ipairs(extract.triples(model, tok, chunk, opts)) do
-    local head_id, head = graph:entity(t.head)
-    local tail_id, tail = graph:entity(t.tail)
-    t.mention, t.head, t.head_id, t.tail, t.tail_id = t.head, head or t.head, head_id, tail or t.tail, tail_id
-    table.insert(by_passage[t.source], t)
+    local head_id, head = graph:entity(t.head, t.relation, "head")
+    local tail_id, tail = graph:entity(t.tail, t.relation, "tail")
+    t.head, t.head_id, t.tail, t.tail_id = head or t.head, head_id, tail or t.tail, tail_id
+    table.insert(found[t.source], t)
   end
-  return by_passage
+  opts.report = nil
+  for _, p in ipairs(chunk) do
+    local span = {}
+    for _, t in ipairs(found[p.id]) do span[t.head] = span[t.head] or t.span end
+    by_passage[p.id] = extract.merge(found[p.id], { top = args.top, min_score = min_score })
+    for _, t in ipairs(by_passage[p.id]) do t.span = span[t.head] end
+  end
+  return by_passage, report
 end
 
-local function journal_line(k, chunk, by_passage)
+local function journal_line(k, chunk, by_passage, report)
   local passages = {}
   for i, p in ipairs(chunk) do
     local triples = {}
@@ -352,18 +357,14 @@ local function journal_line(k, chunk, by_passage)
     end
     passages[i] = { id = p.id, triples = triples }
   end
-  return string.format('{"chunk":%d,"passages":%s}\n', k, cjson.encode(passages))
+  return string.format('{"chunk":%d,"passages":%s,"truncated":%d,"inside":%d}\n', k, cjson.encode(passages),
+    report.truncated or 0, report.inside or 0)
 end
 
 local function store_chunk(chunk, by_passage)
   for _, p in ipairs(chunk) do
-    local mention = {}
-    for _, t in ipairs(by_passage[p.id]) do if t.head_id then mention[t.head_id] = t.mention end end
-    local kept = extract.merge(by_passage[p.id], { top = args.top, min_score = min_score })
-    for _, t in ipairs(kept) do
-      t.seed, t.span = graph:holds(t), head_span(p.text, mention[t.head_id] or t.head:lower())
-    end
-    store:add_passage({ id = p.id, source = args.input, line = p.id, text = p.text }, kept)
+    for _, t in ipairs(by_passage[p.id]) do t.seed = graph:holds(t) end
+    store:add_passage({ id = p.id, source = args.input, line = p.id, text = p.text }, by_passage[p.id])
   end
 end
 
@@ -391,6 +392,20 @@ local t0, committed = gm.clock(), gm.clock()
 local mine_total = 0
 for k = 1, chunks do if mine(k) then mine_total = mine_total + math.min(CHUNK, total - (k - 1) * CHUNK) end end
 local done, skipped = 0, 0
+local not_asked = { truncated = 0, inside = 0 } -- heads found but not asked, this process's
+
+-- says on stderr which heads the linker found that the model was not asked about, and why
+local function tell_not_asked(c)
+  local parts = {}
+  if c.truncated > 0 then
+    parts[#parts + 1] = string.format("%d in text past the first %d tokens, which the model reads (model.roots)", c.truncated,
+      model.layout.roots - 2)
+  end
+  if c.inside > 0 then parts[#parts + 1] = string.format("%d inside a longer word", c.inside) end
+  if #parts > 0 then
+    io.stderr:write(string.format("heads found but not asked: %s\n", table.concat(parts, "; ")))
+  end
+end
 local progress = ex.progress.new { stream = io.stderr, total = mine_total, enabled = rank == 0 }
 local ok, err = pcall(function()
   local next_passage, k = each_passage(), 0
@@ -415,7 +430,8 @@ local ok, err = pcall(function()
       end
       skipped = skipped + #chunk - #todo
       if #todo > 0 then
-        local by_passage = extract_chunk(todo)
+        local by_passage, report = extract_chunk(todo)
+        not_asked.truncated, not_asked.inside = not_asked.truncated + (report.truncated or 0), not_asked.inside + (report.inside or 0)
         gm.without_interrupts(function()
           if store then
             store_chunk(todo, by_passage)
@@ -424,7 +440,7 @@ local ok, err = pcall(function()
               committed = gm.clock()
             end
           else
-            journal:write(journal_line(k, todo, by_passage))
+            journal:write(journal_line(k, todo, by_passage, report))
             journal:flush()
           end
         end)
@@ -449,6 +465,7 @@ if store then
       done - skipped, args.out, store:count("triples"), store:count("passages"), gm.clock() - t0))
     store:close()
   end)
+  tell_not_asked(not_asked)
   if ok and page_path then write_page(page_path, gm.kg.read(args.out, { top = args.top })) end
   os.exit(ok and 0 or 130)
 end
@@ -462,6 +479,7 @@ if rank ~= 0 then return end
 
 -- the knowledge graph merged from the journals in chunk order (the order of the input), on disk
 -- beside the output (graphmert.kg.merge), so that the memory does not grow with the graph
+local total_not_asked = { truncated = 0, inside = 0 } -- every chunk's, as the journals hold them
 local function merge_into(merger)
   local readers = {}
   for r = 0, size - 1 do
@@ -480,6 +498,8 @@ local function merge_into(merger)
     if math.tointeger(rec.chunk) ~= k then
       fail(string.format("%s: chunk %s where %d was expected: the journal is damaged", journal_path((k - 1) % size), tostring(rec.chunk), k))
     end
+    total_not_asked.truncated = total_not_asked.truncated + (math.tointeger(rec.truncated) or 0)
+    total_not_asked.inside = total_not_asked.inside + (math.tointeger(rec.inside) or 0)
     for _, p in ipairs(rec.passages) do
       passages = passages + 1
       for _, t in ipairs(p.triples) do
@@ -527,6 +547,7 @@ local function write_outputs()
   print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s%s",
     ok and "" or "interrupted: ", ok and total or done, n, multi, out_path, out_tsv, gm.clock() - t0,
     ok and "" or "; --resume continues the run"))
+  tell_not_asked(total_not_asked)
 end
 gm.without_interrupts(write_outputs)
 if ok and page_path then write_page(page_path, try(gm.kg.read, out_path, { top = args.top })) end

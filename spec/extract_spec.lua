@@ -25,6 +25,54 @@ describe("extract", function()
     assert.same({ "dog", "in vitro" }, l:heads("A dog in a dog test in vitro"))
   end)
 
+  it("places each head at its first mention, in the passage's own tokens, whatever the linker folds", function()
+    local _, g = require "spec.toy_dataset" { synsets = {
+      ["1n"] = { lemmas = { "Ménière's disease", "MD" }, pointers = { { relation = "causes", target = "2n" } } },
+      ["2n"] = { lemmas = { "vertigo" }, pointers = {} },
+      ["3n"] = { lemmas = { "dog" }, pointers = { { relation = "causes", target = "2n" } } },
+      ["4n"] = { lemmas = { "process" }, pointers = { { relation = "causes", target = "2n" } } },
+    } }
+    local text = "Dogma: MENIÈRE'S DISEASE (md) brings vertigo; a dog, a glycolytic‐process, Meniere's disease."
+    local tok = gm.data.tokenizer.train({ text, "ménière dogs" }, { vocab_size = 300 })
+    local model = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16, roots = 64, leaves = 2,
+      relations = 1, sbo = false }
+    local report = {}
+    local queries, meta = ext.queries(tok, model.layout, { text = text },
+      { graph = g, relations = { causes = 1 }, report = report })
+    local placed = {}
+    for i, q in ipairs(queries) do
+      local span = meta[i].span
+      local chars = { utf8.codepoint(text, 1, -1) }
+      placed[#placed + 1] = { meta[i].head, tok:decode { table.unpack(q.toks, q.at, q.at + q.head_length - 1) },
+        utf8.char(table.unpack(chars, span[1] + 1, span[2])) }
+    end
+    assert.same({
+      { "meniere ' s disease", "meniÈre ' s disease", "MENIÈRE'S DISEASE" }, -- the tokenizer folds ASCII case only
+      { "md", "md", "md" },
+      { "vertigo", "vertigo", "vertigo" },
+      { "dog", "dog", "dog" }, -- the word, not the start of "dogma"
+    }, placed)
+    assert.equal(1, report.inside) -- "process" inside "glycolytic‐process", whose tokens hold more
+    local short = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16, roots = 6, leaves = 2,
+      relations = 1, sbo = false }
+    report = {}
+    queries = ext.queries(tok, short.layout, { text = text }, { graph = g, relations = { causes = 1 }, report = report })
+    assert.equal(0, #queries) -- the first four tokens hold no whole head
+    assert.equal(4, report.truncated)
+    for id, name in pairs { ["1n"] = "Ménière's disease", ["3n"] = "dog" } do assert.same({ id, name }, { g:entity(name) }) end
+  end)
+
+  it("cuts a text into pieces whose words are the linker's", function()
+    for _, text in ipairs { "A hot-dog, (sic) 42 times!", "Ménière's disease — TNF-α; glycolytic‐process", "naïve café\tx",
+      "日本語 text", "" } do
+      local words = {}
+      for _, p in ipairs(gm.data.linker.pieces(text)) do
+        for _, w in ipairs(p.words) do words[#words + 1] = w end
+      end
+      assert.same(gm.data.linker.words(text), words)
+    end
+  end)
+
   it("asks a head only the relations the seed graph has for heads of its type", function()
     assert.same({ "hypernym" }, graph:relations_for("canine", { "entailment", "hypernym" }))
     assert.same({ "entailment" }, graph:relations_for("bark", { "entailment", "hypernym" }))

@@ -50,7 +50,9 @@ local function answers(g, ds)
   texts[#texts + 1] = "The dog ate a hot-dog under the tree's bark, with a café au lait and a hound."
   for _, text in ipairs(texts) do
     local phrase = linker.normalize(text)
-    say(text, g:heads(text), g:candidates(phrase) or false, { g:entity(text) }, g:relations_for(phrase, g.relation_names),
+    local typed = {}
+    for _, name in ipairs(g.relation_names) do typed[#typed + 1] = { g:entity(text, name, "head"), g:entity(text, name, "tail") } end
+    say(text, g:heads(text), g:candidates(phrase) or false, { g:entity(text) }, typed, g:relations_for(phrase, g.relation_names),
       present(g, phrase))
   end
   for i, t in ipairs(ds.triples) do
@@ -97,6 +99,11 @@ describe("seed_graph:save and seed_graph.load", function()
     assert.same({ "d1", "d2", "d3" }, g:candidates("dog")) -- preferred names first, then by triples
     assert.same({ "d1", "c1" }, g:candidates("hound"))
     assert.same({ "d1", "dog" }, { g:entity("DOG") })
+    -- a relation picks the first candidate its schema allows: "eats" joins animals and people to food
+    assert.same({ "d3", "Hot-Dog" }, { g:entity("dog", "eats", "tail") })
+    assert.same({ "c1", "Café au lait" }, { g:entity("Hound", "eats", "tail") })
+    assert.same({ "d1", "dog" }, { g:entity("hound", "eats", "head") })
+    assert.same({ "d1", "dog" }, { g:entity("dog", "has_part", "tail") }) -- no candidate is tissue: the first
     assert.same({ "dog", "hound" }, g:heads("A bark: the dog, a hound.")) -- "bark" is a stop word here
   end)
 

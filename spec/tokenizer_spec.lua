@@ -25,6 +25,20 @@ describe("tokenizer", function()
     end
   end)
 
+  it("makes pieces of whole characters, so that any ids decode to UTF-8 text", function()
+    local greek = tk.train({ "TNF-α signalling, γ-secretase and Ménière's disease", "αβγ ααα γγγ éé" },
+      { vocab_size = 200, max_piece = 5 })
+    for _, p in ipairs(greek.pieces) do assert.is_truthy(utf8.len(p), string.format("%q is not UTF-8", p)) end
+    assert.truthy(greek.index["α"] and greek.index["##γ"] and greek.index["##ni"])
+    for id = 1, greek:size() do assert.is_truthy(utf8.len(greek:decode { id, id })) end
+    local t = "tnf-α signalling and ménière's disease"
+    assert.equal(tk.normalize(t), greek:decode(greek:encode(t)))
+    -- ASCII text gives the pieces it always gave: every substring of up to max_piece bytes
+    local ascii = tk.train({ "abcdef abcd" }, { vocab_size = 100, max_piece = 3 })
+    assert.truthy(ascii.index["abc"] and ascii.index["##def"])
+    assert.is_nil(ascii.index["abcd"])
+  end)
+
   it("marks word starts and gives [UNK] for words it cannot spell", function()
     local ids = tok:encode("dogs zebra")
     assert.equal(tok.unk_id, ids[#ids])

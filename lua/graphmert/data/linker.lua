@@ -18,8 +18,9 @@
 --   local l = linker.new { max_words = nil, stopwords = linker.english_stopwords }
 --   l:add(id, name, preferred, weight)     -- once per name or alias (weight: its triple count)
 --   l:freeze()                             -- then, once all are in
---   l:mentions(text) → { {phrase = "glycolytic process", first = 3, words = 2}, ... } in text order,
---     and the text's normalised words
+--   l:mentions(text[, words]) → { {phrase = "glycolytic process", first = 3, words = 2}, ... } in
+--     text order, and the text's normalised words (or those given: the pieces' words)
+--   linker.pieces(text) → the text's pieces {s, e, words}: where each normalised word is in it
 --   l:heads(text) → the distinct phrases mentioned, in order of first mention
 --   l:candidates(phrase) → the ranked entity ids of a normalised phrase (or nil)
 --   linker.normalize(text) → the normalised phrase ("Hot-Dog" → "hot - dog")
@@ -51,6 +52,23 @@ function M.words(text)
 end
 
 function M.normalize(text) return table.concat(M.words(text), " ") end
+
+-- The text cut where a trained tokenizer cuts words: runs of letters and digits (bytes >= 128
+-- count as letters) and single punctuation marks, each {s = first byte, e = byte after it, words
+-- = its normalised words}. Where a mention is, in the text and in its tokens (the tokens of the
+-- text are those of its pieces one after the other): the pieces' words are the text's words, up
+-- to control characters (here they part words, there they vanish). A piece that holds Unicode
+-- punctuation ("glycolytic‐process") has several words.
+function M.pieces(text)
+  local out = {}
+  for s, word, m, mark in text:gmatch("()([%w\128-\255]*)()(%p?)") do
+    if word ~= "" then
+      out[#out + 1] = { s = s, e = m, words = word:find("[\128-\255]") and bert_text.words(word, true) or { word:lower() } }
+    end
+    if mark ~= "" then out[#out + 1] = { s = m, e = m + 1, words = { mark } } end
+  end
+  return out
+end
 
 local Linker = {}
 Linker.__index = Linker
@@ -134,8 +152,8 @@ function Linker:candidates(phrase)
   return M.split(c)
 end
 
-function Linker:mentions(text)
-  local words = M.words(text)
+function Linker:mentions(text, words)
+  words = words or M.words(text)
   local out, i, limit = {}, 1, self.max_words or self.longest
   while i <= #words do
     local phrase, best, len = words[i], nil, 0

@@ -5,8 +5,11 @@
 --   local g = seed_graph.new(dataset)
 --   g:heads(text) → the distinct entity phrases mentioned in the text (normalised), in order
 --   g:candidates(phrase) → the ranked entity ids a name or alias denotes (nil: none)
---   g:entity(text) → the entity a name or alias (any case, not normalised) denotes first, and its
---     preferred name (nil: none) — how a knowledge graph names what extraction found
+--   g:entity(text[, relation, role]) → the entity a name or alias (any case, not normalised)
+--     denotes first, and its preferred name (nil: none) — how a knowledge graph names what
+--     extraction found; with a relation, the first the relation's schema allows as its role
+--     ("head" or "tail"), so that an alias two entities share names the one the triple can join
+--     (the first of all when none fits)
 --   g:relations_for(phrase, names) → the relations of `names` whose schema allows a head of a
 --     type the phrase's entities have
 --   g:present(phrase) → set of the relations the phrase's entities have as heads in the seed graph
@@ -256,18 +259,22 @@ function Graph:heads(text) return self.linker:heads(text) end
 
 function Graph:candidates(phrase) return self.linker:candidates(phrase) end
 
-function Graph:entity(text)
-  local ids = self.linker:candidates(linker.normalize(text))
-  if ids then return ids[1], self.name[ids[1]] end
+-- the first of the entities `ids` (a phrase's candidates, nil: none) of a type in `types` (a set,
+-- or "*" for any), or nil
+local function first_of_type(g, ids, types)
+  if not types or not ids then return nil end
+  if types == "*" then return ids[1] end
+  for _, id in ipairs(ids) do if types[g.type[id]] then return id end end
 end
 
--- whether one of the entities `ids` (a phrase's candidates, nil: none) is of a type in `types`
--- (a set, or "*" for any)
-local function of_type(g, ids, types)
-  if not types or not ids then return false end
-  if types == "*" then return true end
-  for _, id in ipairs(ids) do if types[g.type[id]] then return true end end
-  return false
+local function of_type(g, ids, types) return first_of_type(g, ids, types) ~= nil end
+
+function Graph:entity(text, relation, role)
+  local ids = self.linker:candidates(linker.normalize(text))
+  if not ids then return nil end
+  local types = relation and (role == "head" and self.head_types or self.tail_types)[relation]
+  local id = types and first_of_type(self, ids, types) or ids[1]
+  return id, self.name[id]
 end
 
 function Graph:relations_for(phrase, names)

@@ -67,6 +67,18 @@ local function new(pieces, opts)
   return t
 end
 
+-- the byte offsets where w's characters start, then #w + 1 (bytes, when w is not UTF-8)
+local function character_starts(w)
+  local at = {}
+  if w:find("[\128-\255]") and utf8.len(w) then
+    for p in utf8.codes(w) do at[#at + 1] = p end
+  else
+    for i = 1, #w do at[i] = i end
+  end
+  at[#at + 1] = #w + 1
+  return at
+end
+
 function M.train(texts, opts)
   opts = opts or {}
   local vocab_size, max_piece = opts.vocab_size or 8000, opts.max_piece or 12
@@ -82,12 +94,16 @@ function M.train(texts, opts)
     end
   end
   for _, s in ipairs(M.specials) do add(s) end
+  -- pieces are whole characters (a piece cut inside a UTF-8 character would decode to bytes that
+  -- are no text), of at most max_piece bytes
   local chars, counts = {}, {}
   for w, f in pairs(words) do
-    for i = 1, #w do
-      chars[w:sub(i, i)] = true
-      for j = i + 1, math.min(#w, i + max_piece - 1) do
-        local p = (i == 1 and "" or "##") .. w:sub(i, j)
+    local at = character_starts(w)
+    for a = 1, #at - 1 do
+      chars[w:sub(at[a], at[a + 1] - 1)] = true
+      for b = a + 2, #at do
+        if at[b] - at[a] > max_piece then break end
+        local p = (a == 1 and "" or "##") .. w:sub(at[a], at[b] - 1)
         counts[p] = (counts[p] or 0) + f
       end
     end
@@ -99,7 +115,7 @@ function M.train(texts, opts)
   for _, c in ipairs(singles) do add("##" .. c) end
   local ranked = {}
   for p, f in pairs(counts) do
-    local len = #p - (p:sub(1, 2) == "##" and 2 or 0)
+    local len = (utf8.len(p) or #p) - (p:sub(1, 2) == "##" and 2 or 0) -- in characters
     ranked[#ranked + 1] = { p, f * (len - 1) }
   end
   table.sort(ranked, function(a, b) return a[2] > b[2] or (a[2] == b[2] and a[1] < b[1]) end)

@@ -31,7 +31,8 @@
 --   is found in the text), recalled (of those, extracted), scored = {score, held | recall} for
 --   precision–recall curves}
 local decode = require("graphmert.eval.decode").decode
-local normalize = require("graphmert.data.linker").normalize
+local linker = require "graphmert.data.linker"
+local normalize = linker.normalize
 local merge = require "graphmert.kg.merge"
 
 local M = {}
@@ -43,24 +44,63 @@ function M.options(run, graph, relations, choices)
     empty = (run.absent or 0) > 0 and not choices.answer_all }
 end
 
--- The decoder's queries for one passage: each head found (in the roots' part of the text) with
--- each relation allowed for it; meta[i] names query i's head and relation.
+-- A passage's tokens and its heads' places in them: {phrase, at, length (tokens), span = {first
+-- character, after the last}} for the first mention of each phrase (gm.data.linker). The text is
+-- encoded piece by piece (linker.pieces: the same tokens as encoded whole), so that a mention's
+-- words give its tokens whatever the linker folds and the tokenizer keeps (accents). Returns the
+-- tokens (all of them: the caller fits them to the roots) and the heads; a mention inside a
+-- piece that holds more than its words ("process" in "glycolytic‐process") has no tokens of its
+-- own and is left out, counted in `inside`.
+local function placed_heads(tok, graph, text)
+  local pieces, toks, words, piece_of, first_token = linker.pieces(text), {}, {}, {}, {}
+  local starts, ends = {}, {} -- word n starts or ends its piece
+  for i, p in ipairs(pieces) do
+    first_token[i] = #toks + 1
+    for _, id in ipairs(tok:encode(text:sub(p.s, p.e - 1))) do toks[#toks + 1] = id end
+    for k, w in ipairs(p.words) do
+      words[#words + 1], piece_of[#words + 1] = w, i
+      starts[#words], ends[#words] = k == 1, k == #p.words
+    end
+  end
+  first_token[#pieces + 1] = #toks + 1
+  local heads, seen, inside = {}, {}, 0
+  for _, m in ipairs(graph.linker:mentions(nil, words)) do
+    local last = m.first + m.words - 1
+    if not seen[m.phrase] and starts[m.first] and ends[last] then
+      seen[m.phrase] = true
+      local a, b = piece_of[m.first], piece_of[last]
+      local before = utf8.len(text, 1, pieces[a].s - 1) or pieces[a].s - 1
+      heads[#heads + 1] = { phrase = m.phrase, at = first_token[a], length = first_token[b + 1] - first_token[a],
+        span = { before, before + (utf8.len(text, pieces[a].s, pieces[b].e - 1) or pieces[b].e - pieces[a].s) } }
+    elseif not seen[m.phrase] then
+      inside = inside + 1
+    end
+  end
+  return toks, heads, inside
+end
+
+-- The decoder's queries for one passage: each head found in the roots' part of the text with
+-- each relation allowed for it; meta[i] names query i's head, relation and the head's span.
+-- opts.report (optional) counts the heads not asked: truncated (in the text past the roots) and
+-- inside (see placed_heads).
 function M.queries(tok, layout, passage, opts)
   local names = {}
   for name in pairs(opts.relations) do names[#names + 1] = name end
   table.sort(names)
-  local toks = layout:fit(tok:encode(passage.text))
-  local queries, meta = {}, {}
-  for _, head in ipairs(opts.graph:heads(passage.text)) do
-    local h = tok:encode(head)
-    local at = #h > 0 and layout.find(toks, h)
-    if at then
-      for _, name in ipairs(opts.graph:relations_for(head, names)) do
+  local all, heads, inside = placed_heads(tok, opts.graph, passage.text)
+  local toks = layout:fit(all)
+  local queries, meta, report = {}, {}, opts.report or {}
+  report.inside = (report.inside or 0) + inside
+  for _, h in ipairs(heads) do
+    if h.length > 0 and h.at + h.length - 1 <= #toks then
+      for _, name in ipairs(opts.graph:relations_for(h.phrase, names)) do
         if not opts.only or opts.only[name] then
-          queries[#queries + 1] = { toks = toks, at = at, head_length = #h, relation = opts.relations[name] }
-          meta[#queries] = { head = head, relation = name }
+          queries[#queries + 1] = { toks = toks, at = h.at, head_length = h.length, relation = opts.relations[name] }
+          meta[#queries] = { head = h.phrase, relation = name, span = h.span }
         end
       end
+    elseif h.length > 0 then
+      report.truncated = (report.truncated or 0) + 1
     end
   end
   return queries, meta
@@ -81,8 +121,11 @@ function M.triples(model, tok, passages, opts)
   for qi, candidates in ipairs(decode(model, tok, queries, opts)) do
     for _, c in ipairs(candidates) do
       if c.empty then break end -- the model ranks "no such tail" above the rest
-      out[#out + 1] = { head = meta[qi].head, relation = meta[qi].relation, tail = tok:decode(c.ids),
-        tokens = #c.ids, score = c.score, source = meta[qi].source, decoding = opts.mode or "open" }
+      local tail = tok:decode(c.ids)
+      if utf8.len(tail) then -- a tokenizer trained before its pieces were whole characters can cut one
+        out[#out + 1] = { head = meta[qi].head, relation = meta[qi].relation, tail = tail, tokens = #c.ids,
+          score = c.score, source = meta[qi].source, span = meta[qi].span, decoding = opts.mode or "open" }
+      end
     end
   end
   return out
