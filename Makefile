@@ -53,7 +53,7 @@ CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 BIND_OBJ := $(patsubst src/%.c,build/obj/%.o,$(BIND_SRC))
 HEADERS  := $(wildcard src/*.h)
 
-.PHONY: all setup test test-lua test-embedded check-core bench bench-cpu bench-tiles bench-gemm bench-extract bench-page demo gene-ontology install uninstall clean asan valgrind fuzz-smoke long-run
+.PHONY: FORCE all setup test test-lua test-embedded check-core bench bench-cpu bench-tiles bench-gemm bench-extract bench-page demo gene-ontology install uninstall clean asan valgrind fuzz-smoke long-run
 
 all: build/graphmert/core.so build/bin/graphmert
 
@@ -80,8 +80,17 @@ build/gen/embedded_lua.c: scripts/build/embed_lua.lua $(LUA_SRC) | build/gen
 	$(LUA) scripts/build/embed_lua.lua $@ $(LUA_SRC)
 
 # -Wl,-E exports the Lua API so that C modules such as lpeg still load in the binary.
-build/bin/graphmert: src/main.c src/main_arena.c src/main_arena.h build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) | build/bin
-	$(CC) $(ALL_CFLAGS) -Isrc -o $@ src/main.c src/main_arena.c build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) \
+# where `make install` (or the rockspec, with its own DATADIR) puts the shipped files, for the
+# binary to find them wherever it is copied (luarocks copies it out of the rock's folder);
+# rewritten only when DATADIR changes, so that the binary is rebuilt only then
+build/gen/datadir.h: FORCE | build/gen
+	@printf '#define GM_DATADIR "%s"\n' '$(DATADIR)' > $@.new
+	@cmp -s $@.new $@ && rm -f $@.new || mv $@.new $@
+
+FORCE:
+
+build/bin/graphmert: src/main.c src/main_arena.c src/main_arena.h build/gen/embedded_lua.c build/gen/datadir.h $(CORE_OBJ) $(BIND_OBJ) | build/bin
+	$(CC) $(ALL_CFLAGS) -Isrc -Ibuild/gen -o $@ src/main.c src/main_arena.c build/gen/embedded_lua.c $(CORE_OBJ) $(BIND_OBJ) \
 	  $(LUA_STATIC) $(LDLIBS) -lreadline -ldl -Wl,-E
 
 build/bin/bench_sgemm: scripts/bench/bench_sgemm.c scripts/bench/bench_util.h | build/bin

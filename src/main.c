@@ -15,6 +15,7 @@
 
 #include "lgm.h"
 #include "main_arena.h"
+#include "datadir.h" /* GM_DATADIR: build/gen, made by the Makefile */
 #include "lualib.h"
 
 int luaopen_graphmert_core(lua_State *L);
@@ -196,6 +197,8 @@ static int run_command(lua_State *L, char **argv, int script, int argc) {
   lua_pushliteral(L, "graphmert.experiment.commands");
   int status = docall(L, 1, 1);
   if (status == LUA_OK) {
+    lua_pushliteral(L, GM_DATADIR); /* one more place to look for the shipped files */
+    lua_setfield(L, -2, "installed_home");
     lua_getfield(L, -1, "main");
     lua_remove(L, -2);
     luaL_checkstack(L, argc - script, "too many arguments");

@@ -10,7 +10,8 @@
 --   score     experiments/score_kg.lua     a kg.sqlite or kg.jsonl scored against a dataset
 --   configs   list the shipped configs (a --config value may be one of their names)
 -- The shipped files are found under $GRAPHMERT_HOME, else beside the binary: <prefix>/share/
--- graphmert/ when installed (make install, luarocks), the source tree when run from build/bin.
+-- graphmert/ when installed (make install), the source tree when run from build/bin; else where
+-- the binary was built to install them (its DATADIR: the rock's folder, with luarocks).
 -- `graphmert script.lua` keeps lua(1)'s meaning; a bare word that names a command is that command
 -- (./name runs a file of that name), and one that names no regular file is asked as one.
 local gm = require "graphmert"
@@ -47,6 +48,7 @@ function M.home()
     candidates[#candidates + 1] = bin .. "/../share/graphmert" -- installed: <prefix>/bin, <prefix>/share
     candidates[#candidates + 1] = bin .. "/../.." -- the source tree: build/bin
   end
+  candidates[#candidates + 1] = M.installed_home -- the binary's DATADIR (luarocks copies the binary out)
   candidates[#candidates + 1] = "."
   for _, dir in ipairs(candidates) do
     if dir ~= "" and is_file(dir .. "/experiments/train.lua") then return gm.realpath(dir) end
@@ -117,6 +119,11 @@ function M.usage()
   return table.concat(lines, "\n")
 end
 
+-- M.home(), or a usage error saying where to point
+local function shipped_home()
+  return M.home() or args.fail("graphmert", "cannot find the shipped experiments/ (set GRAPHMERT_HOME to the folder that holds it)")
+end
+
 -- graphmert COMMAND args...: runs the command's script with `arg` set as if it were run directly
 function M.main(command, ...)
   if command == "help" or command == "--help" or command == "-h" then
@@ -133,6 +140,7 @@ function M.main(command, ...)
       return
     end
     if first ~= nil then args.fail("graphmert configs", "takes no arguments, got " .. tostring(first)) end
+    shipped_home()
     for _, c in ipairs(M.configs()) do print(string.format("%-22s %s", c.name, c.about)) end
     return
   end
@@ -144,11 +152,7 @@ function M.main(command, ...)
     args.fail("graphmert", string.format("unknown command '%s'%s (commands: %s; a script must exist as a file)", command,
       near and (" (did you mean '" .. near .. "'?)") or "", table.concat(known, ", ")))
   end
-  local home = M.home()
-  if not home then
-    args.fail("graphmert", "cannot find the shipped experiments/ (set GRAPHMERT_HOME to the folder that holds it)")
-  end
-  local path = home .. "/experiments/" .. script
+  local path = shipped_home() .. "/experiments/" .. script
   local chunk, err = loadfile(path)
   if not chunk then error(err, 0) end
   args.command = { name = command, script = script }
