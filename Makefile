@@ -80,11 +80,12 @@ build/gen/embedded_lua.c: scripts/build/embed_lua.lua $(LUA_SRC) | build/gen
 	$(LUA) scripts/build/embed_lua.lua $@ $(LUA_SRC)
 
 # -Wl,-E exports the Lua API so that C modules such as lpeg still load in the binary.
-# where `make install` (or the rockspec, with its own DATADIR) puts the shipped files, for the
-# binary to find them wherever it is copied (luarocks copies it out of the rock's folder);
-# rewritten only when DATADIR changes, so that the binary is rebuilt only then
+# BUILT_DATADIR: one more folder the binary looks in for the shipped files, wherever it is copied
+# (the rockspec sets it: luarocks copies the binary out of the rock's folder, where they are);
+# the header is rewritten only when the value changes, so that the binary is rebuilt only then
+BUILT_DATADIR ?=
 build/gen/datadir.h: FORCE | build/gen
-	@printf '#define GM_DATADIR "%s"\n' '$(DATADIR)' > $@.new
+	@printf '#define GM_DATADIR "%s"\n' '$(BUILT_DATADIR)' > $@.new
 	@cmp -s $@.new $@ && rm -f $@.new || mv $@.new $@
 
 FORCE:
@@ -124,7 +125,7 @@ bench-gemm: build/bin/bench_gemm build/bin/bench_fma_peak
 
 # The CPU's measured peak next to matmul, attention and the training step in both precisions
 # and PyTorch's figures (a few minutes); not part of make test.
-# extraction on the README's long run (train it first: experiments/configs/wordnet_long_extract.lua)
+# extraction on the long WordNet run (train it first: experiments/configs/wordnet_long_extract.lua)
 bench-extract: all
 	./build/bin/graphmert scripts/bench/bench_extract.lua
 

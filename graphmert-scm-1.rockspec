@@ -23,7 +23,7 @@ build = {
   -- the Makefile's own CFLAGS (portable -march, -O3) stay; only where Lua lives comes from luarocks
   build_variables = {
     LUA_CFLAGS = "-I$(LUA_INCDIR)",
-    DATADIR = "$(PREFIX)/share/graphmert", -- built in: luarocks copies the binary out of the rock's folder
+    BUILT_DATADIR = "$(PREFIX)/share/graphmert", -- luarocks copies the binary out of the rock's folder
   },
   install_variables = {
     PREFIX = "$(PREFIX)",

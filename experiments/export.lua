@@ -20,6 +20,10 @@ local args = ex.args.parse(arg, {
 local function fail(msg) ex.args.fail("export.lua", msg) end
 if not args.store then fail("--store is required (see --help)") end
 if not args.out then fail("--out is required (see --help)") end
+if args.store:match("%.jsonl$") or args.store:match("%.tsv$") then
+  fail(args.store .. " is extract's JSONL or TSV, not a store: export reads a kg.sqlite, which `graphmert extract --out "
+    .. "kg.sqlite` writes (the RDF is made from the store)")
+end
 local by_extension = { nt = "ntriples", ttl = "turtle", jsonl = "jsonl", tsv = "tsv" }
 local format = args.format ~= "auto" and args.format or by_extension[args.out:match("%.(%w+)$") or ""]
 if not format then fail("cannot tell the format of " .. args.out .. " (.nt, .ttl, .jsonl, .tsv, or --format)") end

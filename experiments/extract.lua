@@ -128,13 +128,8 @@ if not storing then
 end
 if page_path then
   ex.args.writable("extract.lua", page_path)
-  -- kg.jsonl and kg.sqlite side by side share one page name: a page made of the other is not replaced
-  local other = args.out:gsub("%.[^./]*$", "") .. (storing and ".jsonl" or ".sqlite")
-  local ok, html = pcall(gm.read_file, page_path)
-  local made_of = ok and html:match('"kg":"(.-)"')
-  if made_of and made_of:gsub("\\/", "/"):match("[^/]*$") == other:match("[^/]*$") and gm.stat(other) then
-    fail(string.format("%s is the page of %s: give --no-page, or another --out name", page_path, other))
-  end
+  local other = gm.kg.page.page_of_other(page_path, args.out)
+  if other then fail(string.format("%s is the page of %s: give --no-page, or another --out name", page_path, other)) end
 end
 do -- nothing written over the corpus, the run's files or the dataset's
   local run, data, stem = args.checkpoint, args.data, args.out:gsub("%.[^./]*$", "")
@@ -220,7 +215,8 @@ end
 -- What decides a passage's triples (files by what they name, and as they are): a journal's header
 -- holds it with the checkpoint and process count, and a store with --min-score too (it keeps
 -- triples filtered by it; a journal keeps them all): neither continues another extraction.
-local settings_of = { journal = 1, checkpoint = gm.realpath(args.checkpoint), processes = size,
+-- (journal 2: a passage's triples merged per passage, and the heads not asked counted)
+local settings_of = { journal = 2, checkpoint = gm.realpath(args.checkpoint), processes = size,
   input_file = stamp(args.input), weights = stamp(args.checkpoint .. "/checkpoint.safetensors"),
   input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top,
   batch = args.batch, decoding = args.decoding, packed = not args.unpacked, data = args.data and gm.realpath(args.data),
@@ -257,9 +253,9 @@ local function journal_chunks(path)
     f:close()
     fail(path .. " is not a journal of graphmert extract (damaged?): remove it to start over")
   end
-  if head.input_file == nil then
+  if head.input_file == nil or head.journal ~= settings_of.journal then
     f:close()
-    fail(path .. " was written by an earlier graphmert, which did not record the input's size and time: remove it to start over")
+    fail(path .. " was written by an earlier graphmert, whose journals this one does not continue: remove it to start over")
   end
   if header ~= settings then
     local differ = gm.json.differences(header, settings)

@@ -8,7 +8,8 @@
 --   validity   share whose tail is an entity of a type the relation reaches
 --   multi      share of the correct triples whose tail has several tokens (the issue's multi-token
 --              tails: one whole-word token at the first leaf slot cannot say them), and several words
--- and precision/recall over score thresholds (pr.csv, pr.png through gnuplot). Throughput is
+-- and precision/recall over score thresholds (pr.csv, pr.png through gnuplot); passages.txt holds
+-- the held-out passages, one a line. Throughput is
 -- passages per second of extraction at the machine's threads. Tails are decoded without being
 -- told their length (gm.eval.decode).
 --   graphmert experiments/extract_eval.lua --checkpoint out/wordnet_10min
@@ -205,5 +206,10 @@ lines[#lines + 1] = ""
 lines[#lines + 1] = plotted and "![precision and recall over score thresholds](pr.png)" or "(gnuplot not available: no pr.png)"
 local report = table.concat(lines, "\n")
 local ok, err = gm.write_atomic(out_dir .. "/extraction.md", { report, "\n" })
+if not ok then error(err, 0) end
+-- the held-out passages, one a line, for `graphmert extract --input` on the same text
+local texts = {}
+for i, p in ipairs(passages) do texts[i] = p.text:gsub("[\r\n]", " ") end
+ok, err = gm.write_atomic(out_dir .. "/passages.txt", { table.concat(texts, "\n"), "\n" })
 if not ok then error(err, 0) end
 print(report)

@@ -55,6 +55,10 @@ local function keep_existing(lacking)
   end
 end
 if not storing and not args.input then keep_existing("the passages' text (--input)") end
+do
+  local other = not args.out and gm.kg.page.page_of_other(out, args.kg)
+  if other then fail(string.format("%s is the page of %s: --out %s replaces it, or name another", out, other, out)) end
+end
 
 local graph
 if args.checkpoint then

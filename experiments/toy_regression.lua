@@ -1,12 +1,26 @@
--- toy_regression.lua — the README's first command until GraphMERT training lands: a two-layer
--- GELU network learns to classify points of three interleaved spirals (generated data), and
--- prints its falling loss and its accuracy.
+-- toy_regression.lua — the runtime without GraphMERT, as a first script: a two-layer GELU network
+-- learns to classify points of three interleaved spirals (generated data), and prints its
+-- falling loss and its accuracy.
 --   graphmert experiments/toy_regression.lua [steps=300] [seed=1]
 local gm = require "graphmert"
 local nn = gm.nn
+local fail = gm.experiment.args.fail
 
-local steps = tonumber(arg and arg[1]) or 300
-local seed = tonumber(arg and arg[2]) or 1
+local args = arg or {}
+if args[1] == "--help" or args[1] == "-h" then
+  print("usage: graphmert experiments/toy_regression.lua [steps=300] [seed=1]\n"
+    .. "A two-layer GELU network learns three interleaved spirals: its loss and accuracy.")
+  return
+end
+-- the positional argument i, a whole number (default when absent)
+local function whole(i, name, default, min)
+  if args[i] == nil then return default end
+  local n = math.tointeger(tonumber(args[i]))
+  if not n or n < min then fail("toy_regression.lua", string.format("%s must be a whole number >= %d, got %s", name, min, args[i])) end
+  return n
+end
+if args[3] ~= nil then fail("toy_regression.lua", "takes at most two arguments, steps and seed (see --help)") end
+local steps, seed = whole(1, "steps", 300, 1), whole(2, "seed", 1, 0)
 gm.manual_seed(seed)
 
 -- three spirals of 200 points each, with a little noise

@@ -6,7 +6,7 @@
 --   graphmert experiments/train.lua [--config experiments/configs/wordnet_small.lua] [--data DIR]
 --                                   [--out out/wordnet_small] [--steps N] [--resume | --overwrite]
 -- Ctrl-C writes a checkpoint and exits; --resume continues from it bit for bit. An output folder
--- that holds a trained run is refused unless --resume or --overwrite says what to do with it.
+-- that holds a run (whole or stopped) is refused unless --resume or --overwrite says what to do with it.
 -- `baseline = false` in the config skips the baseline run. A NaN or infinite loss or gradient
 -- stops training with the step in the message (the last checkpoint is kept), or is skipped with
 -- `on_nonfinite = "skip"`.
@@ -39,7 +39,7 @@ ex.args.apart("train.lua", { args.out }, { cfg.data.dir and { folder = cfg.data.
   cfg.data.corpus and { folder = cfg.data.corpus } })
 if args.resume and args.overwrite then fail("give --resume or --overwrite, not both") end
 if not args.resume and not args.overwrite and gm.stat(args.out .. "/checkpoint.safetensors") then -- hours of training are never lost to a rerun
-  fail(args.out .. " holds a trained run (checkpoint.safetensors): --resume continues it, --overwrite trains anew over it, or "
+  fail(args.out .. " holds a run, whole or stopped (checkpoint.safetensors): --resume continues it, --overwrite trains anew over it, or "
     .. "name another --out")
 end
 if args.resume then -- the run to continue must be there, and trained on this data: checked before anything is written

@@ -122,6 +122,13 @@ describe("make install", function()
     end
     out = run(gm_bin .. "--version")
     assert.matches("^graphmert %d", out)
+    -- copied away from its files (a binary built without BUILT_DATADIR): every command says where to point
+    for _, command in ipairs { "configs", "validate --config tiny" } do
+      out, code = run("mkdir -p " .. work .. "/lone && cp " .. prefix .. "/bin/graphmert " .. work .. "/lone/ && cd / && env -u GRAPHMERT_HOME "
+        .. work .. "/lone/graphmert " .. command)
+      assert.equal(2, code, out)
+      assert.matches("cannot find the shipped experiments/ %(set GRAPHMERT_HOME", out)
+    end
     -- a folder or file named like a command does not hide it; ./name runs the file
     out, code = run("cd " .. work .. " && mkdir -p train && printf 'print(\"the file\")' > score && " .. prefix ..
       "/bin/graphmert train --help && " .. prefix .. "/bin/graphmert score --help && " .. prefix .. "/bin/graphmert ./score")

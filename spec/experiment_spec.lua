@@ -129,6 +129,13 @@ describe("experiment.config", function()
     assert.error_matches(function() config.load(dir .. "/loop.lua") end, "extends itself")
     write("bad.lua", [[return { extends = 3 }]])
     assert.error_matches(function() config.load(dir .. "/bad.lua") end, "'extends' must be a file name, got number")
+    -- a dataset folder relative to the config file: one that is not there is named with the config
+    write("sub/mine.lua", [[return { vocab_size = 100, steps = 2, batch = 2, lr = 1e-3, data = { dir = "data/mine" },
+      model = { roots = 4, leaves = 2, hidden = 8 } }]])
+    assert.error_matches(function() config.load(dir .. "/sub/mine.lua") end,
+      "config .*/sub/mine.lua: data.dir is .*/sub/data/mine, which is not a folder %(a relative data.dir is taken from the config file's folder")
+    os.execute("mkdir -p " .. dir .. "/sub/data/mine")
+    assert.is_truthy(config.load(dir .. "/sub/mine.lua").data.dir:match("/sub/data/mine$"))
     os.execute("rm -rf " .. dir)
   end)
 
@@ -232,12 +239,12 @@ describe("experiment.args", function()
   end)
 
   it("prints the usage for --help in every script", function()
-    for _, script in ipairs { "train", "ablation", "extract" } do
+    for _, script in ipairs { "train", "ablation", "extract", "toy_regression" } do
       local p = io.popen("./build/bin/graphmert experiments/" .. script .. ".lua --help 2>&1")
       local out = p:read("a")
       assert.is_true(p:close(), out)
       assert.matches("usage: graphmert experiments/" .. script .. ".lua", out)
-      assert.matches(script == "extract" and "%-%-checkpoint" or "%-%-config", out)
+      if script ~= "toy_regression" then assert.matches(script == "extract" and "%-%-checkpoint" or "%-%-config", out) end
     end
   end)
 end)

@@ -180,6 +180,14 @@ describe("GraphMERT:save_pretrained", function()
 
   it("refuses to write a model the official layout cannot hold", function()
     local m = gm.nn.GraphMERT { vocab = 10, hidden = 8, layers = 1, heads = 2, ffn = 16, roots = 4, leaves = 1, positions = true }
-    assert.error_matches(function() m:save_pretrained(os.tmpname()) end, "cannot hold a model with positions = true")
+    assert.error_matches(function() m:save_pretrained(os.tmpname()) end,
+      "cannot hold a model with positions = true %(a run's own checkpoint.safetensors keeps any model: gm.experiment.load_model")
+    -- a training run's folder is not a checkpoint folder, and the error says what opens it
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir .. " && echo '{}' > " .. dir .. "/run.json")
+    assert.error_matches(function() gm.nn.GraphMERT.from_pretrained(dir) end,
+      "is a training run %(run.json, checkpoint.safetensors%), not a checkpoint folder %(config.json%): gm.experiment.load_model")
+    os.execute("rm -rf " .. dir)
   end)
 end)

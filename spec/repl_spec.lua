@@ -89,6 +89,12 @@ describe("help", function()
     assert.matches("^a graphmert.Tensor of size 2x3; %?t:name for one of its %d+ methods:", help_t)
     assert.matches(" matmul ", help_t)
     assert.matches("%(%?gm for an overview%)", printed(repl.help, "no_such_thing"))
+    -- a module with no line of its own: its fields, and the file whose opening comment documents them
+    local module = printed(repl.help, gm.eval.extract)
+    assert.matches("^gm%.eval%.extract: a table\n  functions: [%w_, ]*queries", module)
+    assert.matches("lua/graphmert/eval/extract%.lua documents them", module)
+    assert.matches("lua/graphmert/eval/init%.lua documents them", printed(repl.help, gm.eval))
+    assert.matches("^{x = 1}?: ?a table", printed(repl.help, { x = 1 }):gsub("table: 0x%x+", "{x = 1}"))
   end)
 
   it("prints a size as a list, and indexes a tensor by its first dimension", function()

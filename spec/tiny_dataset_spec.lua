@@ -75,7 +75,7 @@ describe("the tiny example dataset end to end", function()
       { train:gsub("/run$", "/none") .. " --resume", "/none holds no run to resume %(no run%.json%)" },
       { train:gsub("/run$", "/run/run.json"), "run%.json is a file; %-%-out names the output folder" },
       { train:gsub("/run$", "/new") .. " --data " .. dir .. "/missing", "missing is not a folder" },
-      { train, "/run holds a trained run %(checkpoint%.safetensors%): %-%-resume continues it, %-%-overwrite trains anew" },
+      { train, "/run holds a run, whole or stopped %(checkpoint%.safetensors%): %-%-resume continues it, %-%-overwrite trains anew" },
       { train .. " --resume --overwrite", "give %-%-resume or %-%-overwrite, not both" },
     } do
       text, code = run(case[1])

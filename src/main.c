@@ -197,8 +197,10 @@ static int run_command(lua_State *L, char **argv, int script, int argc) {
   lua_pushliteral(L, "graphmert.experiment.commands");
   int status = docall(L, 1, 1);
   if (status == LUA_OK) {
-    lua_pushliteral(L, GM_DATADIR); /* one more place to look for the shipped files */
-    lua_setfield(L, -2, "installed_home");
+    if (GM_DATADIR[0]) { /* one more place to look for the shipped files */
+      lua_pushliteral(L, GM_DATADIR);
+      lua_setfield(L, -2, "installed_home");
+    }
     lua_getfield(L, -1, "main");
     lua_remove(L, -2);
     luaL_checkstack(L, argc - script, "too many arguments");

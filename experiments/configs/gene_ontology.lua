@@ -2,7 +2,7 @@
 -- scripts/data/gene_ontology.sh: 35,140 definitions as "term name: definition" passages, 43,558
 -- terms with 117,981 synonyms as entities typed by namespace, 85,713 is_a / part_of /
 -- (positively, negatively) regulates edges as the seed graph), then the baseline without decay
--- and H-GAT on the same budget — about half an hour on 2 cores:
+-- and H-GAT on the same budget — about 20 minutes on 2 cores (docs/results.md):
 --   make gene-ontology
 -- GO names are long (a median of 5-6 WordPiece tokens): 6 leaf slots per root hold about two
 -- thirds of the tails, a 12,000-piece vocabulary keeps them short; tail_end lets the decoder

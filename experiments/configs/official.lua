@@ -1,8 +1,8 @@
 -- The official GraphMERT hyperparameters (jha-lab/graphmert_umls launch_configs/args_mlm.yaml,
--- ../shared/GRAPHMERT_SPEC.md §4) on all of WordNet 3.0, the corpus this machine has: 128 roots
+-- docs/official.md) on all of WordNet 3.0, the corpus this machine has: 128 roots
 -- × 7 leaves, 12 layers, hidden 512, 8 heads, FFN 2048, λ = 0.6, relation dropout 0.3, AdamW
 -- lr 4e-4 with a cosine schedule to 1e-5 after 500 warm-up steps, weight decay 0.01, chunk
--- packing, span masking with SBO targets. Runnable here, but slowly (seconds per step: README).
+-- packing, span masking with SBO targets. Runnable here, but slowly (seconds per step: docs/official.md).
 --   graphmert experiments/train.lua --config experiments/configs/official.lua --out out/official
 return {
   seed = 0,

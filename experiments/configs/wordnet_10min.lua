@@ -1,6 +1,5 @@
--- GraphMERT on WordNet 3.0 in a few minutes on 2 cores (3.5 min on a Zen 5): `make demo`,
--- the README's main run (GraphMERT, then the same budget for the baseline without decay and
--- without H-GAT).
+-- GraphMERT on WordNet 3.0 in a few minutes on 2 cores (3.5 min on a Zen 5): `make demo`
+-- (GraphMERT, then the same budget for the baseline without decay and without H-GAT).
 return {
   extends = "wordnet_long.lua", -- all of its settings but the size and the budget
   data = { limit = 4000 },      -- synsets per part of speech

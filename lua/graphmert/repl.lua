@@ -203,8 +203,42 @@ function repl.help(what)
   elseif gm.is_tensor(what) then
     print(tensor_help(what))
   else
-    print(repl.describe(what) or ("no help for " .. tostring(what) .. " (?gm for an overview)"))
+    local value = type(what) == "string" and resolve(_G, what) or what
+    print(repl.describe(what) or (type(value) == "table" and repl.table_help(type(what) == "string" and what or nil, value))
+      or ("no help for " .. tostring(what) .. " (?gm for an overview)"))
   end
+end
+
+-- A table without a doc line of its own (a module such as gm.eval.extract, or a plain table):
+-- its fields by kind, functions first, and where a module's file says more.
+function repl.table_help(name, t)
+  if not name then -- a module given as a value: by its name
+    for loaded, value in pairs(package.loaded) do
+      if value == t and loaded:match("^graphmert") then name = loaded:gsub("^graphmert", "gm") end
+    end
+  end
+  local kinds = { ["function"] = {}, table = {}, other = {} }
+  for k in pairs(t) do
+    if type(k) == "string" then
+      local v = try_index(t, k)
+      local list = kinds[type(v)] or kinds.other
+      list[#list + 1] = k
+    end
+  end
+  local lines = { (name or tostring(t)) .. ": a table" }
+  for _, kind in ipairs { { "function", "functions" }, { "table", "tables" }, { "other", "values" } } do
+    local list = kinds[kind[1]]
+    table.sort(list)
+    if #list > 0 then lines[#lines + 1] = string.format("  %s: %s", kind[2], table.concat(list, ", ")) end
+  end
+  local module = name and name:gsub("^gm%.", "graphmert.")
+  if module and package.loaded[module] == t then
+    local folder = false -- a package with modules under it lives in its folder's init.lua
+    for loaded in pairs(package.loaded) do folder = folder or loaded:sub(1, #module + 1) == module .. "." end
+    lines[#lines + 1] = string.format("  (the comment at the top of lua/%s%s documents them)", module:gsub("%.", "/"),
+      folder and "/init.lua" or ".lua")
+  end
+  return table.concat(lines, "\n")
 end
 
 -- The REPL's way of printing results: a list of numbers (t:size(), t:shape()) as {2, 3}, the

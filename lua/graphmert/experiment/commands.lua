@@ -11,7 +11,7 @@
 --   configs   list the shipped configs (a --config value may be one of their names)
 -- The shipped files are found under $GRAPHMERT_HOME, else beside the binary: <prefix>/share/
 -- graphmert/ when installed (make install), the source tree when run from build/bin; else where
--- the binary was built to install them (its DATADIR: the rock's folder, with luarocks).
+-- the binary was built to find them (BUILT_DATADIR: the rock's folder, with luarocks).
 -- `graphmert script.lua` keeps lua(1)'s meaning; a bare word that names a command is that command
 -- (./name runs a file of that name), and one that names no regular file is asked as one.
 local gm = require "graphmert"
@@ -48,7 +48,7 @@ function M.home()
     candidates[#candidates + 1] = bin .. "/../share/graphmert" -- installed: <prefix>/bin, <prefix>/share
     candidates[#candidates + 1] = bin .. "/../.." -- the source tree: build/bin
   end
-  candidates[#candidates + 1] = M.installed_home -- the binary's DATADIR (luarocks copies the binary out)
+  candidates[#candidates + 1] = M.installed_home -- the binary's BUILT_DATADIR (luarocks copies it out)
   candidates[#candidates + 1] = "."
   for _, dir in ipairs(candidates) do
     if dir ~= "" and is_file(dir .. "/experiments/train.lua") then return gm.realpath(dir) end

@@ -284,8 +284,17 @@ end
 function M.load(path, overrides)
   path = require("graphmert.experiment.commands").config_path(path) -- "tiny": a shipped config
   local cfg = read(path)
+  local own_data = not (overrides and overrides.data)
   for k, v in pairs(overrides or {}) do cfg[k] = v end
-  return M.check(cfg, "config " .. path, M.cwd())
+  cfg = M.check(cfg, "config " .. path, M.cwd())
+  -- the dataset's folder, named where the mistake is: a relative one is the config file's
+  local dir = own_data and cfg.data.source == nil and cfg.data.dir
+  local info = dir and require("graphmert").stat(dir)
+  if dir and not (info and info.type == "directory") then
+    fail("config " .. path, string.format("data.dir is %s, which is not a folder (a relative data.dir is taken from the " ..
+      "config file's folder; --data DIR gives one from here)", dir))
+  end
+  return cfg
 end
 
 -- the current directory ending in /, to make paths absolute (run.json is read from elsewhere)

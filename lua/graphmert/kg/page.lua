@@ -19,6 +19,8 @@
 --     iterator over a corpus's passages ({id, text}, gm.data.corpus.each_passage)
 --   page.html(data) → the page's text
 --   page.write(path, data) → writes it atomically (true, or nil and the error)
+--   page.page_of_other(path, kg) → the kg file beside `kg` whose page `path` is, when it is not kg
+--     itself and exists (nil otherwise): a page not to be replaced unasked
 -- The data is JSON in a <script type="application/json"> element, every "<" escaped, so no text
 -- of the corpus can end it. Scores are kept to 4 decimals.
 local cjson = require "cjson"
@@ -207,6 +209,17 @@ end
 
 function M.write(path, data)
   return gm.write_atomic(path, { M.html(data) })
+end
+
+-- The page by `path`, when it is the page of another kg file that is still there (kg.jsonl and
+-- kg.sqlite side by side share one page name): that file's path, as the page names it, else nil.
+function M.page_of_other(path, kg)
+  local ok, html = pcall(gm.read_file, path)
+  local made_of = ok and html:match('"kg":"(.-)"')
+  made_of = made_of and made_of:gsub("\\/", "/")
+  if not made_of or made_of:match("[^/]*$") == kg:match("[^/]*$") then return nil end
+  local other = kg:gsub("[^/]*$", "") .. made_of:match("[^/]*$") -- beside kg, as the page's name says
+  return gm.stat(other) and other or nil
 end
 
 return M

@@ -14,8 +14,8 @@
 --                           slot), count its passages, seed whether the seed graph holds it
 --   passages(id, source, line, text)          each passage extraction finished
 --   evidence(triple, passage, score, head_start, head_end)   where a triple was read: the
---                           passage, its score there, the head mention's character span (0-based,
---                           end exclusive; NULL when the mention is not in the text verbatim)
+--                           passage, its score there, the character span of the passage's first
+--                           mention of the head (0-based, end exclusive; NULL: none given)
 -- Indexes serve the lookups: triples by head, tail, relation and score, evidence by passage.
 -- Writes go in transactions, one per batch of passages, with the WAL journal: a killed run
 -- leaves a valid store of whole passages, and a re-run skips the passages it holds.

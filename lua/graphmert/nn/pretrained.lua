@@ -211,6 +211,11 @@ end
 
 function M.load(GraphMERT, dir)
   if type(dir) ~= "string" then error("from_pretrained: a folder expected, got " .. type(dir), 0) end
+  local run = gm.stat(dir .. "/run.json")
+  if run and not gm.stat(dir .. "/config.json") then
+    error(string.format("from_pretrained: %s is a training run (run.json, checkpoint.safetensors), not a checkpoint "
+      .. "folder (config.json): gm.experiment.load_model(%q) loads it", dir, dir), 0)
+  end
   local cfg, config_path = read_json(dir, "config.json")
   local o = options(cfg, config_path)
   local files, bytes, weights_path, map, shard_paths = weight_files(dir)
@@ -257,7 +262,10 @@ end
 -- what a GraphMERT config must be for the official code to reproduce it
 local function check_saveable(c)
   local function need(ok, what)
-    if not ok then error("save_pretrained: the official layout cannot hold a model with " .. what, 3) end
+    if not ok then
+      error("save_pretrained: the official layout cannot hold a model with " .. what .. " (a run's own "
+        .. "checkpoint.safetensors keeps any model: gm.experiment.load_model(dir) loads it)", 3)
+    end
   end
   need(c.head == "official", "head = \"single\"")
   need(c.graph_token, "graph_token = false")
