@@ -31,5 +31,8 @@ build = {
     LIBDIR = "$(LIBDIR)",
     BINDIR = "$(BINDIR)",
     DATADIR = "$(PREFIX)/share/graphmert",
+    -- as the build had them, so that install's `all` finds the binary up to date
+    LUA_CFLAGS = "-I$(LUA_INCDIR)",
+    BUILT_DATADIR = "$(PREFIX)/share/graphmert",
   },
 }

@@ -216,15 +216,16 @@ end
 -- holds it with the checkpoint and process count, and a store with --min-score too (it keeps
 -- triples filtered by it; a journal keeps them all): neither continues another extraction.
 -- (journal 2: a passage's triples merged per passage, and the heads not asked counted)
-local settings_of = { journal = 2, checkpoint = gm.realpath(args.checkpoint), processes = size,
+-- (extractor 2 in a store's settings: heads placed at their first mention as the text writes it)
+local settings_of = { journal = 2, extractor = 2, checkpoint = gm.realpath(args.checkpoint), processes = size,
   input_file = stamp(args.input), weights = stamp(args.checkpoint .. "/checkpoint.safetensors"),
   input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top,
   batch = args.batch, decoding = args.decoding, packed = not args.unpacked, data = args.data and gm.realpath(args.data),
   config = args.config and gm.realpath(ex.commands.config_path(args.config)), min_score = min_score }
 local settings = gm.json.object(settings_of, { "journal", "input", "input_file", "checkpoint", "weights", "format", "relations",
   "top", "batch", "decoding", "packed", "data", "config", "processes" })
-local extraction = gm.json.object(settings_of, { "input", "input_file", "weights", "format", "relations", "top", "min_score",
-  "batch", "decoding", "packed", "data", "config" })
+local extraction = gm.json.object(settings_of, { "extractor", "input", "input_file", "weights", "format", "relations", "top",
+  "min_score", "batch", "decoding", "packed", "data", "config" })
 local function mine(k) return (k - 1) % size == rank end
 
 -- whether a journal line's passages are as extract writes them (a line edited by hand is not)
@@ -321,8 +322,10 @@ end
 -- naming an entity) by its preferred name and id, the entity the relation's schema allows where
 -- an alias names several, so that a mention by alias and one by name are one triple; merged per
 -- passage (its best `top` per head and relation, however many of its mentions name the head),
--- so that a passage supports the same triples in a kg.jsonl and in a store; t.span is where the
--- passage first names the head. Also the counts of heads not asked (extract.queries' report).
+-- so that a passage supports the same triples in a kg.jsonl and in a store (--min-score applies
+-- here only for a store, which keeps triples filtered: a journal keeps them all, and its merge
+-- filters); t.span is where the passage first names the head. Also the counts of heads not asked
+-- (extract.queries' report).
 local function extract_chunk(chunk)
   local found, by_passage, report = {}, {}, {}
   for _, p in ipairs(chunk) do found[p.id] = {} end
@@ -335,10 +338,13 @@ local function extract_chunk(chunk)
   end
   opts.report = nil
   for _, p in ipairs(chunk) do
-    local span = {}
-    for _, t in ipairs(found[p.id]) do span[t.head] = span[t.head] or t.span end
-    by_passage[p.id] = extract.merge(found[p.id], { top = args.top, min_score = min_score })
-    for _, t in ipairs(by_passage[p.id]) do t.span = span[t.head] end
+    local span = {} -- each head's earliest mention among its triples'
+    for _, t in ipairs(found[p.id]) do
+      local key = t.head_id or t.head
+      if t.span and (not span[key] or t.span[1] < span[key][1]) then span[key] = t.span end
+    end
+    by_passage[p.id] = extract.merge(found[p.id], { top = args.top, min_score = store and min_score or nil })
+    for _, t in ipairs(by_passage[p.id]) do t.span = span[t.head_id or t.head] end
   end
   return by_passage, report
 end

@@ -53,6 +53,24 @@ describe("extract", function()
       { "dog", "dog", "dog" }, -- the word, not the start of "dogma"
     }, placed)
     assert.equal(1, report.inside) -- "process" inside "glycolytic‐process", whose tokens hold more
+    -- BERT's tokenizer splits that piece as the linker does: "process" has tokens of its own there
+    local vocab = os.tmpname()
+    local f = assert(io.open(vocab, "w"))
+    f:write(table.concat({ "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "dog", "##ma", "glycolytic", "‐", "process",
+      "vertigo", "md", "meniere", "'", "s", "disease", ":", "(", ")", ",", ";", ".", "a", "brings" }, "\n"), "\n")
+    f:close()
+    local bert = gm.data.tokenizer.from_vocab(vocab)
+    os.remove(vocab)
+    report = {}
+    queries, meta = ext.queries(bert, model.layout, { text = text }, { graph = g, relations = { causes = 1 }, report = report })
+    local heads = {}
+    for i, q in ipairs(queries) do
+      heads[#heads + 1] = meta[i].head .. " = " .. bert:decode { table.unpack(q.toks, q.at, q.at + q.head_length - 1) }
+    end
+    assert.same({ "meniere ' s disease = meniere ' s disease", "md = md", "vertigo = vertigo", "dog = dog",
+      "process = process" }, heads)
+    assert.is_nil(report.inside)
+    assert.is_nil(meta[#meta].span) -- a part of a piece: its characters are not told
     local short = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16, roots = 6, leaves = 2,
       relations = 1, sbo = false }
     report = {}

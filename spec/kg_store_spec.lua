@@ -157,6 +157,8 @@ describe("kg.sqlite", function()
         "other input or options %(input /a%.txt, here /b%.txt; top 5, here 3%): its passages would not be asked again" },
       { { checkpoint = "/x", model = "{}", extraction = gm.json.object({ input = "/a.txt", top = 5, min_score = -1 },
         { "input", "top", "min_score" }) }, "%(min_score none, here %-1%)" },
+      { { checkpoint = "/x", model = "{}", extraction = gm.json.object({ extractor = 2, input = "/a.txt", top = 5 },
+        { "extractor", "input", "top" }) }, "holds passages extracted by an earlier graphmert, which placed heads otherwise" },
     } do
       assert.error_matches(function() store:begin_run(case[1]) end, case[2])
     end

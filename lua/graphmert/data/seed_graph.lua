@@ -21,7 +21,7 @@
 --   g:valid(t) → whether t.tail names an entity of a type t.relation reaches
 --   g.dataset, g.relation_names → the dataset's name and relations; g.name[id], g.type[id] an
 --     entity's name and type, g.aliases[id] its aliases as written, joined by "\0" (nil: none; an
---     index of version 1 or 2 has no g.aliases)
+--     index without them, of version 1 or 2 or saved again from one, has no g.aliases)
 --   g:save(path[, {tok, leaves}]) → the index as one file (g:encode(known) its bytes,
 --     gm.pack_tables), with the known tails for that tokenizer and leaf count when given, and
 --     seed_graph.load(path) → the graph it holds, answering exactly as the one saved: seconds of

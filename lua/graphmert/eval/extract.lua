@@ -4,7 +4,8 @@
 -- relations a head's type allows and which types a relation reaches, its facts what holds.
 --
 -- triples(model, tok, passages, opts) → extracted triples {head, relation, tail, tokens, score,
---   source, decoding}: for each passage {id, text}, each head found and each relation allowed for it (or
+--   source, span (the head's first mention: characters, 0-based, end exclusive), decoding}: for
+--   each passage {id, text}, each head found and each relation allowed for it (or
 --   opts.only), the tails gm.eval.decode gives (opts: graph, relations = name → id, mode, top,
 --   tail_end, empty, batch, pack, only = set of names); with empty, only the tails ranked above the
 --   empty one (the model's "this head has no such relation"). The passages' queries go to one
@@ -19,7 +20,8 @@
 --   dropped; the top per (head, relation) kept, best first (graphmert.kg.merge has the rule)
 -- merger(opts) → the same merge as triples come: m:add(t), then m:each() or m:result(), m:close();
 --   with opts.disk = a scratch file's path it is kept on disk (a corpus streams through)
--- queries(tok, layout, passage, opts) → the decoder's queries for one passage and their meta
+-- queries(tok, layout, passage, opts) → the decoder's queries for one passage and their meta;
+--   opts.report, when given, counts the heads found but not asked (truncated, inside)
 -- score(triples, graph) → {n, held, valid}: held = the share the seed graph holds (an entity the
 --   head names has the relation to an entity the tail names); valid = the share whose tail names
 --   an entity of a type the relation reaches
@@ -47,33 +49,47 @@ end
 -- A passage's tokens and its heads' places in them: {phrase, at, length (tokens), span = {first
 -- character, after the last}} for the first mention of each phrase (gm.data.linker). The text is
 -- encoded piece by piece (linker.pieces: the same tokens as encoded whole), so that a mention's
--- words give its tokens whatever the linker folds and the tokenizer keeps (accents). Returns the
--- tokens (all of them: the caller fits them to the roots) and the heads; a mention inside a
--- piece that holds more than its words ("process" in "glycolytic‐process") has no tokens of its
--- own and is left out, counted in `inside`.
+-- words give its tokens whatever the linker folds and the tokenizer keeps (accents). A piece of
+-- several words ("glycolytic‐process") has word-by-word tokens when the tokenizer gives it the
+-- tokens of its words one after the other (BERT's, which splits it too); else a mention of only
+-- some of its words has no tokens of its own: such a phrase, never placed, is in `inside`.
+-- Returns the tokens (all of them: the caller fits them to the roots), the heads, and `inside`.
 local function placed_heads(tok, graph, text)
-  local pieces, toks, words, piece_of, first_token = linker.pieces(text), {}, {}, {}, {}
-  local starts, ends = {}, {} -- word n starts or ends its piece
-  for i, p in ipairs(pieces) do
-    first_token[i] = #toks + 1
-    for _, id in ipairs(tok:encode(text:sub(p.s, p.e - 1))) do toks[#toks + 1] = id end
-    for k, w in ipairs(p.words) do
-      words[#words + 1], piece_of[#words + 1] = w, i
-      starts[#words], ends[#words] = k == 1, k == #p.words
+  local pieces, toks, words, word_token = linker.pieces(text), {}, {}, {}
+  local bounded = {} -- word n starts (and word n - 1 ends) at a token boundary
+  for _, p in ipairs(pieces) do
+    local ids = tok:encode(text:sub(p.s, p.e - 1))
+    local each = #p.words > 1 and {} or nil -- the tokens of the piece's words, when they add up to its own
+    if each then
+      local joined = {}
+      for k, w in ipairs(p.words) do
+        each[k] = #joined + 1
+        for _, id in ipairs(tok:encode(w)) do joined[#joined + 1] = id end
+      end
+      if table.concat(joined, " ") ~= table.concat(ids, " ") then each = nil end
     end
+    for k, w in ipairs(p.words) do
+      words[#words + 1] = w
+      word_token[#words] = { piece = p, at = #toks + (each and each[k] or 1), first = k == 1, last = k == #p.words }
+      bounded[#words] = k == 1 or each ~= nil
+    end
+    for _, id in ipairs(ids) do toks[#toks + 1] = id end
   end
-  first_token[#pieces + 1] = #toks + 1
-  local heads, seen, inside = {}, {}, 0
+  word_token[#words + 1] = { at = #toks + 1 }
+  bounded[#words + 1] = true
+  local heads, placed, inside = {}, {}, {}
   for _, m in ipairs(graph.linker:mentions(nil, words)) do
-    local last = m.first + m.words - 1
-    if not seen[m.phrase] and starts[m.first] and ends[last] then
-      seen[m.phrase] = true
-      local a, b = piece_of[m.first], piece_of[last]
-      local before = utf8.len(text, 1, pieces[a].s - 1) or pieces[a].s - 1
-      heads[#heads + 1] = { phrase = m.phrase, at = first_token[a], length = first_token[b + 1] - first_token[a],
-        span = { before, before + (utf8.len(text, pieces[a].s, pieces[b].e - 1) or pieces[b].e - pieces[a].s) } }
-    elseif not seen[m.phrase] then
-      inside = inside + 1
+    local after = m.first + m.words
+    if not placed[m.phrase] and bounded[m.first] and bounded[after] then
+      placed[m.phrase], inside[m.phrase] = true, nil
+      local from, to = word_token[m.first], word_token[after - 1]
+      local first, last = from.piece, to.piece
+      local before = utf8.len(text, 1, first.s - 1) or first.s - 1
+      heads[#heads + 1] = { phrase = m.phrase, at = from.at, length = word_token[after].at - from.at,
+        -- the characters of whole pieces (a mention of some words of a piece has none)
+        span = from.first and to.last and { before, before + (utf8.len(text, first.s, last.e - 1) or last.e - first.s) } or nil }
+    elseif not placed[m.phrase] then
+      inside[m.phrase] = true
     end
   end
   return toks, heads, inside
@@ -81,8 +97,8 @@ end
 
 -- The decoder's queries for one passage: each head found in the roots' part of the text with
 -- each relation allowed for it; meta[i] names query i's head, relation and the head's span.
--- opts.report (optional) counts the heads not asked: truncated (in the text past the roots) and
--- inside (see placed_heads).
+-- opts.report (optional) counts the heads that would have been asked but are not: truncated (in
+-- the text past the roots) and inside (see placed_heads).
 function M.queries(tok, layout, passage, opts)
   local names = {}
   for name in pairs(opts.relations) do names[#names + 1] = name end
@@ -90,17 +106,25 @@ function M.queries(tok, layout, passage, opts)
   local all, heads, inside = placed_heads(tok, opts.graph, passage.text)
   local toks = layout:fit(all)
   local queries, meta, report = {}, {}, opts.report or {}
-  report.inside = (report.inside or 0) + inside
+  local function asked(phrase) -- the relations a head would be asked
+    local out = {}
+    for _, name in ipairs(opts.graph:relations_for(phrase, names)) do
+      if not opts.only or opts.only[name] then out[#out + 1] = name end
+    end
+    return out
+  end
+  for phrase in pairs(inside) do
+    if #asked(phrase) > 0 then report.inside = (report.inside or 0) + 1 end
+  end
   for _, h in ipairs(heads) do
-    if h.length > 0 and h.at + h.length - 1 <= #toks then
-      for _, name in ipairs(opts.graph:relations_for(h.phrase, names)) do
-        if not opts.only or opts.only[name] then
-          queries[#queries + 1] = { toks = toks, at = h.at, head_length = h.length, relation = opts.relations[name] }
-          meta[#queries] = { head = h.phrase, relation = name, span = h.span }
-        end
-      end
-    elseif h.length > 0 then
+    local relations = asked(h.phrase)
+    if #relations > 0 and h.at + h.length - 1 > #toks then
       report.truncated = (report.truncated or 0) + 1
+    elseif h.length > 0 then
+      for _, name in ipairs(relations) do
+        queries[#queries + 1] = { toks = toks, at = h.at, head_length = h.length, relation = opts.relations[name] }
+        meta[#queries] = { head = h.phrase, relation = name, span = h.span }
+      end
     end
   end
   return queries, meta

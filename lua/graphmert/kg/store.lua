@@ -179,7 +179,14 @@ function Store:begin_run(meta)
         fail(self.path, string.format("holds the extraction of another run (%s %s); name a new store", key, have[key]))
       end
     end
-    if have.extraction and meta.extraction and have.extraction ~= meta.extraction then
+    local function extractor(s)
+      local ok, t = pcall(cjson.decode, s or "")
+      return ok and type(t) == "table" and t.extractor or nil
+    end
+    if have.extraction and meta.extraction and extractor(have.extraction) ~= extractor(meta.extraction) then
+      fail(self.path, "holds passages extracted by an earlier graphmert, which placed heads otherwise: its passages would "
+        .. "not be asked again; name a new store")
+    elseif have.extraction and meta.extraction and have.extraction ~= meta.extraction then
       fail(self.path, string.format("holds an extraction with other input or options (%s): its passages would not be "
         .. "asked again; name a new store", table.concat(json.differences(have.extraction, meta.extraction), "; ")))
     elseif meta.extraction and not have.extraction then
