@@ -212,10 +212,17 @@ end
 -- A table without a doc line of its own (a module such as gm.eval.extract, or a plain table):
 -- its fields by kind, functions first, and where a module's file says more.
 function repl.table_help(name, t)
-  if not name then -- a module given as a value: by its name
-    for loaded, value in pairs(package.loaded) do
-      if value == t and loaded:match("^graphmert") then name = loaded:gsub("^graphmert", "gm") end
+  if not name then -- a table of gm's given as a value: by its name (gm.eval.extract)
+    local function find(tbl, path, depth)
+      for k, v in pairs(tbl) do
+        if type(k) == "string" then
+          if v == t then return path .. "." .. k end
+          local found = depth > 0 and type(v) == "table" and getmetatable(v) == nil and find(v, path .. "." .. k, depth - 1)
+          if found then return found end
+        end
+      end
     end
+    name = find(require "graphmert", "gm", 2)
   end
   local kinds = { ["function"] = {}, table = {}, other = {} }
   for k in pairs(t) do
@@ -232,7 +239,8 @@ function repl.table_help(name, t)
     if #list > 0 then lines[#lines + 1] = string.format("  %s: %s", kind[2], table.concat(list, ", ")) end
   end
   local module = name and name:gsub("^gm%.", "graphmert.")
-  if module and package.loaded[module] == t then
+  if module and package.loaded[module] == nil then pcall(require, module) end -- a module's name loads it
+  if module and type(package.loaded[module]) == "table" then
     local folder = false -- a package with modules under it lives in its folder's init.lua
     for loaded in pairs(package.loaded) do folder = folder or loaded:sub(1, #module + 1) == module .. "." end
     lines[#lines + 1] = string.format("  (the comment at the top of lua/%s%s documents them)", module:gsub("%.", "/"),
