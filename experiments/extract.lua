@@ -396,8 +396,9 @@ for k = 1, chunks do if mine(k) then mine_total = mine_total + math.min(CHUNK, t
 local done, skipped = 0, 0
 local not_asked = { truncated = 0, inside = 0 } -- heads found but not asked, this process's
 
--- says on stderr which heads the linker found that the model was not asked about, and why
-local function tell_not_asked(c)
+-- says on stderr which heads the linker found that the model was not asked about, and why, in
+-- the passages `scope` names
+local function tell_not_asked(c, scope)
   local parts = {}
   if c.truncated > 0 then
     parts[#parts + 1] = string.format("%d in text past the first %d tokens, which the model reads (model.roots)", c.truncated,
@@ -405,7 +406,7 @@ local function tell_not_asked(c)
   end
   if c.inside > 0 then parts[#parts + 1] = string.format("%d inside a longer word", c.inside) end
   if #parts > 0 then
-    io.stderr:write(string.format("heads found but not asked: %s\n", table.concat(parts, "; ")))
+    io.stderr:write(string.format("heads found but not asked, %s: %s\n", scope, table.concat(parts, "; ")))
   end
 end
 local progress = ex.progress.new { stream = io.stderr, total = mine_total, enabled = rank == 0 }
@@ -467,7 +468,7 @@ if store then
       done - skipped, args.out, store:count("triples"), store:count("passages"), gm.clock() - t0))
     store:close()
   end)
-  tell_not_asked(not_asked)
+  tell_not_asked(not_asked, "in the passages added now")
   if ok and page_path then write_page(page_path, gm.kg.read(args.out, { top = args.top })) end
   os.exit(ok and 0 or 130)
 end
@@ -549,7 +550,7 @@ local function write_outputs()
   print(string.format("%s%d passages, %d triples (%d with multi-word tails) in %s and %s, %.1f s%s",
     ok and "" or "interrupted: ", ok and total or done, n, multi, out_path, out_tsv, gm.clock() - t0,
     ok and "" or "; --resume continues the run"))
-  tell_not_asked(total_not_asked)
+  tell_not_asked(total_not_asked, "in all the passages")
 end
 gm.without_interrupts(write_outputs)
 if ok and page_path then write_page(page_path, try(gm.kg.read, out_path, { top = args.top })) end

@@ -40,11 +40,11 @@ local function fail(msg) ex.args.fail("extract_eval.lua", msg) end
 if not args.checkpoint then fail("--checkpoint is required (see --help)") end
 local run = ex.args.try("extract_eval.lua", ex.read_run, args.checkpoint)
 local out_dir = args.out or args.checkpoint .. "/extraction"
-ex.args.folder("extract_eval.lua", out_dir, true)
 if not args.config then
   fail(string.format("--config is required: the config the run was trained with (run.json records %s%s)", tostring(run.config),
     run.data.dir and (", with data " .. tostring(run.data.dir)) or ""))
 end
+ex.args.folder("extract_eval.lua", out_dir, true) -- once the arguments hold: a mistake leaves no folder
 local cfg = ex.args.try("extract_eval.lua", ex.config.load, args.config, args.data and { data = { dir = args.data } })
 if not ex.same_data(cfg.data, run.data) then
   fail(string.format("%s names data %s, but the run was trained on %s (pass --data when training had it)", args.config,
@@ -213,3 +213,5 @@ for i, p in ipairs(passages) do texts[i] = p.text:gsub("[\r\n]", " ") end
 ok, err = gm.write_atomic(out_dir .. "/passages.txt", { table.concat(texts, "\n"), "\n" })
 if not ok then error(err, 0) end
 print(report)
+print(string.format("(written to %s: extraction.md, pr.csv%s, and passages.txt, the held-out passages one a line)", out_dir,
+  plotted and ", pr.png" or ""))

@@ -70,7 +70,28 @@ describe("extract", function()
     assert.same({ "meniere ' s disease = meniere ' s disease", "md = md", "vertigo = vertigo", "dog = dog",
       "process = process" }, heads)
     assert.is_nil(report.inside)
-    assert.is_nil(meta[#meta].span) -- a part of a piece: its characters are not told
+    local span, chars = meta[#meta].span, { utf8.codepoint(text, 1, -1) }
+    assert.equal("process", utf8.char(table.unpack(chars, span[1] + 1, span[2]))) -- a part of a piece, as written
+    -- a trained tokenizer keeps "liver’s" one word: "liver" is placed where its tokens end (here
+    -- nearly a token a character), as written; "kidney" starts inside the word "liver–kidney"
+    local liver_text = "The LIVER’s cells; the liver–kidney axis; “Liver”."
+    local _, lg = require "spec.toy_dataset" { synsets = { ["1n"] = { lemmas = { "liver" }, pointers = { { relation = "causes", target = "2n" } } },
+      ["2n"] = { lemmas = { "kidney" }, pointers = { { relation = "causes", target = "1n" } } } } }
+    local lt = gm.data.tokenizer.train({ "the liver cells kidney axis “liver” liver’s liver–kidney;." }, { vocab_size = 50 })
+    report = {}
+    queries, meta = ext.queries(lt, model.layout, { text = liver_text }, { graph = lg, relations = { causes = 1 }, report = report })
+    local lchars, found = { utf8.codepoint(liver_text, 1, -1) }, {}
+    for i, q in ipairs(queries) do
+      found[#found + 1] = string.format("%s %s [%s]", meta[i].head, lt:decode { table.unpack(q.toks, q.at, q.at + q.head_length - 1) },
+        utf8.char(table.unpack(lchars, meta[i].span[1] + 1, meta[i].span[2])))
+    end
+    assert.same({ "liver liver [LIVER]", "kidney ##kidney [kidney]" }, found)
+    assert.is_nil(report.inside)
+    -- a word the tokenizer cannot spell whole (no piece for «): its words are encoded one by one
+    queries, meta = ext.queries(lt, model.layout, { text = "«kidney»" }, { graph = lg, relations = { causes = 1 } })
+    assert.equal(1, #queries)
+    assert.equal("kidney", lt:decode { table.unpack(queries[1].toks, queries[1].at, queries[1].at + queries[1].head_length - 1) })
+    assert.same({ 1, 7 }, meta[1].span)
     local short = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16, roots = 6, leaves = 2,
       relations = 1, sbo = false }
     report = {}

@@ -3,6 +3,7 @@
 -- a space), puts spaces around CJK ideographs, splits on whitespace, lower-cases and strips
 -- accents (NFD, then no combining marks) when `lower`, and splits off every punctuation mark.
 --   words(text, lower) → list of UTF-8 words
+--   words_at(text, lower) → the words, and for each its first byte and the byte after its last
 -- Python's str.lower and unicodedata are the reference (spec/fixtures/bert, checked code point by
 -- code point for the blocks below). Covered: ASCII, Latin-1 Supplement, Latin Extended-A and the
 -- fullwidth Latin letters (case and accents); combining marks U+0300–036F, U+20D0–20F0,
@@ -75,14 +76,16 @@ local function lower(cp, out)
   out[#out + 1] = cp
 end
 
--- UTF-8 → code points; a byte that starts no valid sequence counts as U+FFFD (then dropped)
+-- UTF-8 → code points and the byte each starts at (then #text + 1); a byte that starts no valid
+-- sequence counts as U+FFFD (then dropped)
 local function codepoints(text)
-  local cps, i, n = {}, 1, #text
+  local cps, at, i, n = {}, {}, 1, #text
   while i <= n do
     local b = text:byte(i)
     local len = b < 0x80 and 1 or b < 0xC2 and 0 or b < 0xE0 and 2 or b < 0xF0 and 3 or b < 0xF5 and 4 or 0
     -- utf8.len is strict: it refuses overlong forms, surrogates and code points past U+10FFFF
     local cp = len > 0 and i + len - 1 <= n and utf8.len(text, i, i + len - 1) == 1 and utf8.codepoint(text, i)
+    at[#cps + 1] = i
     if cp then
       cps[#cps + 1] = cp
       i = i + len
@@ -91,37 +94,47 @@ local function codepoints(text)
       i = i + 1
     end
   end
-  return cps
+  at[#cps + 1] = n + 1
+  return cps, at
 end
 
-function M.words(text, lower_case)
-  local words, word = {}, nil
+-- the words, and where each is in the text: its first byte and the byte after its last
+function M.words_at(text, lower_case)
+  local words, first, after = {}, {}, {}
+  local word, from, to
   local function flush()
-    if word and #word > 0 then words[#words + 1] = utf8.char(table.unpack(word)) end
+    if word and #word > 0 then
+      words[#words + 1] = utf8.char(table.unpack(word))
+      first[#words], after[#words] = from, to
+    end
     word = nil
   end
-  local function add(cp)
-    word = word or {}
-    word[#word + 1] = cp
-  end
+  local cps, at = codepoints(text)
   local folded = {}
-  for _, cp in ipairs(codepoints(text)) do
-    if lower_case then lower(cp, folded) else folded[#folded + 1] = cp end
-  end
-  for _, cp in ipairs(folded) do
-    if cp == 0 or cp == 0xFFFD or is_control(cp) then -- luacheck: ignore 542
-      -- dropped
-    elseif is_space(cp) then
-      flush()
-    elseif is_cjk(cp) or is_punctuation(cp) then
-      flush()
-      words[#words + 1] = utf8.char(cp)
-    elseif not (lower_case and is_combining(cp)) then
-      add(lower_case and base_of(cp) or cp)
+  for i, source in ipairs(cps) do
+    local s, e = at[i], at[i + 1]
+    folded[1], folded[2] = nil, nil
+    if lower_case then lower(source, folded) else folded[1] = source end
+    for _, cp in ipairs(folded) do
+      if cp == 0 or cp == 0xFFFD or is_control(cp) or (lower_case and is_combining(cp)) then
+        if word then to = e end -- dropped, but inside the word as written
+      elseif is_space(cp) then
+        flush()
+      elseif is_cjk(cp) or is_punctuation(cp) then
+        flush()
+        words[#words + 1] = utf8.char(cp)
+        first[#words], after[#words] = s, e
+      else
+        if not word then word, from = {}, s end
+        word[#word + 1] = lower_case and base_of(cp) or cp
+        to = e
+      end
     end
   end
   flush()
-  return words
+  return words, first, after
 end
+
+function M.words(text, lower_case) return (M.words_at(text, lower_case)) end
 
 return M

@@ -34,6 +34,7 @@
 --   precision–recall curves}
 local decode = require("graphmert.eval.decode").decode
 local linker = require "graphmert.data.linker"
+local bert_text = require "graphmert.data.bert_text"
 local normalize = linker.normalize
 local merge = require "graphmert.kg.merge"
 
@@ -46,48 +47,80 @@ function M.options(run, graph, relations, choices)
     empty = (run.absent or 0) > 0 and not choices.answer_all }
 end
 
+-- Where the words of a piece of several words ("glycolytic‐process", "liver’s": the linker
+-- splits at marks the trained tokenizer keeps inside a word) start and stop in its tokens `ids`:
+-- word k spans ids[start[k]] .. ids[stop[k] - 1], nil where it does not begin or end on a
+-- token's edge. The tokens are its words' own one after the other (BERT's, which splits there
+-- too), or they spell the piece's bytes (a trained tokenizer's), so that a word's bytes (first,
+-- after: from bert_text.words_at, relative to the piece) tell its tokens.
+local function word_tokens(tok, ids, words, first, after, bytes)
+  local joined, start, stop = {}, {}, {}
+  for k, w in ipairs(words) do
+    start[k] = #joined + 1
+    for _, id in ipairs(tok:encode(w)) do joined[#joined + 1] = id end
+    stop[k] = #joined + 1
+  end
+  if table.concat(joined, " ") == table.concat(ids, " ") then return start, stop end
+  local token_at, offset = { [0] = 1 }, 0 -- byte offset in the piece → the token that starts there
+  for i, id in ipairs(ids) do
+    if id == tok.unk_id then return {}, {} end
+    local p = tok.pieces[id]
+    offset = offset + #p - (p:sub(1, 2) == "##" and 2 or 0)
+    token_at[offset] = i + 1
+  end
+  if offset ~= bytes then return {}, {} end
+  start, stop = {}, {}
+  for k = 1, #words do start[k], stop[k] = token_at[first[k] - 1], token_at[after[k] - 1] end
+  return start, stop
+end
+
 -- A passage's tokens and its heads' places in them: {phrase, at, length (tokens), span = {first
--- character, after the last}} for the first mention of each phrase (gm.data.linker). The text is
--- encoded piece by piece (linker.pieces: the same tokens as encoded whole), so that a mention's
--- words give its tokens whatever the linker folds and the tokenizer keeps (accents). A piece of
--- several words ("glycolytic‐process") has word-by-word tokens when the tokenizer gives it the
--- tokens of its words one after the other (BERT's, which splits it too); else a mention of only
--- some of its words has no tokens of its own: such a phrase, never placed, is in `inside`.
--- Returns the tokens (all of them: the caller fits them to the roots), the heads, and `inside`.
+-- character, after the last}} for the first mention of each phrase (gm.data.linker) that begins
+-- and ends on a token's edge. The text is encoded piece by piece (linker.pieces: the same tokens
+-- as encoded whole, but for a word the tokenizer cannot spell: see below), so that a mention's
+-- words give its tokens whatever the linker folds and the tokenizer keeps (case, accents, marks
+-- inside a word). Returns the tokens (all of them: the
+-- caller fits them to the roots), the heads, and the phrases never placed (`inside`: a mention
+-- ending inside a token).
 local function placed_heads(tok, graph, text)
-  local pieces, toks, words, word_token = linker.pieces(text), {}, {}, {}
-  local bounded = {} -- word n starts (and word n - 1 ends) at a token boundary
-  for _, p in ipairs(pieces) do
-    local ids = tok:encode(text:sub(p.s, p.e - 1))
-    local each = #p.words > 1 and {} or nil -- the tokens of the piece's words, when they add up to its own
-    if each then
-      local joined = {}
-      for k, w in ipairs(p.words) do
-        each[k] = #joined + 1
-        for _, id in ipairs(tok:encode(w)) do joined[#joined + 1] = id end
+  local toks, words, where = {}, {}, {} -- where[n]: word n's tokens and bytes in the text
+  for _, p in ipairs(linker.pieces(text)) do
+    local surface = text:sub(p.s, p.e - 1)
+    local ids = tok:encode(surface)
+    if #p.words == 1 then
+      words[#words + 1] = p.words[1]
+      where[#words] = { at = #toks + 1, stop = #toks + #ids + 1, s = p.s, e = p.e }
+    elseif #p.words > 1 then
+      local _, first, after = bert_text.words_at(surface, true)
+      local start, stop
+      if #ids == 1 and ids[1] == tok.unk_id then
+        -- a word the tokenizer cannot spell whole ("“liver”" with no piece for “): encoded at the
+        -- linker's word edges instead, so that the words it can spell are not lost in one [UNK]
+        ids, start, stop = {}, {}, {}
+        for k = 1, #p.words do
+          start[k] = #ids + 1
+          for _, id in ipairs(tok:encode(surface:sub(first[k], after[k] - 1))) do ids[#ids + 1] = id end
+          stop[k] = #ids + 1
+        end
+      else
+        start, stop = word_tokens(tok, ids, p.words, first, after, #surface)
       end
-      if table.concat(joined, " ") ~= table.concat(ids, " ") then each = nil end
-    end
-    for k, w in ipairs(p.words) do
-      words[#words + 1] = w
-      word_token[#words] = { piece = p, at = #toks + (each and each[k] or 1), first = k == 1, last = k == #p.words }
-      bounded[#words] = k == 1 or each ~= nil
+      for k, w in ipairs(p.words) do
+        words[#words + 1] = w
+        where[#words] = { at = start[k] and #toks + start[k], stop = stop[k] and #toks + stop[k], s = p.s + first[k] - 1,
+          e = p.s + after[k] - 1 }
+      end
     end
     for _, id in ipairs(ids) do toks[#toks + 1] = id end
   end
-  word_token[#words + 1] = { at = #toks + 1 }
-  bounded[#words + 1] = true
   local heads, placed, inside = {}, {}, {}
   for _, m in ipairs(graph.linker:mentions(nil, words)) do
-    local after = m.first + m.words
-    if not placed[m.phrase] and bounded[m.first] and bounded[after] then
+    local from, to = where[m.first], where[m.first + m.words - 1]
+    if not placed[m.phrase] and from.at and to.stop then
       placed[m.phrase], inside[m.phrase] = true, nil
-      local from, to = word_token[m.first], word_token[after - 1]
-      local first, last = from.piece, to.piece
-      local before = utf8.len(text, 1, first.s - 1) or first.s - 1
-      heads[#heads + 1] = { phrase = m.phrase, at = from.at, length = word_token[after].at - from.at,
-        -- the characters of whole pieces (a mention of some words of a piece has none)
-        span = from.first and to.last and { before, before + (utf8.len(text, first.s, last.e - 1) or last.e - first.s) } or nil }
+      local before = utf8.len(text, 1, from.s - 1) or from.s - 1
+      heads[#heads + 1] = { phrase = m.phrase, at = from.at, length = to.stop - from.at,
+        span = { before, before + (utf8.len(text, from.s, to.e - 1) or to.e - from.s) } }
     elseif not placed[m.phrase] then
       inside[m.phrase] = true
     end
