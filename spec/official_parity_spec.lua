@@ -186,6 +186,8 @@ describe("GraphMERT:save_pretrained", function()
     local dir = os.tmpname()
     os.remove(dir)
     os.execute("mkdir -p " .. dir .. " && echo '{}' > " .. dir .. "/run.json")
+    assert.error_matches(function() gm.nn.GraphMERT.from_pretrained(dir .. "/run.json") end,
+      "run.json is a file; give the folder that holds config.json and the weights")
     assert.error_matches(function() gm.nn.GraphMERT.from_pretrained(dir) end,
       "is a training run %(run.json, checkpoint.safetensors%), not a checkpoint folder %(config.json%): gm.experiment.load_model")
     os.execute("rm -rf " .. dir)

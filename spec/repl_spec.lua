@@ -94,6 +94,11 @@ describe("help", function()
     assert.matches("^gm%.eval%.extract: a table\n  functions: [%w_, ]*queries", module)
     assert.matches("lua/graphmert/eval/extract%.lua documents them", module)
     assert.matches("lua/graphmert/eval/init%.lua documents them", printed(repl.help, gm.eval))
+    local had = rawget(_G, "gm")
+    rawset(_G, "gm", gm) -- as the REPL has it
+    assert.matches("^gm%.eval%.extract%.triples: a function of gm%.eval%.extract %(the comment at the top of "
+      .. "lua/graphmert/eval/extract%.lua documents it%)", printed(repl.help, "gm.eval.extract.triples"))
+    rawset(_G, "gm", had)
     assert.matches("^{x = 1}?: ?a table", printed(repl.help, { x = 1 }):gsub("table: 0x%x+", "{x = 1}"))
   end)
 

@@ -204,7 +204,10 @@ function repl.help(what)
     print(tensor_help(what))
   else
     local value = type(what) == "string" and resolve(_G, what) or what
+    local owner = type(what) == "string" and type(value) == "function" and what:match("^(.+)%.[%w_]+$")
+    local owned = owner and type(resolve(_G, owner)) == "table" and repl.table_help(owner, resolve(_G, owner)):match("%(the comment .-%)")
     print(repl.describe(what) or (type(value) == "table" and repl.table_help(type(what) == "string" and what or nil, value))
+      or (owned and string.format("%s: a function of %s %s", what, owner, owned:gsub("documents them", "documents it")))
       or ("no help for " .. tostring(what) .. " (?gm for an overview)"))
   end
 end

@@ -211,6 +211,10 @@ end
 
 function M.load(GraphMERT, dir)
   if type(dir) ~= "string" then error("from_pretrained: a folder expected, got " .. type(dir), 0) end
+  local info = gm.stat(dir)
+  if info and info.type ~= "directory" then
+    error(string.format("from_pretrained: %s is a %s; give the folder that holds config.json and the weights", dir, info.type), 0)
+  end
   local run = gm.stat(dir .. "/run.json")
   if run and not gm.stat(dir .. "/config.json") then
     error(string.format("from_pretrained: %s is a training run (run.json, checkpoint.safetensors), not a checkpoint "
