@@ -1,5 +1,5 @@
 -- The tiny example dataset (experiments/data/tiny: 32 passages on human anatomy, 34 entities,
--- 43 triples): half a minute of training that runs the whole path — far too little data for a
+-- 43 triples): seconds of training that runs the whole path — far too little data for a
 -- useful model; copy this file and point `data` at your own folder.
 --   graphmert experiments/validate.lua --config experiments/configs/tiny.lua
 --   graphmert experiments/train.lua --config experiments/configs/tiny.lua --out out/tiny
