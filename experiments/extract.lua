@@ -220,12 +220,12 @@ end
 local settings_of = { journal = 2, extractor = 2, checkpoint = gm.realpath(args.checkpoint), processes = size,
   input_file = stamp(args.input), weights = stamp(args.checkpoint .. "/checkpoint.safetensors"),
   input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top,
-  batch = args.batch, decoding = args.decoding, packed = not args.unpacked, data = args.data and gm.realpath(args.data),
+  batch = args.batch, decoding = args.decoding, unpacked = args.unpacked, data = args.data and gm.realpath(args.data),
   config = args.config and gm.realpath(ex.commands.config_path(args.config)), min_score = min_score }
 local settings = gm.json.object(settings_of, { "journal", "input", "input_file", "checkpoint", "weights", "format", "relations",
-  "top", "batch", "decoding", "packed", "data", "config", "processes" })
+  "top", "batch", "decoding", "unpacked", "data", "config", "processes" })
 local extraction = gm.json.object(settings_of, { "extractor", "input", "input_file", "weights", "format", "relations", "top",
-  "min_score", "batch", "decoding", "packed", "data", "config" })
+  "min_score", "batch", "decoding", "unpacked", "data", "config" })
 local function mine(k) return (k - 1) % size == rank end
 
 -- whether a journal line's passages are as extract writes them (a line edited by hand is not)

@@ -96,6 +96,9 @@ describe("experiments/extract.lua", function()
     assert.equal(2, code, out)
     assert.matches("killed.jsonl.journal is the journal of another run %(decoding open, here constrained%): run with its "
       .. "settings, or remove it to start over", out)
+    out, code = run(cmd .. dir .. "/killed.jsonl --resume --unpacked") -- named by the option
+    assert.equal(2, code, out)
+    assert.matches("journal of another run %(unpacked false, here true%)", out)
     -- a corpus rewritten under the same name is another input (its lines are other passages)
     os.execute("cp -p " .. dir .. "/long.txt " .. dir .. "/long.bak && echo 'one more passage' >> " .. dir .. "/long.txt")
     out, code = run(cmd .. dir .. "/killed.jsonl --resume")
