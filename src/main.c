@@ -275,10 +275,22 @@ static char *next_completion(const char *text, int state) {
   return word;
 }
 
+/* Whether position `end` of the line is inside a quoted string (t["na<TAB>: no names there). */
+static int in_string(const char *line, int end) {
+  char quote = 0;
+  for (int i = 0; i < end && line[i]; i++) {
+    if (quote && line[i] == '\\' && line[i + 1]) i++;
+    else if (quote && line[i] == quote) quote = 0;
+    else if (!quote && (line[i] == '"' || line[i] == '\'')) quote = line[i];
+  }
+  return quote != 0;
+}
+
 static char **complete_word(const char *text, int start, int end) {
-  (void)start, (void)end;
+  (void)end;
   rl_attempted_completion_over = 1;      /* no file names when nothing matches */
   rl_completion_append_character = '\0'; /* "gm.nn" may go on with "." */
+  if (in_string(rl_line_buffer, start)) return NULL;
   lua_State *L = completion_L;
   int top = lua_gettop(L);
   char **matches = NULL;
