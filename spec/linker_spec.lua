@@ -31,6 +31,11 @@ describe("gm.data.linker", function()
     assert.same({ "E2" }, l:candidates("naive t cell"))
     assert.equal("cafe au lait spot", linker.normalize("Café  au Lait Spot"))
     assert.equal("e1", linker.normalize("E1"))
+    -- typographic apostrophes, quotes and hyphens are their ASCII twins, in names and in text
+    local m = with { { "M1", "Ménière’s disease" }, { "T1", "TNF-α" }, { "Q1", '"open" reading frame' } }
+    assert.same({ "meniere ' s disease", "tnf - α", '" open " reading frame' },
+      m:heads("Meniere's disease, TNF‑α and the “open” reading frame"))
+    assert.equal("glycolytic - process", linker.normalize("Glycolytic‐process"))
   end)
 
   it("never takes a lone stop word, nor a name without a letter", function()

@@ -206,7 +206,7 @@ describe("seed_graph:save and seed_graph.load", function()
     refused(function(t) t.known_tails["ids:" .. key], t.known_tails["lengths:" .. key] = nil, nil end,
       "known tails lack the types \"food\"")
     refused(function(t) t.meta.tails_leaves = nil end, "lacks their tokenizer or leaf count")
-    refused(function(t) t.meta.version = "4" end, "version 4, this build reads versions 1 to 3")
+    refused(function(t) t.meta.version = "5" end, "version 5, this build reads versions 1 to 4")
   end)
 
   it("refuse a device or a directory as gm.read_file does", function()

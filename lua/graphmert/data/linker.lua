@@ -2,8 +2,9 @@
 --
 -- Text and names are normalised alike (normalize: BERT's basic text splitting with lower = true,
 -- gm.data.bert_text — case folded, accents stripped (NFD, no combining marks), every punctuation
--- mark its own word), so "Glycolytic-Process", "glycolytic - process" and "Glycolytic‐process"
--- differ only where the characters do. A mention is a run of whole words equal to a name: never
+-- mark its own word; typographic apostrophes, quotes and hyphens (’ ‘ “ ” ‐ ‑) as their ASCII
+-- twins), so "Glycolytic-Process", "glycolytic - process" and "Glycolytic‐process" are one name,
+-- and "Ménière’s" is "Meniere's". A mention is a run of whole words equal to a name: never
 -- inside a word. Scanning left to right, the longest name starting at a word wins (multi-word
 -- names first), and the scan goes on after it; a one-word match that is a stop word ("a", "in",
 -- "or", ...: also the letter A, Indiana and Oregon in WordNet) is not a mention, nor is a name
@@ -46,8 +47,19 @@ for w in ([[a an the this that these those some any each every no all both eithe
 
 -- Printable ASCII text (most of it) takes the trained tokenizer's splitting, which gives the
 -- same words as BERT's there and is several times faster.
+-- Marks that stand for one another in names: typographic apostrophes and quotes, Unicode
+-- hyphens (a name typed "Ménière's disease" is the text's "Ménière’s disease").
+local SAME_MARK = { ["’"] = "'", ["‘"] = "'", ["“"] = '"', ["”"] = '"', ["‐"] = "-", ["‑"] = "-" }
+
+-- the words of text beyond printable ASCII: BERT's, with SAME_MARK's marks as their ASCII twins
+local function unicode_words(text)
+  local words = bert_text.words(text, true)
+  for i, w in ipairs(words) do words[i] = SAME_MARK[w] or w end
+  return words
+end
+
 function M.words(text)
-  if text:find("[%z\1-\8\11\12\14-\31\127-\255]") then return bert_text.words(text, true) end
+  if text:find("[%z\1-\8\11\12\14-\31\127-\255]") then return unicode_words(text) end
   return pretokenize(text)
 end
 
@@ -63,7 +75,7 @@ function M.pieces(text)
   local out = {}
   for s, word, m, mark in text:gmatch("()([%w\128-\255]*)()(%p?)") do
     if word ~= "" then
-      out[#out + 1] = { s = s, e = m, words = word:find("[\128-\255]") and bert_text.words(word, true) or { word:lower() } }
+      out[#out + 1] = { s = s, e = m, words = word:find("[\128-\255]") and unicode_words(word) or { word:lower() } }
     end
     if mark ~= "" then out[#out + 1] = { s = m, e = m + 1, words = { mark } } end
   end

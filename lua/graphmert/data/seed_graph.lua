@@ -78,8 +78,11 @@ end
 -- tokenizer, `known_tails` holds constrained decoding's lists ("ids:<key>" and "lengths:<key>"
 -- of a tail list per key, tails_key) and meta the tokenizer's signature and the leaf count they
 -- are for.
--- Version 1 had no known tails, version 2 no aliases as written (the linker holds them folded).
-local FORMAT, VERSION, READS = "graphmert seed graph index", "3", { ["1"] = true, ["2"] = true, ["3"] = true }
+-- Version 1 had no known tails, version 2 no aliases as written (the linker holds them folded);
+-- before version 4 a name's typographic apostrophes, quotes and hyphens were kept in its phrase
+-- (such a name links only where the text writes those marks: remove seed_graph/index.bin to
+-- have the index built again).
+local FORMAT, VERSION, READS = "graphmert seed graph index", "4", { ["1"] = true, ["2"] = true, ["3"] = true, ["4"] = true }
 local TABLES = { meta = "map", phrases = "map", prefixes = "set", stopwords = "set", entity_types = "map",
   entity_names = "map", head_types = "map", tail_types = "map" }
 local OPTIONAL = { known_tails = "map", entity_aliases = "map" }
