@@ -254,7 +254,7 @@ local function journal_chunks(path)
     f:close()
     fail(path .. " is not a journal of graphmert extract (damaged?): remove it to start over")
   end
-  if head.input_file == nil or head.journal ~= settings_of.journal then
+  if head.journal ~= settings_of.journal then
     f:close()
     fail(path .. " was written by an earlier graphmert, whose journals this one does not continue: remove it to start over")
   end

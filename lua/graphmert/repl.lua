@@ -191,6 +191,17 @@ local function tensor_help(t)
   return table.concat(lines, "\n")
 end
 
+-- the file of the module gm.name names ("gm.eval.extract" → lua/graphmert/eval/extract.lua), or
+-- nil when that name is no module (a package with modules under it lives in its init.lua)
+local function module_file(name)
+  local module = name:gsub("^gm%.", "graphmert.")
+  if package.loaded[module] == nil then pcall(require, module) end -- a module's name loads it
+  if type(package.loaded[module]) ~= "table" then return nil end
+  local folder = false
+  for loaded in pairs(package.loaded) do folder = folder or loaded:sub(1, #module + 1) == module .. "." end
+  return string.format("lua/%s%s", module:gsub("%.", "/"), folder and "/init.lua" or ".lua")
+end
+
 -- help(name or value): prints the doc lines (an overview for gm, size and methods for a
 -- tensor); help() says how to use it.
 function repl.help(what)
@@ -205,9 +216,9 @@ function repl.help(what)
   else
     local value = type(what) == "string" and resolve(_G, what) or what
     local owner = type(what) == "string" and type(value) == "function" and what:match("^(.+)%.[%w_]+$")
-    local owned = owner and type(resolve(_G, owner)) == "table" and repl.table_help(owner, resolve(_G, owner)):match("%(the comment .-%)")
+    local file = owner and module_file(owner)
     print(repl.describe(what) or (type(value) == "table" and repl.table_help(type(what) == "string" and what or nil, value))
-      or (owned and string.format("%s: a function of %s %s", what, owner, owned:gsub("documents them", "documents it")))
+      or (file and string.format("%s: a function of %s (the comment at the top of %s documents it)", what, owner, file))
       or ("no help for " .. tostring(what) .. " (?gm for an overview)"))
   end
 end
@@ -241,14 +252,8 @@ function repl.table_help(name, t)
     table.sort(list)
     if #list > 0 then lines[#lines + 1] = string.format("  %s: %s", kind[2], table.concat(list, ", ")) end
   end
-  local module = name and name:gsub("^gm%.", "graphmert.")
-  if module and package.loaded[module] == nil then pcall(require, module) end -- a module's name loads it
-  if module and type(package.loaded[module]) == "table" then
-    local folder = false -- a package with modules under it lives in its folder's init.lua
-    for loaded in pairs(package.loaded) do folder = folder or loaded:sub(1, #module + 1) == module .. "." end
-    lines[#lines + 1] = string.format("  (the comment at the top of lua/%s%s documents them)", module:gsub("%.", "/"),
-      folder and "/init.lua" or ".lua")
-  end
+  local file = name and module_file(name)
+  if file then lines[#lines + 1] = string.format("  (the comment at the top of %s documents them)", file) end
   return table.concat(lines, "\n")
 end
 

@@ -45,8 +45,6 @@ for w in ([[a an the this that these those some any each every no all both eithe
   could may might must not also only very too just more most less least such own same other
   there here where how why one]]):gmatch("%a+") do M.english_stopwords[w] = true end
 
--- Printable ASCII text (most of it) takes the trained tokenizer's splitting, which gives the
--- same words as BERT's there and is several times faster.
 -- Marks that stand for one another in names: typographic apostrophes and quotes, Unicode
 -- hyphens (a name typed "Ménière's disease" is the text's "Ménière’s disease").
 local SAME_MARK = { ["’"] = "'", ["‘"] = "'", ["“"] = '"', ["”"] = '"', ["‐"] = "-", ["‑"] = "-" }
@@ -58,6 +56,8 @@ local function unicode_words(text)
   return words
 end
 
+-- Printable ASCII text (most of it) takes the trained tokenizer's splitting, which gives the
+-- same words as BERT's there and is several times faster.
 function M.words(text)
   if text:find("[%z\1-\8\11\12\14-\31\127-\255]") then return unicode_words(text) end
   return pretokenize(text)
