@@ -215,9 +215,11 @@ end
 -- What decides a passage's triples (files by what they name, and as they are): a journal's header
 -- holds it with the checkpoint and process count, and a store with --min-score too (it keeps
 -- triples filtered by it; a journal keeps them all): neither continues another extraction.
--- (journal 2: a passage's triples merged per passage, and the heads not asked counted)
--- (extractor 2 in a store's settings: heads placed at their first mention as the text writes it)
-local settings_of = { journal = 2, extractor = 2, checkpoint = gm.realpath(args.checkpoint), processes = size,
+-- (journal 2: a passage's triples merged per passage, and the heads not asked counted; 3: no
+-- head inside an English contraction)
+-- (extractor 2 in a store's settings: heads placed at their first mention as the text writes it;
+-- 3: no head inside an English contraction)
+local settings_of = { journal = 3, extractor = 3, checkpoint = gm.realpath(args.checkpoint), processes = size,
   input_file = stamp(args.input), weights = stamp(args.checkpoint .. "/checkpoint.safetensors"),
   input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top,
   batch = args.batch, decoding = args.decoding, unpacked = args.unpacked, data = args.data and gm.realpath(args.data),

@@ -158,7 +158,7 @@ describe("kg.sqlite", function()
       { { checkpoint = "/x", model = "{}", extraction = gm.json.object({ input = "/a.txt", top = 5, min_score = -1 },
         { "input", "top", "min_score" }) }, "%(min_score none, here %-1%)" },
       { { checkpoint = "/x", model = "{}", extraction = gm.json.object({ extractor = 2, input = "/a.txt", top = 5 },
-        { "extractor", "input", "top" }) }, "holds passages extracted by an earlier graphmert, which placed heads otherwise" },
+        { "extractor", "input", "top" }) }, "holds passages extracted by an earlier graphmert, which found or placed heads otherwise" },
     } do
       assert.error_matches(function() store:begin_run(case[1]) end, case[2])
     end

@@ -47,6 +47,15 @@ describe("gm.data.linker", function()
     assert.same({ "a", "dog" }, k:heads("a dog"))
   end)
 
+  it("takes no part of an English contraction for a mention, but names that hold one whole", function()
+    local l = with { { "S", "S" }, { "M", "m" }, { "D", "D" }, { "DON", "Don" }, { "WON", "won" }, { "T", "tail" },
+      { "C", "Crohn's disease" }, { "R", "Re" } }
+    assert.same({ "tail", "crohn ' s disease", "d" },
+      l:heads("The dog's tail; I'm sure we're not; don't, won't; Crohn's disease; vitamin D's role"))
+    -- the same words alone are mentions
+    assert.same({ "s", "m", "don", "won", "re" }, l:heads("S, m, the Don: won (Re)"))
+  end)
+
   it("keeps every entity an ambiguous name denotes, preferred names first, then by triple count, then id", function()
     local l = with { { "R", "cortex", false, 9 }, { "C", "cortex", false, 2 }, { "X", "cortex", true, 0 },
       { "Z", "cortex", false, 2 } }

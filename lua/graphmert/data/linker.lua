@@ -8,7 +8,10 @@
 -- inside a word. Scanning left to right, the longest name starting at a word wins (multi-word
 -- names first), and the scan goes on after it; a one-word match that is a stop word ("a", "in",
 -- "or", ...: also the letter A, Indiana and Oregon in WordNet) is not a mention, nor is a name
--- without a letter (ASCII digits and marks only: "42", "(+)").
+-- without a letter (ASCII digits and marks only: "42", "(+)"). Nor are the parts of English
+-- contractions: the s, t, m, d, re, ve or ll after a word and an apostrophe ("dog's", "I'm":
+-- WordNet's letter S and metre) and the word before n't ("don't", "won't": the river Don, the
+-- Korean won); "the letter 's'" is read as a contraction too.
 --
 -- Ambiguity: a name may denote several entities (WordNet's "dog" names seven synsets; an alias
 -- may be shared). A mention keeps all of them as candidates, ranked: entities whose preferred
@@ -80,6 +83,17 @@ function M.pieces(text)
     if mark ~= "" then out[#out + 1] = { s = m, e = m + 1, words = { mark } } end
   end
   return out
+end
+
+-- what follows "word '" in an English contraction
+local CLITICS = { s = true, t = true, m = true, d = true, re = true, ve = true, ll = true }
+
+-- whether words[i] is part of a contraction: a clitic after "word '", or the verb of "verb ' t"
+-- whose letters end in n (words are normalised: a word made of letters is %w+)
+local function in_contraction(words, i)
+  local w = words[i]
+  if CLITICS[w] and words[i - 1] == "'" and (words[i - 2] or ""):match("^[%w\128-\255]+$") then return true end
+  return w:match("^%a*n$") ~= nil and words[i + 1] == "'" and words[i + 2] == "t"
 end
 
 local Linker = {}
@@ -175,7 +189,7 @@ function Linker:mentions(text, words)
       if not self.prefix[phrase] then break end
     end
     if best then
-      if not (len == 1 and self.stopwords[best]) then
+      if not (len == 1 and (self.stopwords[best] or in_contraction(words, i))) then
         out[#out + 1] = { phrase = best, first = i, words = len }
       end
       i = i + len

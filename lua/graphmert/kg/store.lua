@@ -184,7 +184,7 @@ function Store:begin_run(meta)
       return ok and type(t) == "table" and t.extractor or nil
     end
     if have.extraction and meta.extraction and extractor(have.extraction) ~= extractor(meta.extraction) then
-      fail(self.path, "holds passages extracted by an earlier graphmert, which placed heads otherwise: its passages would "
+      fail(self.path, "holds passages extracted by an earlier graphmert, which found or placed heads otherwise: its passages would "
         .. "not be asked again; name a new store")
     elseif have.extraction and meta.extraction and have.extraction ~= meta.extraction then
       fail(self.path, string.format("holds an extraction with other input or options (%s): its passages would not be "
