@@ -125,6 +125,13 @@ describe("extract", function()
     table.sort(names)
     assert.same({ "bark", "make noise" }, names)
     assert.equal(4, tails[1].n) -- dog, domestic dog, canine, hot dog
+    -- a name the tokenizer spells with [UNK] is none: its tokens would not write the name back
+    local blind = gm.data.tokenizer.train({ "dog canine bark make noise domestic" }, { vocab_size = 200 })
+    assert.same({ blind.unk_id }, blind:encode("hot"))
+    names = {}
+    for _, ids in ipairs(graph:known_tails(blind, { hypernym = 1 }, 2)[1]:lists()) do names[#names + 1] = blind:decode(ids) end
+    table.sort(names)
+    assert.same({ "canine", "dog", "domestic dog" }, names)
   end)
 
   it("merges triples across passages, drops self-loops, non-words and function words, keeps the top per (head, relation)", function()

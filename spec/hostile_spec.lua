@@ -49,6 +49,8 @@ describe("hostile checkpoint folders", function()
     { "config_only", from_pretrained "config_only", "config_only has no model.safetensors, pytorch_model.bin or sharded index" },
     { "heads_1e9", from_pretrained "heads_1e9", "num_attention_heads 1000000000 does not divide hidden_size 8" },
     { "declares_more", from_pretrained "declares_more", "declares a model of more than %d+ parameters, which the %d+ bytes of .*model.safetensors cannot hold" },
+    { "layers_wrap", from_pretrained "layers_wrap", "layers_wrap/config.json declares a model of more than %d+ parameters" },
+    { "ffn_wrap", from_pretrained "ffn_wrap", "ffn_wrap/config.json declares a model of more than %d+ parameters" },
     { "dropout_string", from_pretrained "dropout_string", "config.json: dropout must be a number in %[0, 1%), got \"x\"" },
     { "dropout_5", from_pretrained "dropout_5", "dropout must be a number in %[0, 1%), got 5" },
     { "sbo_string", from_pretrained "sbo_string", "mlm_sbo must be true or false, got \"no\"" },

@@ -119,7 +119,9 @@ end
 local function tails_key(types) return types and types_string(types) or "" end
 
 -- each key's known tails (the names and aliases of entities of its types that fit `leaves`
--- tokens, in sorted phrase order: ties rank the same on every run) as a tail list
+-- tokens, in sorted phrase order: ties rank the same on every run) as a tail list; a name the
+-- tokenizer spells with [UNK] (a character its corpus never had: "Landlord & Tenant Act") is
+-- none, since its tokens would not write the name back
 local function build_tails(self, tok, leaves, keys)
   local phrases = {}
   for phrase in pairs(self.linker.index) do phrases[#phrases + 1] = phrase end
@@ -128,7 +130,9 @@ local function build_tails(self, tok, leaves, keys)
   local encoded = {}
   for _, phrase in ipairs(phrases) do
     local ids = tok:encode(phrase)
-    if #ids > 0 and #ids <= leaves then
+    local spelled = true
+    for _, id in ipairs(ids) do spelled = spelled and id ~= tok.unk_id end
+    if #ids > 0 and #ids <= leaves and spelled then
       local types = {}
       for i, entity in ipairs(self.linker:candidates(phrase)) do types[i] = self.type[entity] end
       encoded[#encoded + 1] = { types, ids }

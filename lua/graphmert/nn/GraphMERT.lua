@@ -155,11 +155,11 @@ local function declared_elements(config)
   local function n(key, default)
     local v = config[key]
     if v == nil then v = default end
-    return type(v) == "number" and v >= 0 and v or 0
+    return type(v) == "number" and v >= 0 and v + 0.0 or 0.0 -- a float: 2^61 layers do not wrap around
   end
   local H, layers = n("hidden", defaults.hidden), n("layers", defaults.layers)
   return n("vocab", 1) * H + n("relations", defaults.relations) * (H * H + 2 * H)
-    + layers * (4 * H * H + 2 * H * n("ffn", defaults.ffn)) + n("roots", defaults.roots) * (n("leaves", defaults.leaves) + 1) + 0.0
+    + layers * (4 * H * H + 2 * H * n("ffn", defaults.ffn)) + n("roots", defaults.roots) * (n("leaves", defaults.leaves) + 1)
 end
 
 function GraphMERT.check_declared(config, bytes, width, config_name, weights_name)
