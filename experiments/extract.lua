@@ -3,7 +3,7 @@
 -- are read from it, and the seed graph is the folder's own unless --data or --config names one).
 --   graphmert extract --checkpoint out/wordnet_10min --input passages.txt --out kg.jsonl
 --       [--relations all|hypernym,part_meronym] [--top 5] [--min-score S] [--batch 16]
---       [--decoding open|constrained] [--data DIR | --config FILE] [--resume] [--unpacked]
+--       [--decoding open|constrained] [--data DIR | --config FILE] [--resume | --overwrite] [--unpacked]
 --   mpirun -np K graphmert extract ...     the passages split over K processes, one output
 -- Input: plain text (one passage per line; blank lines and lines starting with # skipped) or,
 -- for a .jsonl file (or --format jsonl), the JSONL corpus format (a line per record with a
@@ -53,6 +53,7 @@ local args = ex.args.parse(arg, {
   { "data", nil, "a dataset folder whose seed graph to use instead of the run's own" },
   { "config", nil, "a config whose dataset's seed graph to use instead of the run's own" },
   { "resume", false, "continue a stopped run from the journal it left (a .sqlite store always continues)", flag = true },
+  { "overwrite", false, "replace a finished kg.jsonl and its .tsv (without it, an existing graph is kept)", flag = true },
   { "unpacked", false, "one (head, relation) query per sequence instead of a passage's heads together (slower)", flag = true },
   { "no-page", false, "do not write the KG page (kg.html) beside the output", flag = true },
 })
@@ -67,6 +68,9 @@ local storing = args.out:match("%.sqlite$") ~= nil
 local out_info = gm.stat(args.out)
 if not storing and not args.out:match("%.jsonl$") and not (out_info and out_info.type == "directory") then
   fail("--out names a kg.jsonl file (a .tsv is written beside it) or a kg.sqlite store, got " .. args.out)
+end
+if storing and args.overwrite then
+  fail("--overwrite replaces a kg.jsonl; a .sqlite store continues the same run and refuses another: remove it to start over")
 end
 if storing and size > 1 then
   fail("a .sqlite store is written by one process: under mpirun, give --out kg.jsonl (graphmert export reads a store, not the reverse)")
@@ -131,6 +135,11 @@ if page_path then
   local other = gm.kg.page.page_of_other(page_path, args.out)
   if other then fail(string.format("%s is the page of %s: give --no-page, or another --out name", page_path, other)) end
 end
+-- The journals: a header line (the run's settings: --resume continues only the same run), then
+-- one line per finished chunk {"chunk": k, "passages": [{id, triples}]}. Under mpirun rank r
+-- takes chunks r + 1, r + 1 + K, ... and writes its own journal; rank 0 merges them in chunk order.
+local function journal_path(r) return size == 1 and args.out .. ".journal" or string.format("%s.%d.journal", args.out, r) end
+
 do -- nothing written over the corpus, the run's files or the dataset's
   local run, data, stem = args.checkpoint, args.data, args.out:gsub("%.[^./]*$", "")
   local outputs = { args.out, page_path, args.out .. ".journal", args.out .. ".merge" }
@@ -153,6 +162,16 @@ end
 
 local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
 local run = try(ex.read_run, args.checkpoint)
+-- a finished graph may be hours of work: it is replaced when --overwrite says so, or by the run
+-- whose journal --resume continues (which was started over it)
+if not storing and not args.overwrite and not (args.resume and gm.stat(journal_path(rank))) then
+  for _, path in ipairs { args.out, tsv_path } do
+    if gm.stat(path) then
+      fail(string.format("%s exists: --overwrite replaces it and %s%s, or give another --out", path,
+        path == args.out and tsv_path or args.out, page_path and " (and the page)" or ""))
+    end
+  end
+end
 local tok = try(ex.load_tokenizer, args.checkpoint, run)
 local model = try(ex.load_model, args.checkpoint, run)
 
@@ -199,10 +218,6 @@ if args.decoding == "constrained" then -- the run's own are in its index (stored
   end)
 end
 
--- The journals: a header line (the run's settings: --resume continues only the same run), then
--- one line per finished chunk {"chunk": k, "passages": [{id, triples}]}. Under mpirun rank r
--- takes chunks r + 1, r + 1 + K, ... and writes its own journal; rank 0 merges them in chunk order.
-local function journal_path(r) return size == 1 and args.out .. ".journal" or string.format("%s.%d.journal", args.out, r) end
 -- a file as it is now: a journal or a store continues only the same corpus and weights, not a
 -- file rewritten under the same name
 local function stamp(path)

@@ -121,7 +121,10 @@ describe("experiments/extract.lua", function()
     assert.equal(files.read(dir .. "/whole.jsonl"), files.read(dir .. "/killed.jsonl"))
     assert.equal(files.read(dir .. "/whole.tsv"), files.read(dir .. "/killed.tsv"))
     assert.is_nil(io.open(journal), "the journal outlived the resumed run")
-    out, code = run(cmd .. dir .. "/killed.jsonl --resume") -- nothing left to continue: extracted again, and said
+    out, code = run(cmd .. dir .. "/killed.jsonl --resume") -- nothing left to continue, and a finished graph is kept
+    assert.equal(2, code, out)
+    assert.matches("killed%.jsonl exists: %-%-overwrite replaces it and .*killed%.tsv %(and the page%), or give another %-%-out", out)
+    out, code = run(cmd .. dir .. "/killed.jsonl --resume --overwrite") -- extracted again, and said
     assert.equal(0, code, out)
     assert.matches("%-%-resume: no journal .*killed%.jsonl%.journal to continue: extracting from the first passage", out)
     assert.equal(files.read(dir .. "/whole.jsonl"), files.read(dir .. "/killed.jsonl"))
@@ -156,7 +159,7 @@ describe("experiments/extract.lua", function()
       for i = 1, n do lines[i] = i % 10 == 0 and ("they run and walk and talk while they eat " .. i) or filler .. i end
       write(dir .. "/rss.txt", table.concat(lines, "\n") .. "\n")
       local script = dir .. "/rss.lua"
-      write(script, string.format([[arg = { [0] = "experiments/extract.lua", "--checkpoint", %q, "--input", %q, "--out", %q }
+      write(script, string.format([[arg = { [0] = "experiments/extract.lua", "--checkpoint", %q, "--input", %q, "--out", %q, "--overwrite" }
 dofile("experiments/extract.lua")
 io.write("@@", io.open("/proc/self/status"):read("a"):match("VmHWM:%%s*(%%d+)"), "\n")]], dir, dir .. "/rss.txt", dir .. "/rss.jsonl"))
       local out, code = run(BIN .. script)
@@ -181,7 +184,7 @@ io.write("@@", io.open("/proc/self/status"):read("a"):match("VmHWM:%%s*(%%d+)"),
     for _, second in ipairs { "", "sleep 0.02; kill -INT $pid; " } do
       os.remove(dir .. "/kgi.partial.jsonl")
       os.remove(dir .. "/kgi.jsonl.journal") -- (what --resume would continue)
-      local out, code = run("(" .. extract .. dir .. "/many.txt --out " .. dir .. "/kgi.jsonl & pid=$!; sleep 3; kill -INT $pid; " ..
+      local out, code = run("(" .. extract .. dir .. "/many.txt --overwrite --out " .. dir .. "/kgi.jsonl & pid=$!; sleep 3; kill -INT $pid; " ..
         second .. "wait $pid)")
       assert.is_true(code == 130 or code == 2 or code == 0, out) -- 2: the shell's report of SIGINT
       assert.equal("complete\n", files.read(dir .. "/kgi.jsonl"), "a complete output was replaced")
@@ -259,7 +262,7 @@ io.write("@@", io.open("/proc/self/status"):read("a"):match("VmHWM:%%s*(%%d+)"),
       edit(r)
       write(other .. "/run.json", cjson.encode(r))
     end
-    local cmd = BIN .. "experiments/extract.lua --checkpoint " .. other .. " --input " .. passages .. " --out " .. other .. "/x.jsonl"
+    local cmd = BIN .. "experiments/extract.lua --checkpoint " .. other .. " --input " .. passages .. " --out " .. other .. "/x.jsonl --overwrite"
     -- its own seed graph is used; run.json's data (here a folder elsewhere) is never followed
     with_run(function(r) r.data = { dir = canary } end)
     local trace = dir .. ".trace"
@@ -316,7 +319,7 @@ io.write("@@", io.open("/proc/self/status"):read("a"):match("VmHWM:%%s*(%%d+)"),
     os.execute("rm -rf " .. other .. " && cp -r " .. dir .. " " .. other)
     local tok = gm.data.tokenizer.train({ "a tiny other vocabulary" }, { vocab_size = 40 })
     tok:save(other .. "/tokenizer.txt")
-    local out, code = run(BIN .. "experiments/extract.lua --checkpoint " .. other .. " --input " .. passages .. " --out " .. other .. "/x.jsonl")
+    local out, code = run(BIN .. "experiments/extract.lua --checkpoint " .. other .. " --input " .. passages .. " --out " .. other .. "/x.jsonl --overwrite")
     assert.equal(2, code, out)
     assert.matches("not from one run", out)
     os.execute("rm -rf " .. other .. " " .. dir .. " " .. config)
