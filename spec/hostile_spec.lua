@@ -55,6 +55,8 @@ describe("hostile checkpoint folders", function()
     { "dropout_5", from_pretrained "dropout_5", "dropout must be a number in %[0, 1%), got 5" },
     { "sbo_string", from_pretrained "sbo_string", "mlm_sbo must be true or false, got \"no\"" },
     -- 4: special files
+    { "loop config.json", from_pretrained "loop_config_json", "loop_config_json/config.json: Too many levels of symbolic links" },
+    { "loop model.safetensors", from_pretrained "loop_model_safetensors", "loop_model_safetensors/model.safetensors: Too many levels of symbolic links" },
     { "dev_zero", from_pretrained "dev_zero", "dev_zero/model.safetensors is a device, not a regular file" },
     { "fifo config.json", from_pretrained "fifo_config_json", "fifo_config_json/config.json is a fifo, not a regular file" },
     { "fifo model.safetensors", from_pretrained "fifo_model_safetensors", "model.safetensors is a fifo, not a regular file" },

@@ -144,8 +144,34 @@ describe("the optimizer protocol", function()
     end
   end)
 
+  it("refuses settings and parameters it cannot take, naming them", function()
+    local w = gm.zeros(2):requires_grad(true)
+    local lin = gm.nn.Linear(2, 1)
+    for _, case in ipairs {
+      { function() gm.optim.sgd({ w }, { lr = 0.1, momentun = 0.9 }) end,
+        "sgd: unknown setting 'momentun' %(known: dampening, lr, momentum, nesterov, weight_decay%)" },
+      { function() gm.optim.sgd({ w }, {}) end, "sgd: lr is required" },
+      { function() gm.optim.sgd({ w }, { lr = -1 }) end, "sgd: lr must be a number > 0, got %-1" },
+      { function() gm.optim.sgd({ w }, { lr = 0.1, nesterov = true }) end, "nesterov needs a momentum > 0" },
+      { function() gm.optim.sgd({ w }, 0.1) end, "sgd: the settings must be a table, got number" },
+      { function() gm.optim.adamw({ w }, { betas = { 1.5, 0.9 } }) end, "adamw: betas must be two numbers in %[0, 1%), got {1.5, 0.9}" },
+      { function() gm.optim.adamw({ w }, { eps = 0 }) end, "adamw: eps must be a number > 0, got 0" },
+      { function() gm.optim.adamw(lin, { lr = 0.1 }) end, "give module:named_parameters%(%) or a list of tensors, got a module" },
+      { function() gm.optim.sgd(5, { lr = 0.1 }) end, "sgd: give module:named_parameters%(%) or a list of tensors, got number" },
+      { function() gm.optim.adamw({}, {}) end, "adamw: an empty parameter list" },
+      { function() gm.optim.adamw({ { "x", w * 2 } }, {}) end, "parameter 'x' is the result of an op, not a leaf" },
+      { function() gm.optim.adamw({ "w" }, {}) end, "adamw: parameter 1 is not a tensor %(string%)" },
+    } do
+      assert.error_matches(case[1], case[2])
+    end
+    -- the error points at the caller's line, not the library's
+    local ok, err = pcall(function() gm.optim.sgd({ w }, { lr = 0.1, momentun = 0.9 }) end)
+    assert.is_false(ok)
+    assert.matches("optim_spec.lua:%d+: sgd: unknown setting", err)
+  end)
+
   it("sgd refuses a momentum buffer of the wrong size, naming the parameter", function()
-    local opt = gm.optim.sgd({ { "w", gm.zeros(3):requires_grad(true) } }, { momentum = 0.9 })
+    local opt = gm.optim.sgd({ { "w", gm.zeros(3):requires_grad(true) } }, { lr = 0.1, momentum = 0.9 })
     assert.error_matches(function() opt:load_state_dict({ ["w.momentum_buffer"] = gm.zeros(2) }, { step = 1 }) end,
       "momentum buffer of 'w' has 2, the parameter 3")
   end)

@@ -162,6 +162,13 @@ do
   os.remove(dir .. "/model.safetensors")
   sh("ln -s %s %s", q(gm.realpath(outside) .. "/model.safetensors"), q(dir .. "/model.safetensors"))
   done "link_outside"
+  for _, file in ipairs { "config.json", "model.safetensors" } do -- a link to itself: a loop, not a missing file
+    local name = "loop_" .. file:gsub("%.", "_")
+    dir = official(name)
+    os.remove(dir .. "/" .. file)
+    sh("ln -s %s %s", file, q(dir .. "/" .. file))
+    done(name)
+  end
   local repo = case("hf_cache") .. "/models--org--tiny"
   sh("mkdir -p %s/blobs %s/snapshots/0123abc", q(repo), q(repo))
   tiny:save_pretrained(repo .. "/blobs/tmp")

@@ -473,7 +473,7 @@ local SEED_FILES = { "entities.jsonl", "triples.jsonl", "relations.jsonl", "data
 -- constrained decoding's known tails for that tokenizer and leaf count (seed_graph:save). The
 -- files are written as one (all old or all new), so an index never goes with another graph's JSONL.
 function Dataset:save_seed_graph(dir, graph, known)
-  os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
+  require("graphmert.folder").make(dir, "save_seed_graph")
   local entities, triples, relations = {}, {}, {}
   for i, id in ipairs(self.entity_order) do
     local e = self.entities[id]

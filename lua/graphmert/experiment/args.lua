@@ -126,14 +126,9 @@ function M.folder(script, dir, make)
   local info = gm.stat(dir)
   if info and info.type ~= "directory" then M.fail(script, dir .. " is a " .. info.type .. "; --out names the output folder") end
   if make and not info then
-    local p = io.popen("mkdir -p -- '" .. dir:gsub("'", "'\\''") .. "' 2>&1")
-    local said = p:read("a")
-    p:close()
+    local ok, err = pcall(require("graphmert.folder").make, dir)
+    if not ok then M.fail(script, tostring(err)) end
     info = gm.stat(dir)
-    if not info or info.type ~= "directory" then
-      local why = said:match(": ([^:\n]+)\n?$")
-      M.fail(script, "cannot make the folder " .. dir .. (why and ": " .. why or ""))
-    end
   end
   if info then
     local probe = string.format("%s/.graphmert-probe.%d.%d", dir, math.random(1 << 30), os.time())

@@ -67,20 +67,23 @@ end
 -- Copies tensors by name; strict (the default) requires the same names and shapes.
 function Module:load_state_dict(state, strict)
   if strict == nil then strict = true end
+  if type(state) ~= "table" then error("load_state_dict: a table of tensors by name expected, got " .. type(state), 2) end
   local seen = {}
-  walk(self, "", true, function(name, t)
+  local ok, err = pcall(walk, self, "", true, function(name, t) -- (errors name the caller's line, below)
     local src = state[name]
     if src == nil then
-      if strict then error("load_state_dict: missing tensor '" .. name .. "'", 3) end
+      if strict then error("load_state_dict: missing tensor '" .. name .. "'", 0) end
       return
     end
+    if not gm.is_tensor(src) then error(string.format("load_state_dict: '%s' is a %s, not a tensor", name, type(src)), 0) end
     seen[name] = true
     if src:shape_string() ~= t:shape_string() then
       error(string.format("load_state_dict: '%s' has size %s, the module expects %s", name,
-        src:shape_string(), t:shape_string()), 3)
+        src:shape_string(), t:shape_string()), 0)
     end
     gm.no_grad(function() t:copy_(src) end)
   end)
+  if not ok then error(err, 2) end
   if strict then
     for name in pairs(state) do
       if not seen[name] then error("load_state_dict: unexpected tensor '" .. name .. "'", 2) end

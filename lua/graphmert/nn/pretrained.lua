@@ -280,9 +280,10 @@ local function check_saveable(c)
 end
 
 function M.save(model, dir)
+  if type(dir) ~= "string" then error("save_pretrained: a folder expected, got " .. type(dir), 3) end
   local c = model.config
   check_saveable(c)
-  os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
+  folder.make(dir, "save_pretrained")
   local state, tensors = model:state_dict(), {}
   for _, rule in ipairs(rules(model)) do
     local out = { (rule.write or function(x) return x end)(state[rule.ours]) }

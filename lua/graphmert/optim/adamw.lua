@@ -4,7 +4,8 @@ ARGS:
   named_params: module:named_parameters() ({ {name, tensor}, ... }) or a plain list of tensors
   config: lr (1e-3), betas ({0.9, 0.999}), eps (1e-8), weight_decay (0.01),
           no_decay (function(name, tensor) → true to exempt; default: biases, LayerNorm weights
-          and every other tensor of fewer than 2 dimensions, as HF Trainer does)
+          and every other tensor of fewer than 2 dimensions, as HF Trainer does); another name or
+          a value out of range is an error
 RETURN: an optimizer with the protocol of graphmert.optim: :step(), :zero_grad(), :get_lr(),
   :set_lr(lr), :state_dict() → tensors, meta and :load_state_dict(tensors, meta).
   state_dict() gives tensors named "<param>.exp_avg" / "<param>.exp_avg_sq" and the step count.
@@ -16,19 +17,27 @@ local function default_no_decay(name, t)
   return t:dim() < 2 or name:match("bias$") ~= nil or name:lower():match("norm") ~= nil
 end
 
+local function betas_problem(v)
+  if type(v) ~= "table" or #v ~= 2 then return "must be two numbers in [0, 1)" end
+  for _, b in ipairs(v) do
+    if math.type(b) == nil or not (b >= 0 and b < 1) then return "must be two numbers in [0, 1)" end
+  end
+end
+
 return function(named_params, config)
-  config = config or {}
-  local betas = config.betas or { 0.9, 0.999 }
-  local weight_decay = config.weight_decay or 0.01
-  local no_decay = config.no_decay or default_no_decay
-  local opt = protocol.new(named_params, config.lr or 1e-3, "adamw",
+  config = protocol.options("adamw", config, { lr = { 1e-3, protocol.at_least(0, true) },
+    betas = { { 0.9, 0.999 }, betas_problem }, eps = { 1e-8, protocol.at_least(0, true) },
+    weight_decay = { 0.01, protocol.at_least(0) },
+    no_decay = { default_no_decay, function(v) if type(v) ~= "function" then return "must be a function(name, tensor)" end end } })
+  local betas, weight_decay, no_decay = config.betas, config.weight_decay, config.no_decay
+  local opt = protocol.new(named_params, config.lr, "adamw",
     { { name = "exp_avg" }, { name = "exp_avg_sq" } })
   local params = opt.params
   for _, p in ipairs(params) do
     p.exp_avg, p.exp_avg_sq = gm.zeros(p.tensor:shape()), gm.zeros(p.tensor:shape())
     p.weight_decay = no_decay(p.name, p.tensor) and 0 or weight_decay
   end
-  local step = { beta1 = betas[1], beta2 = betas[2], eps = config.eps or 1e-8 }
+  local step = { beta1 = betas[1], beta2 = betas[2], eps = config.eps }
 
   function opt:step()
     self.step_count = self.step_count + 1

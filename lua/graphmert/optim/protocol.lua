@@ -7,17 +7,74 @@
 --     names it "<param>.<name>" (PyTorch's names); load_state_dict(tensors, meta) checks each is
 --     there (unless optional: a buffer not made yet, as SGD's momentum before a step) and has the
 --     parameter's size, then takes copies.
+--   protocol.options(owner, config, settings) → config checked and completed: settings maps each
+--     name to {default, check}, check(v) → an error message or nil; an unknown name (a typo:
+--     "momentun") or a value check refuses is an error naming the setting.
+local gm = require "graphmert"
+
 local M = {}
 
+function M.options(owner, config, settings)
+  if config ~= nil and type(config) ~= "table" then
+    error(string.format("%s: the settings must be a table, got %s", owner, type(config)), 3)
+  end
+  local out, names = {}, {}
+  for name in pairs(settings) do names[#names + 1] = name end
+  table.sort(names)
+  for name, v in pairs(config or {}) do
+    if not settings[name] then
+      error(string.format("%s: unknown setting '%s' (known: %s)", owner, tostring(name), table.concat(names, ", ")), 3)
+    end
+    local problem = settings[name][2](v)
+    if problem then
+      local shown = type(v) ~= "table" and tostring(v) or "{" .. table.concat((function()
+        local parts = {}
+        for i, x in ipairs(v) do parts[i] = tostring(x) end
+        return parts
+      end)(), ", ") .. "}"
+      error(string.format("%s: %s %s, got %s", owner, name, problem, shown), 3)
+    end
+    out[name] = v
+  end
+  for name, s in pairs(settings) do
+    if out[name] == nil then
+      if s[1] == nil then error(string.format("%s: %s is required", owner, name), 3) end
+      out[name] = s[1]
+    end
+  end
+  return out
+end
+
+-- the checks settings use
+function M.at_least(min, open)
+  return function(v)
+    if math.type(v) == nil or v ~= v or (open and v <= min) or v < min then
+      return string.format("must be a number %s %s", open and ">" or ">=", min)
+    end
+  end
+end
+function M.boolean(v) if type(v) ~= "boolean" then return "must be true or false" end end
+
 -- module:named_parameters() ({ {name, tensor}, ... }) or a plain list of tensors (named by their
--- position)
+-- position): leaves, at least one
 function M.new(named_params, lr, owner, state)
-  assert(type(lr) == "number" and lr > 0, owner .. ": lr must be > 0")
+  if type(named_params) ~= "table" or getmetatable(named_params) ~= nil then
+    error(string.format("%s: give module:named_parameters() or a list of tensors, got %s", owner,
+      type(named_params) == "table" and "a module or other object" or type(named_params)), 3)
+  end
   local params = {}
   for i, entry in ipairs(named_params) do
     if type(entry) == "table" then params[i] = { name = entry[1], tensor = entry[2] }
     else params[i] = { name = tostring(i), tensor = entry } end
+    local t = params[i].tensor
+    if not gm.is_tensor(t) then
+      error(string.format("%s: parameter %d is not a tensor (%s)", owner, i, type(t)), 3)
+    end
+    if not t:is_leaf() then -- (one that requires no gradient is kept, and left alone, as torch does)
+      error(string.format("%s: parameter '%s' is the result of an op, not a leaf: it cannot be optimized", owner, params[i].name), 3)
+    end
   end
+  if #params == 0 then error(owner .. ": an empty parameter list", 3) end
   local opt = { params = params, lr = lr, step_count = 0 }
   function opt:zero_grad()
     for _, p in ipairs(self.params) do p.tensor:zero_grad() end

@@ -2,7 +2,8 @@
 
 ARGS:
   named_params: module:named_parameters() ({ {name, tensor}, ... }) or a plain list of tensors
-  config: lr (1e-2), momentum (0), dampening (0), weight_decay (0), nesterov (false)
+  config: lr (required, as torch's), momentum (0), dampening (0), weight_decay (0), nesterov
+    (false); another name or a value out of range is an error
 RETURN: an optimizer with the protocol every optimizer here follows: :step(), :zero_grad(),
   :get_lr(), :set_lr(lr), :state_dict() → tensors, meta and :load_state_dict(tensors, meta).
   state_dict() gives the momentum buffers as "<param>.momentum_buffer" (PyTorch's name) and the
@@ -12,10 +13,12 @@ local gm = require "graphmert"
 local protocol = require "graphmert.optim.protocol"
 
 return function(named_params, config)
-  config = config or {}
-  local momentum, dampening = config.momentum or 0, config.dampening or 0
-  local weight_decay, nesterov = config.weight_decay or 0, config.nesterov or false
-  local opt = protocol.new(named_params, config.lr or 1e-2, "sgd",
+  config = protocol.options("sgd", config, { lr = { nil, protocol.at_least(0, true) },
+    momentum = { 0, protocol.at_least(0) }, dampening = { 0, protocol.at_least(0) },
+    weight_decay = { 0, protocol.at_least(0) }, nesterov = { false, protocol.boolean } })
+  local momentum, dampening, weight_decay, nesterov = config.momentum, config.dampening, config.weight_decay, config.nesterov
+  if nesterov and (momentum <= 0 or dampening ~= 0) then error("sgd: nesterov needs a momentum > 0 and dampening 0", 2) end
+  local opt = protocol.new(named_params, config.lr, "sgd",
     { { name = "momentum_buffer", label = "momentum buffer", optional = true } })
   local params = opt.params
 
