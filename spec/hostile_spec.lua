@@ -54,6 +54,7 @@ describe("hostile checkpoint folders", function()
     { "dropout_string", from_pretrained "dropout_string", "config.json: dropout must be a number in %[0, 1%), got \"x\"" },
     { "dropout_5", from_pretrained "dropout_5", "dropout must be a number in %[0, 1%), got 5" },
     { "sbo_string", from_pretrained "sbo_string", "mlm_sbo must be true or false, got \"no\"" },
+    { "bin_not_zip", from_pretrained "bin_not_zip", "bin_not_zip/pytorch_model.bin: not a zip archive" },
     -- 4: special files
     { "loop config.json", from_pretrained "loop_config_json", "loop_config_json/config.json: Too many levels of symbolic links" },
     { "loop model.safetensors", from_pretrained "loop_model_safetensors", "loop_model_safetensors/model.safetensors: Too many levels of symbolic links" },

@@ -162,6 +162,10 @@ do
   os.remove(dir .. "/model.safetensors")
   sh("ln -s %s %s", q(gm.realpath(outside) .. "/model.safetensors"), q(dir .. "/model.safetensors"))
   done "link_outside"
+  dir = official("bin_not_zip") -- a small file of another format is named as such, not as too small
+  os.remove(dir .. "/model.safetensors")
+  write(dir .. "/pytorch_model.bin", "not a checkpoint")
+  done "bin_not_zip"
   for _, file in ipairs { "config.json", "model.safetensors" } do -- a link to itself: a loop, not a missing file
     local name = "loop_" .. file:gsub("%.", "_")
     dir = official(name)

@@ -223,9 +223,11 @@ function M.load(GraphMERT, dir)
   local cfg, config_path = read_json(dir, "config.json")
   local o = options(cfg, config_path)
   local files, bytes, weights_path, map, shard_paths = weight_files(dir)
-  -- weights of 16-bit floats or wider hold at least 2 bytes per parameter
-  GraphMERT.check_declared(o, bytes, 2, "from_pretrained: " .. config_path, weights_path)
+  -- read first, so a file of another format is named as such (reading costs what the file is);
+  -- then, before the model is built: weights of 16-bit floats or wider hold at least 2 bytes per
+  -- parameter
   local official = read_weights(files, weights_path, map, shard_paths)
+  GraphMERT.check_declared(o, bytes, 2, "from_pretrained: " .. config_path, weights_path)
   local model = GraphMERT(o)
   local state, used, own = {}, {}, model:state_dict()
   for _, rule in ipairs(rules(model)) do
