@@ -230,7 +230,12 @@ describe("GraphMERT", function()
     local model = tiny()
     local batch = make_batch(1)
     batch.ids = gm.ones(2, N - 1)
-    assert.error_matches(function() model(batch) end, "ids have 23 nodes, the graph has 24")
+    assert.error_matches(function() model(batch) end, "ids have shape 2x23, the graph has 24 nodes")
+    batch = make_batch(1)
+    batch.valid = gm.ones(1, N - 1)
+    assert.error_matches(function() model(batch) end, "valid has shape 1x23, ids %dx24")
+    batch.valid = nil
+    assert.error_matches(function() model(batch) end, "a batch is a table with ids and valid, tensors %[B, N%]")
     batch = make_batch(1)
     batch.relation[1][2], batch.head_length[1][2] = 9, 1
     assert.error_matches(function() model(batch) end, "relation 9 of root 2 in sequence 1 is not in %[1, 3%]")

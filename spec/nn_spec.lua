@@ -48,6 +48,8 @@ describe("nn.Module", function()
     local extra = a:state_dict()
     extra.stray = gm.zeros(1)
     assert.error_matches(function() b:load_state_dict(extra) end, "unexpected tensor 'stray'")
+    assert.error_matches(function() b:load_state_dict({ ["0.weight"] = 5 }) end, "'0.weight' is a number, not a tensor")
+    assert.error_matches(function() b:load_state_dict(5) end, "a table of tensors by name expected, got number")
   end)
 
   it("switches dropout off in eval mode", function()

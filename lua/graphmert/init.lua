@@ -24,7 +24,11 @@ function gm.is_tensor(x) return getmetatable(x) == tensor_meta end
 function gm.embedding(weight, ids)
   if not gm.is_tensor(ids) then ids = gm.tensor(ids) end
   local shape = ids:shape()
-  local rows = weight:index_select(1, ids:reshape(-1))
+  local ok, rows = pcall(weight.index_select, weight, 1, ids:reshape(-1))
+  if not ok then -- said of what the user gave: token ids, not index_select's argument
+    local why = tostring(rows):match("%((index .*)%)$")
+    error(why and ("embedding: token " .. why:gsub("^index", "id") .. " (the rows of the table)") or rows, 0)
+  end
   shape[#shape + 1] = weight:size(2)
   return rows:reshape(shape)
 end

@@ -255,10 +255,16 @@ end
 -- (or need_weights) runs the dense masked version, which gives the same values at real nodes.
 function GraphMERT:forward(batch, need_weights)
   local c, N, H = self.config, self.nodes, self.config.hidden
-  local B = batch.ids:size(1)
-  if batch.ids:size(2) ~= N then
-    error(string.format("GraphMERT: ids have %d nodes, the graph has %d", batch.ids:size(2), N), 2)
+  if type(batch) ~= "table" or not gm.is_tensor(batch.ids) or not gm.is_tensor(batch.valid) then
+    error("GraphMERT: a batch is a table with ids and valid, tensors [B, N] (layout:batch makes one)", 2)
   end
+  if batch.ids:dim() ~= 2 or batch.ids:size(2) ~= N then
+    error(string.format("GraphMERT: ids have shape %s, the graph has %d nodes", batch.ids:shape_string(), N), 2)
+  end
+  if batch.valid:shape_string() ~= batch.ids:shape_string() then
+    error(string.format("GraphMERT: valid has shape %s, ids %s", batch.valid:shape_string(), batch.ids:shape_string()), 2)
+  end
+  local B = batch.ids:size(1)
   local x = self.embed_tokens(batch.ids):reshape(B * N, H)
   local valid = batch.valid:totable()
   if c.hgat then
