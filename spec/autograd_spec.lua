@@ -308,6 +308,35 @@ describe("the tape", function()
     assert.error_matches(function() gm.no_grad(function() y:add_(1) end) end, "recorded graph")
   end)
 
+  it("refuses a backward whose values were changed in place after the forward read them", function()
+    local a, x = gm.tensor({ 1, 2 }):requires_grad(true), gm.tensor { 3, 4 }
+    local c = (a * x):sum()
+    x:fill_(100) -- a constant the product's backward reads
+    assert.error_matches(function() c:backward() end, "backward of mul reads its argument 2, which was changed in place")
+    assert.is_nil(a:grad(), "a refused backward left a gradient")
+    local w = gm.tensor({ 1, 2 }):requires_grad(true)
+    local y = (w * w):sum()
+    w:detach():fill_(100) -- a leaf, through a view that shares its values
+    assert.error_matches(function() y:backward() end, "backward of mul reads its argument 1")
+    local lin = gm.nn.Linear(2, 1)
+    local opt = gm.optim.sgd(lin:parameters(), { lr = 0.1 })
+    lin(gm.ones(3, 2)):sum():backward() -- (gradients for the step below)
+    local loss = (lin(gm.ones(3, 2)) ^ 2):sum()
+    opt:step() -- the weights changed between forward and backward
+    assert.error_matches(function() loss:backward() end, "backward of matmul reads its argument 2")
+    local e = gm.tensor({ 1, 2 }):requires_grad(true)
+    local r = e:exp()
+    local s = r:sum()
+    r:detach():fill_(0)
+    assert.error_matches(function() s:backward() end, "backward of exp reads its output, which was changed in place")
+    -- a change after backward, or to values no backward reads, is fine
+    local z, q = gm.tensor({ 1, 2 }):requires_grad(true), gm.tensor { 3, 4 }
+    local t = (z * q):sum() + (z + gm.tensor { 1, 1 }):sum()
+    t:backward()
+    q:fill_(1)
+    assert.tensor_near({ 4, 5 }, z:grad())
+  end)
+
   it("handles a deep chain without recursion limits", function()
     local x = gm.ones(1):requires_grad(true)
     local y = x

@@ -202,6 +202,8 @@ typedef struct gm_storage {
   float *data;
   int64_t numel;
   int refcount;
+  uint32_t version; /* in-place changes so far (gm_tensor_check_writable counts them): backward
+                     * checks that the values it reads are those the forward recorded */
 } gm_storage;
 
 typedef struct gm_tensor gm_tensor;
@@ -235,6 +237,10 @@ struct gm_tensor {
   int data_pins;
   uint16_t pinned_srcs;
   uint8_t pinned_self;
+  /* the storage versions of the pinned values when the op was recorded (sources past
+   * GM_MAX_SRC, as concat's, are never pinned) */
+  uint32_t src_versions[GM_MAX_SRC];
+  uint32_t self_version;
 };
 
 void gm_tensor_retain(gm_tensor *t);
@@ -344,7 +350,9 @@ gm_tensor *gm_cross_entropy(gm_tensor *logits, gm_tensor *target, int index_base
 /* ---- in-place helpers for optimizers (refuse tensors that are part of a recorded graph) ------- */
 
 /* GM_OK when t may be changed in place: no recorded graph needs it, and it is not a leaf that
- * requires grad while grad mode is on. */
+ * requires grad while grad mode is on. Called right before the change, which it counts (the
+ * storage's version): a backward that reads t's values (a leaf, a constant, a view of either)
+ * refuses to run once they changed, as PyTorch's does. */
 gm_status gm_tensor_check_writable(const gm_tensor *t);
 gm_status gm_tensor_fill_(gm_tensor *t, float value);
 gm_status gm_tensor_copy_(gm_tensor *dst, const gm_tensor *src);          /* same numel */

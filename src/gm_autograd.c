@@ -368,6 +368,29 @@ static gm_tensor *shared_root_gradient(gm_tensor *grad_root, const node_list *or
   return grad_root;
 }
 
+/* Every value a node's backward will read is still the one its forward saw: none was changed in
+ * place since (checked before any gradient is made, so a refused backward leaves no partial
+ * gradients behind). */
+static gm_status check_versions(const node_list *order) {
+  for (int64_t k = 0; k < order->count; k++) {
+    const gm_tensor *t = order->items[k];
+    for (int i = 0; i < t->nsrc && i < GM_MAX_SRC; i++) {
+      const gm_tensor *s = t->src[i];
+      if ((t->pinned_srcs >> i & 1) && s->storage && s->storage->version != t->src_versions[i])
+        return gm_fail(GM_ERR_STATE, 1,
+                       "backward of %s reads its argument %d, which was changed in place after "
+                       "the forward used it: change a copy (t:clone()), or change it after backward",
+                       gm_op_name(t->op), i + 1);
+    }
+    if (t->pinned_self && t->storage && t->storage->version != t->self_version)
+      return gm_fail(GM_ERR_STATE, 1,
+                     "backward of %s reads its output, which was changed in place (through a view "
+                     "or detach()) after the forward: change a copy (t:clone()), or change it after backward",
+                     gm_op_name(t->op));
+  }
+  return GM_OK;
+}
+
 gm_status gm_backward(gm_tensor *root, gm_tensor *grad_root, int retain_graph) {
   char x[GM_SHAPE_BUF], y[GM_SHAPE_BUF];
   if (!root->requires_grad)
@@ -381,6 +404,7 @@ gm_status gm_backward(gm_tensor *root, gm_tensor *grad_root, int retain_graph) {
                    GM_SHAPE(root, x));
   node_list order = {0};
   gm_status st = topo_sort(root, &order);
+  if (st == GM_OK) st = check_versions(&order);
   int was_enabled = gm_set_grad_enabled(0);
   if (st == GM_OK) {
     root->grad_pending = grad_root ? shared_root_gradient(grad_root, &order)

@@ -18,6 +18,7 @@ static gm_storage *storage_new(int64_t numel) {
   }
   s->numel = numel;
   s->refcount = 1;
+  s->version = 0;
   return s;
 }
 
@@ -284,14 +285,16 @@ gm_tensor *gm_record(gm_tensor *out, gm_op op, gm_tensor *const *srcs, int n) {
   out->requires_grad = 1;
   /* pin what this op's backward will read */
   unsigned need = gm_op_needs_src_data(op);
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n && i < GM_MAX_SRC; i++)
     if (srcs[i] && (need >> i & 1)) {
       gm_tensor_pin(srcs[i]);
       out->pinned_srcs |= (uint16_t)(1u << i);
+      out->src_versions[i] = srcs[i]->storage ? srcs[i]->storage->version : 0;
     }
   if (gm_op_needs_output(op)) {
     gm_tensor_pin(out);
     out->pinned_self = 1;
+    out->self_version = out->storage ? out->storage->version : 0;
   }
   return out;
 }
@@ -306,6 +309,7 @@ gm_status gm_tensor_check_writable(const gm_tensor *t) {
   if (t->requires_grad && gm_grad_enabled())
     return gm_fail(GM_ERR_STATE, 1,
                    "in-place change of a leaf that requires grad (wrap it in gm.no_grad)");
+  if (t->storage) __atomic_add_fetch(&t->storage->version, 1, __ATOMIC_RELAXED); /* (views share it) */
   return GM_OK;
 }
 
