@@ -237,9 +237,9 @@ struct gm_tensor {
   int data_pins;
   uint16_t pinned_srcs;
   uint8_t pinned_self;
-  /* the storage versions of the pinned values when the op was recorded (sources past
-   * GM_MAX_SRC, as concat's, are never pinned) */
-  uint32_t src_versions[GM_MAX_SRC];
+  /* the storage versions of the pinned values when the op was recorded (one per bit of
+   * pinned_srcs) */
+  uint32_t src_versions[16];
   uint32_t self_version;
 };
 

@@ -374,7 +374,7 @@ static gm_tensor *shared_root_gradient(gm_tensor *grad_root, const node_list *or
 static gm_status check_versions(const node_list *order) {
   for (int64_t k = 0; k < order->count; k++) {
     const gm_tensor *t = order->items[k];
-    for (int i = 0; i < t->nsrc && i < GM_MAX_SRC; i++) {
+    for (int i = 0; i < t->nsrc && i < 16; i++) {
       const gm_tensor *s = t->src[i];
       if ((t->pinned_srcs >> i & 1) && s->storage && s->storage->version != t->src_versions[i])
         return gm_fail(GM_ERR_STATE, 1,
