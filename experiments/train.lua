@@ -4,7 +4,8 @@
 -- model without decay and without H-GAT, and the evaluation table (also written to
 -- OUT/results.md). The dataset is read and checked before training starts.
 --   graphmert experiments/train.lua [--config experiments/configs/wordnet_small.lua] [--data DIR]
---                                   [--out out/wordnet_small] [--steps N] [--resume | --overwrite]
+--                                   [--out out/NAME] [--steps N] [--resume | --overwrite]
+-- (NAME: the --data folder's name, else the config's: a run is named after what it learned)
 -- Ctrl-C writes a checkpoint and exits; --resume continues from it bit for bit. An output folder
 -- that holds a run (whole or stopped) is refused unless --resume or --overwrite says what to do with it.
 -- `baseline = false` in the config skips the baseline run. A NaN or infinite loss or gradient
@@ -23,9 +24,13 @@ local session <close> = dist.session() -- ends MPI at the end, or the whole job 
 local main, say = dist.is_main(), dist.say
 
 local args = ex.args.parse(arg, ex.args.training("train.lua",
-  "Train GraphMERT on a dataset, then the baseline model; print the evaluation table.", "out/wordnet_small",
+  "Train GraphMERT on a dataset, then the baseline model; print the evaluation table.", nil,
   { { "resume", false, "continue from the checkpoints in the output folder", flag = true },
     { "overwrite", false, "train anew over a run already in the output folder (without it, such a run is kept)", flag = true } }))
+if not args.out then
+  local name = (args.data or args.config):gsub("/+$", ""):match("[^/]*$"):gsub("%.lua$", "")
+  args.out = "out/" .. ((name == "" or name:match("^%.+$")) and "run" or name)
+end
 
 local config_path = ex.commands.config_path(args.config) -- a file, or a shipped config's name
 local cfg = ex.config.load(config_path, args.data and { data = { dir = args.data } })

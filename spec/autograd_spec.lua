@@ -337,6 +337,13 @@ describe("the tape", function()
     assert.tensor_near({ 4, 5 }, z:grad())
   end)
 
+  it("gives x^0 a zero gradient, at 0 too (not 0 times infinity)", function()
+    local a = gm.tensor({ 0, 2 }):requires_grad(true)
+    local zeroth = (a ^ 0):sum()
+    zeroth:backward()
+    assert.tensor_near({ 0, 0 }, a:grad())
+  end)
+
   it("handles a deep chain without recursion limits", function()
     local x = gm.ones(1):requires_grad(true)
     local y = x

@@ -103,6 +103,10 @@ describe("make install", function()
     assert.equal(0, code, out)
     assert.is_nil(out:find("\r", 1, true), "a progress line rewrote itself in a log")
     assert.matches("GraphMERT: step 2/2", out)
+    -- without --out a run is named after its data folder (else its config)
+    out, code = run(gm_bin .. "train --data " .. prefix .. "/share/graphmert/experiments/data/tiny/ --config tiny --steps 1")
+    assert.equal(0, code, out)
+    assert.matches("done: out/tiny/checkpoint.safetensors", out)
     out, code = run(gm_bin .. "extract --checkpoint run --input " .. prefix .. "/share/graphmert/experiments/data/tiny/corpus.txt --out kg.jsonl")
     assert.equal(0, code, out)
     assert.matches("reading .*corpus.txt as plain text", out)
@@ -138,6 +142,7 @@ describe("make install", function()
     for _, c in ipairs {
       { "tarin", "unknown command 'tarin' %(did you mean 'train'%?%)" },
       { "extract --checkpoint=run --top 0", "^graphmert extract: %-%-top must be at least 1, got 0 %(see %-%-help%)\n$" },
+      { "extract --checkpoint run --top 3 --top 4", "^graphmert extract: %-%-top is given twice %(see %-%-help%)" },
       { "extract --chekpoint run", "^graphmert extract: unknown argument %-%-chekpoint %(did you mean %-%-checkpoint%?%)" },
       { "train --config tiny --steps x", "^graphmert train: %-%-steps must be an integer, got x" },
       { "train --config astro", "^config: no file astro, and no shipped config of that name %(graphmert configs lists them%)" },

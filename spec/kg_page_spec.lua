@@ -122,6 +122,18 @@ describe("the KG page's data (graphmert.kg.page)", function()
       "kg page: passage 2, a source of heart / connected_to / lung, is not in the corpus given")
     assert.has_error(function() page.data { triples = { { head = "a", relation = "r" } } } end,
       "kg page: triple 1 has no head, relation, tail and score")
+    -- the same line numbers holding other passages: the triples' heads are not in them
+    local other = { ["1"] = "The lungs take in air.", ["2"] = "Blood flows." }
+    assert.has_error(function() page.data { triples = triples, graph = graph, passages = other } end,
+      "kg page: 2 of the 2 triples name a head that none of their passages mentions: the corpus given is not the one "
+      .. "the graph was extracted from (its passages are known by their line numbers)")
+    -- a head named by an alias in its passage is found through the seed graph
+    local entities = tiny()
+    local alias
+    for a in pairs(entities["ANAT:0007"].names) do if a ~= "heart" then alias = a end end
+    if alias then
+      page.data { triples = triples, graph = graph, passages = { ["1"] = "The " .. alias .. " pumps.", ["2"] = "The " .. alias .. "." } }
+    end
   end)
 
   it("keeps every < of the data out of the page's markup", function()

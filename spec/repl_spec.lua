@@ -32,6 +32,8 @@ describe("tab completion", function()
     assert.same({}, repl.complete("nosuch.x", env))
     assert.same({}, repl.complete("gm.attention.x", env))
     assert.same({}, repl.complete("t.", env))
+    assert.same({}, repl.complete(":", env)) -- after a call, "gm.ones(2):": its result is not known
+    assert.same({}, repl.complete(".ma", env))
   end)
 end)
 
@@ -98,6 +100,7 @@ describe("help", function()
     rawset(_G, "gm", gm) -- as the REPL has it
     assert.matches("^gm%.eval%.extract%.triples: a function of gm%.eval%.extract %(the comment at the top of "
       .. "lua/graphmert/eval/extract%.lua documents it%)", printed(repl.help, "gm.eval.extract.triples"))
+    assert.matches("^string%.format: a function of Lua's standard library", printed(repl.help, "string.format"))
     rawset(_G, "gm", had)
     assert.matches("^{x = 1}?: ?a table", printed(repl.help, { x = 1 }):gsub("table: 0x%x+", "{x = 1}"))
   end)

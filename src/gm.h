@@ -6,14 +6,22 @@
  *
  * A short tour
  * ------------
+ *     gm_rng rng;
+ *     gm_rng_seed(&rng, 1);
  *     int64_t shape[2] = {2, 3};
  *     gm_tensor *w = gm_tensor_randn(&rng, 2, shape);     // new reference, or NULL + message
  *     gm_tensor_set_requires_grad(w, 1);                    // w is a leaf that wants a gradient
  *     gm_tensor *y = gm_tanh(w);                            // records GM_OP_TANH with src[0] = w
- *     gm_tensor *l = gm_sum_all(y);                         // a 0-dim tensor
+ *     gm_tensor *l = gm_sum(y, -1, 0);                      // over everything: a 0-dim tensor
  *     if (gm_backward(l, NULL, 0) != GM_OK) puts(gm_last_error());
- *     // w->grad now holds 1 - tanh(w)^2; the graph behind l has been freed
+ *     // w->grad now holds 1 - tanh(w)^2; the graph behind l has been freed, and with it y's
+ *     // values (an intermediate keeps them while a pin holds them: gm_tensor_pin(y) before
+ *     // the backward, gm_tensor_unpin(y) after, to read y->data then)
  *     gm_tensor_release(l); gm_tensor_release(y); gm_tensor_release(w);
+ *
+ * Building against it: `make all` compiles the core into build/obj/gm_*.o (build/graphmert/
+ * core.so exports only the Lua entry point); link those objects with -fopenmp -lm -ldl and
+ * MPI's libraries (`pkg-config --libs ompi-c`). docs/internals.md has the command.
  *
  * Conventions
  * -----------
@@ -101,8 +109,9 @@ enum {
 unsigned gm_cpu_features(void);
 const char *gm_cpu_feature_name(int bit); /* NULL outside [0, GM_CPU_FEATURE_COUNT) */
 
-/* Loads OpenBLAS (once; later calls return the first outcome). Must succeed before any other
- * core function runs a matrix product or sets threads: luaopen_graphmert_core calls it. */
+/* Loads OpenBLAS (once; later calls return the first outcome). The first matrix product loads
+ * it too; call it first to learn as a status whether it can be loaded (a product without the
+ * library aborts). luaopen_graphmert_core calls it. */
 gm_status gm_blas_load(void);
 typedef struct gm_blas_info {
   const char *library;     /* the file loaded */

@@ -229,7 +229,7 @@ GM_HOT gm_tensor *gm_unary_backward(const gm_tensor *node, const gm_tensor *g) {
     case GM_OP_ADD_SCALAR: DERIV_LOOP(1.0f)
     case GM_OP_MUL_SCALAR: DERIV_LOOP(s)
     case GM_OP_RDIV_SCALAR: DERIV_LOOP(-y / x)          /* d(s/x) = −s/x² = −y/x */
-    case GM_OP_POW_SCALAR: DERIV_LOOP(s * powf(x, s - 1.0f))
+    case GM_OP_POW_SCALAR: DERIV_LOOP(s == 0.0f ? 0.0f : s * powf(x, s - 1.0f)) /* x^0: 0, not 0·∞ at 0 */
     case GM_OP_NEG: DERIV_LOOP(-1.0f)
     case GM_OP_EXP: DERIV_LOOP(y)
     case GM_OP_LOG: DERIV_LOOP(1.0f / x)

@@ -3,6 +3,7 @@
  * -l mod, -i, -v, -E, -- and -. With a terminal on stdin and no script it opens a REPL
  * (readline, history in $GRAPHMERT_HISTORY or ~/.graphmert_history, bare expressions print, TAB
  * completes names and ?name prints help: both from lua/graphmert/repl.lua). */
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,9 +244,28 @@ static void history_open(void) {
   read_history(history_path);
 }
 
+/* Ctrl-C while a line is typed drops what was typed (the chunk too, for a ">>" line) and gives
+ * a new prompt, as Python's does: the session and its variables stay. Readline cleans the
+ * terminal up and passes the signal on to this handler, which leaves readline. */
+static sigjmp_buf prompt_jump;
+static void on_prompt_interrupt(int sig) {
+  (void)sig;
+  siglongjmp(prompt_jump, 1);
+}
+
+/* 1: a line (pushed), 0: the end of the input, 2: Ctrl-C (nothing pushed) */
 static int read_line(lua_State *L, int first) {
   const char *prompt = first ? "> " : ">> ";
+  if (sigsetjmp(prompt_jump, 1) != 0) {
+    signal(SIGINT, SIG_DFL);
+    rl_free_line_state();
+    rl_cleanup_after_signal();
+    fputs("^C\n", stdout);
+    return 2;
+  }
+  signal(SIGINT, on_prompt_interrupt);
   char *line = readline(prompt);
+  signal(SIGINT, SIG_DFL);
   if (!line) return 0;
   size_t len = strlen(line);
   if (len > 0) {
@@ -360,9 +380,12 @@ static int ends_with_semicolon(const char *s) {
   return n > 0 && s[n - 1] == ';';
 }
 
-/* Tries "return <line>" first, so bare expressions print. Leaves the chunk on the stack. */
+/* Tries "return <line>" first, so bare expressions print. Leaves the chunk on the stack; -1 at
+ * the end of the input, -2 when Ctrl-C dropped the input (nothing on the stack). */
 static int load_line(lua_State *L, int *print_results) {
-  if (!read_line(L, 1)) return -1;
+  int got = read_line(L, 1);
+  if (got == 0) return -1;
+  if (got == 2) return -2;
   const char *line = lua_tostring(L, -1);
   if (is_quit_line(L, line)) {
     lua_pop(L, 1);
@@ -406,7 +429,12 @@ static int load_line(lua_State *L, int *print_results) {
     const char *msg = lua_tolstring(L, -1, &mlen);
     if (!(mlen >= 5 && strcmp(msg + mlen - 5, "<eof>") == 0)) break;
     lua_pop(L, 1);
-    if (!read_line(L, 0)) break;
+    got = read_line(L, 0);
+    if (got == 2) {
+      lua_pop(L, 1); /* the chunk so far */
+      return -2;
+    }
+    if (!got) break;
     lua_pushliteral(L, "\n");
     lua_insert(L, -2);
     lua_concat(L, 3);
@@ -442,6 +470,7 @@ static void repl(lua_State *L) {
   fputs("help() or ?name for the API (?gm: an overview), TAB completes, Ctrl-D or quit leaves\n", stdout);
   int status, show;
   while ((status = load_line(L, &show)) != -1) {
+    if (status == -2) continue; /* Ctrl-C at the prompt */
     if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
     if (status == LUA_OK) {
       if (show) print_results(L);

@@ -84,8 +84,8 @@ function repl.complete(word, env)
       if k:sub(1, #partial) == partial then found[k] = true end
     end
   else
-    local value = resolve(env, path)
-    if value == nil then return {} end
+    local value = path ~= "" and resolve(env, path) -- (nothing before the mark: "f(x):", a call's result)
+    if value == nil or value == false then return {} end
     if sep == ":" then
       add_fields(found, type(value) == "table" and value or nil, partial, true)
       add_fields(found, index_table(value), partial, true)
@@ -194,6 +194,7 @@ end
 -- the file of the module gm.name names ("gm.eval.extract" → lua/graphmert/eval/extract.lua), or
 -- nil when that name is no module (a package with modules under it lives in its init.lua)
 local function module_file(name)
+  if name ~= "gm" and not name:match("^gm%.") then return nil end -- (string, table: Lua's own)
   local module = name:gsub("^gm%.", "graphmert.")
   if package.loaded[module] == nil then pcall(require, module) end -- a module's name loads it
   if type(package.loaded[module]) ~= "table" then return nil end
@@ -219,6 +220,8 @@ function repl.help(what)
     local file = owner and module_file(owner)
     print(repl.describe(what) or (type(value) == "table" and repl.table_help(type(what) == "string" and what or nil, value))
       or (file and string.format("%s: a function of %s (the comment at the top of %s documents it)", what, owner, file))
+      or (owner and type(package.loaded[owner]) == "table" and resolve(_G, owner) == package.loaded[owner]
+        and string.format("%s: a function of Lua's standard library (the Lua 5.4 reference manual, §6)", what))
       or ("no help for " .. tostring(what) .. " (?gm for an overview)"))
   end
 end

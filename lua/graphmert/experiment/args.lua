@@ -156,7 +156,7 @@ function M.training(script, about, out, extra)
   local spec = { script = script, about = about,
     { "config", "wordnet_small", "config file, or a shipped config's name (graphmert configs)" },
     { "data", nil, "a dataset folder to train on instead of the config's data (docs/datasets.md)" },
-    { "out", out, "output folder" },
+    { "out", out, out and "output folder" or "output folder (default: out/ and the name of the --data folder, else of the config)" },
     { "steps", nil, "override the config's step count", type = "integer", min = 1 } }
   for _, o in ipairs(extra or {}) do spec[#spec + 1] = o end
   return spec
@@ -187,6 +187,7 @@ function M.parse(argv, spec)
     names[#names + 1] = o[1]
   end
   local function fail(msg) M.fail(spec.script, msg .. " (see --help)") end
+  local given = {} -- an option given twice is a mistake (which one was meant?), not the last one
   local i = 1
   while i <= #argv do
     local name, inline = argv[i]:match("^%-%-([^=]+)=(.*)$")
@@ -200,6 +201,8 @@ function M.parse(argv, spec)
       local near = name and M.suggest(name, names)
       fail("unknown argument " .. argv[i] .. (near and (" (did you mean --" .. near .. "?)") or ""))
     end
+    if given[name] then fail("--" .. name .. " is given twice") end
+    given[name] = true
     if o.flag then
       if inline then fail("--" .. name .. " takes no value") end
       out[name] = true

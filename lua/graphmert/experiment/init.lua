@@ -209,7 +209,8 @@ end
 local function long_tails(d)
   local n = d.report.skipped["tail longer than the leaf slots"]
   if not n then return "" end
-  return string.format("\nnote: %d tails have more tokens than the %d leaf slots (model.leaves), the first %s: the model is " ..
+  return string.format("\nnote: %d tails to inject (a fact once per passage and copy) have more tokens than the %d leaf " ..
+    "slots (model.leaves), the first %s: the model is " ..
     "not taught them and constrained decoding cannot give them; a larger model.leaves fits them", n, d.layout.leaves,
     d.report.examples["tail longer than the leaf slots"])
 end
@@ -222,7 +223,7 @@ function M.summary(d)
   for reason, n in pairs(d.report.skipped) do skipped[#skipped + 1] = string.format("%d %s", n, reason) end
   table.sort(skipped)
   return string.format("%s; linked %.1f mentions a passage, %.1f%% of passages with a head; %d entities held out " ..
-    "(%d passages), %d held-out facts; %d training sequences, %d held out; %d triples injected%s; %d records truncated " ..
+    "(%d passages), %d held-out facts (counted once per passage they are in); %d training sequences, %d held out; %d triples injected%s; %d records truncated " ..
     "(%d tokens cut); vocabulary %d",
     d.dataset:summary(), l.mentions / math.max(l.passages, 1), 100 * l.with_head / math.max(l.passages, 1), d.heldout_entities,
     #d.heldout, facts, #d.train_seqs, #d.eval_seqs, d.report.injected or 0,

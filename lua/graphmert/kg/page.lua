@@ -13,7 +13,8 @@
 --     graph: the seed graph (gm.data.seed_graph; optional): entity names, types and aliases, and
 --       the facts that touch the triples' entities, drawn beside them
 --     passages: passage id (a source, as a string) → text (optional: without it the page lists
---       the sources' ids only); a source missing from it is an error
+--       the sources' ids only); a source missing from it is an error, and so are passages of
+--       which most do not mention their triples' heads (another corpus, or its lines reordered)
 --   page.ids(t) → a triple's head and tail ids as the page (and kg.key) names them
 --   page.cited(triples, next_passage) → id → text of the passages the triples cite, read from an
 --     iterator over a corpus's passages ({id, text}, gm.data.corpus.each_passage)
@@ -177,6 +178,30 @@ function M.data(opts)
     local seed = e.seed
     if seed == nil then seed = not id:match("^new:") and (graph == nil or graph.name[id] ~= nil) end
     entities[i] = { id, name, e.type or graph and graph.type[id] or cjson.null, seed and 1 or 0, list }
+  end
+
+  -- the passages given must be those extracted from: a corpus of the same lines in another
+  -- order would pair each triple with a passage that does not say it. Refused when most
+  -- triples' heads (by name or alias) are in none of their passages; a few may be (an alias the
+  -- seed graph given lacks)
+  if passages then
+    local words, missing, checked = {}, 0, 0
+    for n, t in ipairs(triples) do
+      local e = entities[entity_at[(M.ids(t))] + 1]
+      local names = { linker.normalize(t.head), linker.normalize(e[2]) }
+      for _, a in ipairs(e[5]) do names[#names + 1] = linker.normalize(a) end
+      local found, any = false, false
+      for _, s in ipairs(rows[n][8]) do
+        any = true
+        words[s] = words[s] or " " .. linker.normalize(passages[s]) .. " "
+        for _, name in ipairs(names) do found = found or words[s]:find(" " .. name .. " ", 1, true) ~= nil end
+      end
+      if any then checked, missing = checked + 1, missing + (found and 0 or 1) end
+    end
+    if checked > 0 and missing * 2 > checked then
+      fail(string.format("%d of the %d triples name a head that none of their passages mentions: the corpus given is not "
+        .. "the one the graph was extracted from (its passages are known by their line numbers)", missing, checked))
+    end
   end
 
   local cited, cited_count = {}, 0
