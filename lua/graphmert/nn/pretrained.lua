@@ -186,8 +186,11 @@ local function weight_files(dir)
 end
 
 local function read_tensors(path)
-  if path:match("%.bin$") then return (gm.torch_load(path)) end
-  return (safetensors.load(path))
+  local ok, tensors = pcall(path:match("%.bin$") and gm.torch_load or safetensors.load, path)
+  if not ok then -- the loader's message names the file; where in the library it was raised says nothing
+    error("from_pretrained: " .. tostring(tensors):gsub("^[^\n]-%.lua:%d+: ", ""), 0)
+  end
+  return tensors
 end
 
 -- name → tensor from the weight files; an index must say where every tensor is
