@@ -220,12 +220,11 @@ end
 
 -- a file as it is now: a journal or a store continues only the same corpus and weights, not a
 -- file rewritten under the same name
+-- (by content: a file only touched — an editor's save, a checkout — is the same file)
 local function stamp(path)
-  local info = gm.stat(path)
-  if not info then return nil end
-  local whole = math.floor(info.mtime)
-  return string.format("%d bytes, modified %s.%06d UTC", info.size, os.date("!%Y-%m-%d %H:%M:%S", whole),
-    math.floor((info.mtime - whole) * 1e6))
+  local digest, size = gm.file_digest(path)
+  if not digest then return nil end
+  return string.format("%d bytes, digest %s", size, digest)
 end
 -- What decides a passage's triples (files by what they name, and as they are): a journal's header
 -- holds it with the checkpoint and process count, and a store with --min-score too (it keeps

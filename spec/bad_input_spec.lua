@@ -165,6 +165,7 @@ local rows = {
   { "atomic_writer", function() local w = gm.atomic_writer { os.tmpname() }; w:close(); w:write(1, "x") end, "already committed or closed" },
   { "atomic_writer", function() local w = gm.atomic_writer { os.tmpname() }; assert(w:commit()); w:commit() end, "already committed or closed" },
   { "stat", function() return gm.stat({}) end, "bad argument #1 to 'stat' %(string expected" },
+  { "file_digest", function() return gm.file_digest({}) end, "bad argument #1 to 'file_digest' %(string expected" },
   { "without_interrupts", function() return gm.without_interrupts(5) end, "bad argument #1 to 'without_interrupts' %(function expected" },
   { "isatty", function() return gm.isatty(-1) end, "bad argument #1 to 'isatty' %(a file descriptor expected%)" },
   { "realpath", function() return gm.realpath() end, "bad argument #1 to 'realpath' %(string expected" },
@@ -242,6 +243,28 @@ describe("bad input", function()
       assert.matches(row[3], tostring(err))
     end)
   end
+
+  it("gm.file_digest tells files by their bytes, not their times, and refuses what is no regular file", function()
+    local path = os.tmpname()
+    local function put(s) local f = assert(io.open(path, "wb")); f:write(s); f:close() end
+    put("one passage\n")
+    local d1, size = gm.file_digest(path)
+    assert.matches("^%x+$", d1)
+    assert.equal(16, #d1)
+    assert.equal(12, size)
+    os.execute("touch -d '+1 minute' " .. path)
+    assert.equal(d1, (gm.file_digest(path)))
+    put("one passagf\n")
+    assert.not_equal(d1, (gm.file_digest(path)))
+    put("one passage\n\0")
+    assert.not_equal(d1, (gm.file_digest(path)))
+    os.remove(path)
+    local none, err = gm.file_digest(path)
+    assert.is_nil(none)
+    assert.matches("No such file", err)
+    local _, dir_err = gm.file_digest("/tmp")
+    assert.matches("/tmp: a directory, not a regular file", dir_err)
+  end)
 
   it("covers every public function and method", function()
     local covered = {}

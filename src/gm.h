@@ -511,6 +511,10 @@ void gm_signals_release(void);
 gm_status gm_file_open(const char *path, int *fd, uint64_t *size);
 /* Exactly n bytes at offset (a short file is an error naming `name`). */
 gm_status gm_file_read(int fd, const char *name, uint64_t offset, void *buf, size_t n);
+/* A 64-bit digest of a regular file's bytes (gm_file_open's checks), read in blocks: what tells
+ * a file rewritten from one only touched (extract's --resume, a store's input). Not
+ * cryptographic: it notices changes, it does not withstand an adversary. */
+gm_status gm_file_digest(const char *path, uint64_t *digest, uint64_t *size);
 /* Floating-point element types of files (safetensors names); all become float32 tensors. */
 typedef enum gm_dtype { GM_DTYPE_F32, GM_DTYPE_F64, GM_DTYPE_F16, GM_DTYPE_BF16 } gm_dtype;
 const char *gm_dtype_name(gm_dtype dtype); /* "F32" */

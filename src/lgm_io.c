@@ -176,6 +176,23 @@ static int l_stat(lua_State *L) {
   return 1;
 }
 
+/* gm.file_digest(path) → the file's 64-bit digest as 16 hex digits, and its size; or nil and a
+ * message (gm_file_digest) */
+static int l_file_digest(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  uint64_t digest, size;
+  if (gm_file_digest(path, &digest, &size) != GM_OK) {
+    luaL_pushfail(L);
+    lua_pushstring(L, gm_last_error());
+    return 2;
+  }
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)digest);
+  lua_pushstring(L, hex);
+  lua_pushinteger(L, (lua_Integer)size);
+  return 2;
+}
+
 /* gm.realpath(path) → the absolute path with every symbolic link resolved, or nil and a message */
 static int l_realpath(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
@@ -279,6 +296,7 @@ static const luaL_Reg io_functions[] = {{"write_atomic", l_write_atomic},
                                         {"isatty", l_isatty},
                                         {"without_interrupts", l_without_interrupts},
                                         {"realpath", l_realpath},
+                                        {"file_digest", l_file_digest},
                                         {"read_file", l_read_file},
                                         {"tensor_from_bytes", l_tensor_from_bytes},
                                         {"tensor_from_file", l_tensor_from_file},
