@@ -3,7 +3,7 @@
 -- are read from it, and the seed graph is the folder's own unless --data or --config names one).
 --   graphmert extract --checkpoint out/wordnet_10min --input passages.txt --out kg.jsonl
 --       [--relations all|hypernym,part_meronym] [--top 5] [--min-score S] [--batch 16]
---       [--decoding open|constrained] [--data DIR | --config FILE] [--resume | --overwrite] [--unpacked]
+--       [--decoding open|constrained] [--data DIR | --config FILE] [--resume] [--overwrite] [--unpacked]
 --   mpirun -np K graphmert extract ...     the passages split over K processes, one output
 -- Input: plain text (one passage per line; blank lines and lines starting with # skipped) or,
 -- for a .jsonl file (or --format jsonl), the JSONL corpus format (a line per record with a
@@ -107,18 +107,6 @@ if rank == 0 then
   io.stderr:write(string.format("reading %s as %s%s\n", args.input, jsonl and "JSONL records" or "plain text, one passage per line",
     args.format == "auto" and " (--format to choose)" or ""))
 end
-local total = 0 -- the whole file checked before any work: a bad line is named now, not hours in
-do
-  local next_passage, skipped = each_passage()
-  for _ in next_passage do total = total + 1 end
-  if skipped and skipped.comments > 0 and rank == 0 then
-    io.stderr:write(string.format("%s: %d lines starting with # skipped (comments, as in a dataset's files)\n", args.input,
-      skipped.comments))
-  end
-end
-if total == 0 then fail(args.input .. " has no passages") end
-local chunks = (total + CHUNK - 1) // CHUNK
-
 -- the outputs' folder must take files before any work is done
 local tsv_path = args.out:gsub("%.jsonl$", "") .. ".tsv"
 local page_path = not args["no-page"] and args.out:gsub("%.[^./]*$", "") .. ".html"
@@ -163,8 +151,8 @@ end
 local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
 local run = try(ex.read_run, args.checkpoint)
 -- a finished graph may be hours of work: it is replaced when --overwrite says so, or by the run
--- whose journal --resume continues (which was started over it)
-if not storing and not args.overwrite and not (args.resume and gm.stat(journal_path(rank))) then
+-- whose journal --resume continues (which was started over it; rank 0's decides for every rank)
+if not storing and not args.overwrite and not (args.resume and gm.stat(journal_path(0))) then
   for _, path in ipairs { args.out, tsv_path } do
     if gm.stat(path) then
       fail(string.format("%s exists: --overwrite replaces it and %s%s, or give another --out", path,
@@ -172,6 +160,18 @@ if not storing and not args.overwrite and not (args.resume and gm.stat(journal_p
     end
   end
 end
+local total = 0 -- the whole file checked before any work: a bad line is named now, not hours in
+do
+  local next_passage, skipped = each_passage()
+  for _ in next_passage do total = total + 1 end
+  if skipped and skipped.comments > 0 and rank == 0 then
+    io.stderr:write(string.format("%s: %d lines starting with # skipped (comments, as in a dataset's files)\n", args.input,
+      skipped.comments))
+  end
+end
+if total == 0 then fail(args.input .. " has no passages") end
+local chunks = (total + CHUNK - 1) // CHUNK
+
 local tok = try(ex.load_tokenizer, args.checkpoint, run)
 local model = try(ex.load_model, args.checkpoint, run)
 
@@ -393,7 +393,7 @@ local function write_page(path, triples, passages, entities)
   local written, err = pcall(function()
     passages = passages or gm.kg.page.cited(triples, each_passage())
     local ok, werr = gm.kg.page.write(path, gm.kg.page.data { triples = triples, graph = graph, passages = passages,
-      entities = entities, title = args.out, kg = args.out, corpus = args.input })
+      stored = storing, entities = entities, title = args.out, kg = args.out, corpus = args.input })
     if not ok then error(werr, 0) end
   end)
   if written then

@@ -72,7 +72,7 @@ else
   io.stderr:write("page: no --checkpoint, --data or --config: no seed-graph facts to draw beside the triples\n")
 end
 
-local data = try(gm.kg.page.data, { triples = triples, graph = graph, passages = passages, entities = entities,
+local data = try(gm.kg.page.data, { triples = triples, graph = graph, passages = passages, stored = storing, entities = entities,
   title = args.title or args.kg, kg = args.kg, corpus = args.input or (meta and meta.corpus) or "" })
 local ok, err = try(gm.kg.page.write, out, data)
 if not ok then fail(err) end

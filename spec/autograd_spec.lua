@@ -329,9 +329,14 @@ describe("the tape", function()
     local s = r:sum()
     r:detach():fill_(0)
     assert.error_matches(function() s:backward() end, "backward of exp reads its output, which was changed in place")
-    -- a change after backward, or to values no backward reads, is fine
-    local z, q = gm.tensor({ 1, 2 }):requires_grad(true), gm.tensor { 3, 4 }
-    local t = (z * q):sum() + (z + gm.tensor { 1, 1 }):sum()
+    local rows, idx = gm.tensor({ { 1 }, { 2 } }):requires_grad(true), gm.tensor { 1, 2 }
+    local picked = rows:index_select(1, idx):sum()
+    idx:fill_(1000) -- an index the op keeps (its backward scatters by it)
+    assert.error_matches(function() picked:backward() end, "backward of index_select reads the index it was given")
+    -- a change to values no backward reads, or after backward, is fine
+    local z, q, one = gm.tensor({ 1, 2 }):requires_grad(true), gm.tensor { 3, 4 }, gm.tensor { 1, 1 }
+    local t = (z * q):sum() + (z + one):sum()
+    one:fill_(7) -- (an addition's backward reads neither value)
     t:backward()
     q:fill_(1)
     assert.tensor_near({ 4, 5 }, z:grad())

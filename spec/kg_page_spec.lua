@@ -128,12 +128,13 @@ describe("the KG page's data (graphmert.kg.page)", function()
       "kg page: 2 of the 2 triples name a head that none of their passages mentions: the corpus given is not the one "
       .. "the graph was extracted from (its passages are known by their line numbers)")
     -- a head named by an alias in its passage is found through the seed graph
-    local entities = tiny()
-    local alias
-    for a in pairs(entities["ANAT:0007"].names) do if a ~= "heart" then alias = a end end
-    if alias then
-      page.data { triples = triples, graph = graph, passages = { ["1"] = "The " .. alias .. " pumps.", ["2"] = "The " .. alias .. "." } }
-    end
+    local digests = { { head = "digestive system", relation = "part_of", tail = "heart", score = -1, sources = { 1 },
+      head_id = "ANAT:0001", tail_id = "ANAT:0007" } }
+    local d = page.data { triples = digests, graph = graph, passages = { ["1"] = "The Gastrointestinal System digests food." } }
+    assert.equal(1, #d.triples)
+    assert.has_error(function() page.data { triples = digests, graph = graph, passages = { ["1"] = "Food." } } end,
+      "kg page: 1 of the 1 triples name a head that none of their passages mentions: the corpus given is not the one "
+      .. "the graph was extracted from (its passages are known by their line numbers)")
   end)
 
   it("keeps every < of the data out of the page's markup", function()

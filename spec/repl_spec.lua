@@ -101,6 +101,7 @@ describe("help", function()
     assert.matches("^gm%.eval%.extract%.triples: a function of gm%.eval%.extract %(the comment at the top of "
       .. "lua/graphmert/eval/extract%.lua documents it%)", printed(repl.help, "gm.eval.extract.triples"))
     assert.matches("^string%.format: a function of Lua's standard library", printed(repl.help, "string.format"))
+    assert.is_nil(printed(repl.help, "cjson.encode"):find("standard library", 1, true)) -- a library of its own
     rawset(_G, "gm", had)
     assert.matches("^{x = 1}?: ?a table", printed(repl.help, { x = 1 }):gsub("table: 0x%x+", "{x = 1}"))
   end)

@@ -49,6 +49,7 @@
 #define GM_VERSION "0.1.0"
 #define GM_MAX_DIMS 8
 #define GM_MAX_SRC 3
+#define GM_MAX_PINNED 8 /* sources whose values a backward may read (the op table's reads_srcs bits) */
 
 /* ---- status and errors ------------------------------------------------------------------ */
 
@@ -109,9 +110,9 @@ enum {
 unsigned gm_cpu_features(void);
 const char *gm_cpu_feature_name(int bit); /* NULL outside [0, GM_CPU_FEATURE_COUNT) */
 
-/* Loads OpenBLAS (once; later calls return the first outcome). The first matrix product loads
- * it too; call it first to learn as a status whether it can be loaded (a product without the
- * library aborts). luaopen_graphmert_core calls it. */
+/* Loads OpenBLAS (once; later calls return the first outcome). Must succeed before any other
+ * core function runs a matrix product or sets threads (a product without it aborts: a program
+ * error, not an input's): luaopen_graphmert_core calls it. */
 gm_status gm_blas_load(void);
 typedef struct gm_blas_info {
   const char *library;     /* the file loaded */
@@ -246,10 +247,10 @@ struct gm_tensor {
   int data_pins;
   uint16_t pinned_srcs;
   uint8_t pinned_self;
-  /* the storage versions of the pinned values when the op was recorded (one per bit of
-   * pinned_srcs) */
-  uint32_t src_versions[16];
-  uint32_t self_version;
+  /* the storage versions of what backward reads, when the op was recorded: each pinned source
+   * (one per bit of pinned_srcs), the output, and ->saved (an index the caller still holds) */
+  uint32_t src_versions[GM_MAX_PINNED];
+  uint32_t self_version, saved_version;
 };
 
 void gm_tensor_retain(gm_tensor *t);

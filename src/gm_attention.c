@@ -604,7 +604,7 @@ gm_tensor *gm_attention(gm_tensor *q, gm_tensor *k, gm_tensor *v, const gm_atten
    * and, when kept, the raw scores [B, H, L, ld] after them (at stats_floats) */
   out = gm_record(out, GM_OP_ATTENTION, srcs, 8);
   if (out && out->op == GM_OP_ATTENTION) {
-    out->saved = stats;
+    gm_node_save(out, stats);
     out->iarg[0] = pb.decay_weights;
     out->iarg[1] = pb.renormalize;
     out->iarg[2] = (int64_t)pb.seed;

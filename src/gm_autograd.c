@@ -374,7 +374,7 @@ static gm_tensor *shared_root_gradient(gm_tensor *grad_root, const node_list *or
 static gm_status check_versions(const node_list *order) {
   for (int64_t k = 0; k < order->count; k++) {
     const gm_tensor *t = order->items[k];
-    for (int i = 0; i < t->nsrc && i < 16; i++) {
+    for (int i = 0; i < t->nsrc && i < GM_MAX_PINNED; i++) {
       const gm_tensor *s = t->src[i];
       if ((t->pinned_srcs >> i & 1) && s->storage && s->storage->version != t->src_versions[i])
         return gm_fail(GM_ERR_STATE, 1,
@@ -382,6 +382,11 @@ static gm_status check_versions(const node_list *order) {
                        "the forward used it: change a copy (t:clone()), or change it after backward",
                        gm_op_name(t->op), i + 1);
     }
+    if (t->saved && t->saved->storage && t->saved->storage->version != t->saved_version)
+      return gm_fail(GM_ERR_STATE, 1,
+                     "backward of %s reads the index it was given, which was changed in place "
+                     "after the forward: change a copy (t:clone()), or change it after backward",
+                     gm_op_name(t->op));
     if (t->pinned_self && t->storage && t->storage->version != t->self_version)
       return gm_fail(GM_ERR_STATE, 1,
                      "backward of %s reads its output, which was changed in place (through a view "

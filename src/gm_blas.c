@@ -95,15 +95,8 @@ gm_status gm_blas_load(void) {
   return blas.sgemm ? GM_OK : gm_fail(GM_ERR_STATE, 0, "%s", blas.error);
 }
 
-/* the library, loaded on first use when no one called gm_blas_load; without it nothing can
- * multiply, which no caller can recover from */
-static void need_blas(void) {
-  if (!blas.sgemm) gm_blas_load();
-  GM_ASSERT(blas.sgemm); /* the library is missing: gm_blas_load's status says why */
-}
-
 gm_blas_info gm_blas_get_info(void) {
-  need_blas();
+  GM_ASSERT(blas.sgemm); /* gm_blas_load succeeded first */
   return (gm_blas_info){blas.library, blas.get_config(), blas.get_corename(), blas.core_source};
 }
 
@@ -152,7 +145,7 @@ void gm_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float al
   if (gm_matmul_uses_bf16() &&
       gm_bf16_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
     return;
-  need_blas();
+  GM_ASSERT(blas.sgemm); /* gm_blas_load succeeded first */
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   int64_t span = m >= n ? m : n;
   if (threads > (span + GEMM_SLAB_ALIGN - 1) / GEMM_SLAB_ALIGN)
@@ -283,7 +276,7 @@ gm_tensor *gm_matmul(gm_tensor *a, gm_tensor *b, int trans_a, int trans_b) {
     c->iarg[0] = trans_a;
     c->iarg[1] = trans_b;
     if (kept && c->op == GM_OP_MATMUL) {
-      c->saved = kept;
+      gm_node_save(c, kept);
       memcpy(c->iarg + 2, dims, sizeof dims);
       kept = NULL;
       if (c->pinned_srcs & 1u) {

@@ -43,6 +43,9 @@ unsigned gm_op_needs_src_data(gm_op op);
 int gm_op_needs_output(gm_op op);
 /* Drops the node's sources and saved buffer (keeps requires_grad and op). */
 void gm_node_clear(gm_tensor *t);
+/* node->saved = t (the reference becomes the node's), with t's storage version noted, so that
+ * backward refuses to read it changed in place (an index the caller still holds). */
+void gm_node_save(gm_tensor *node, gm_tensor *t);
 
 /* Rows/columns of a softmax-like reduction over dim: outer x size x inner. */
 void gm_dim_split(const gm_tensor *t, int dim, int64_t *outer, int64_t *size, int64_t *inner);

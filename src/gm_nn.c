@@ -75,7 +75,7 @@ GM_HOT gm_tensor *gm_layer_norm(gm_tensor *x, gm_tensor *weight, gm_tensor *bias
   gm_tensor *srcs[3] = {x, weight, bias};
   /* no iarg; saved = mean and 1/std per row */
   out = gm_record(out, GM_OP_LAYER_NORM, srcs, 3);
-  if (out && out->op == GM_OP_LAYER_NORM) out->saved = stats;
+  if (out && out->op == GM_OP_LAYER_NORM) gm_node_save(out, stats);
   else gm_tensor_release(stats);
   return out;
 }
@@ -185,7 +185,7 @@ gm_tensor *gm_cross_entropy(gm_tensor *logits, gm_tensor *target, int index_base
    * saved = the softmax probabilities */
   loss = gm_record(loss, GM_OP_CROSS_ENTROPY, srcs, 1);
   if (loss && loss->op == GM_OP_CROSS_ENTROPY) {
-    loss->saved = probs;
+    gm_node_save(loss, probs);
     loss->iarg[0] = index_base;
     loss->iarg[1] = ignore_index;
     loss->iarg[2] = count;

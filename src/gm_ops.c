@@ -17,6 +17,11 @@ typedef struct op_info {
 static const op_info op_table[] = {GM_OP_LIST(OP_INFO_ENTRY)};
 #undef OP_INFO_ENTRY
 _Static_assert(sizeof op_table / sizeof op_table[0] == GM_OP_COUNT, "an op table entry per gm_op");
+/* a node notes the version of each source it reads in GM_MAX_PINNED slots */
+#define OP_READS_FIT(id, op_name, srcs, output) \
+  _Static_assert((srcs) >> GM_MAX_PINNED == 0, op_name " reads more sources than GM_MAX_PINNED");
+GM_OP_LIST(OP_READS_FIT)
+#undef OP_READS_FIT
 
 unsigned gm_op_needs_src_data(gm_op op) { return op_table[op].reads_srcs; }
 int gm_op_needs_output(gm_op op) { return op_table[op].reads_output; }

@@ -75,7 +75,7 @@ GM_HOT static gm_tensor *reduce(gm_tensor *a, int dim, int keepdim, reduce_kind 
   out->iarg[1] = keepdim;
   if (idx) {
     if (out->op == GM_OP_MAX) {
-      out->saved = idx;
+      gm_node_save(out, idx);
       gm_tensor_retain(idx);
     }
     if (indices) *indices = idx;

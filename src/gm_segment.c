@@ -71,7 +71,7 @@ gm_tensor *gm_segment_softmax(gm_tensor *x, gm_tensor *index, int64_t groups, in
   /* iarg[0] = the group count, iarg[1] = the index base; saved = the group index */
   out = gm_record(out, GM_OP_SEGMENT_SOFTMAX, &x, 1);
   if (out && out->op == GM_OP_SEGMENT_SOFTMAX) {
-    out->saved = index;
+    gm_node_save(out, index);
     gm_tensor_retain(index);
     out->iarg[0] = groups;
     out->iarg[1] = index_base;

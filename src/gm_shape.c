@@ -244,7 +244,7 @@ gm_tensor *gm_index_select(gm_tensor *a, int dim, gm_tensor *index, int index_ba
     out->iarg[0] = dim;
     out->iarg[1] = index_base;
     out->iarg[2] = distinct(index, size, index_base);
-    out->saved = index;
+    gm_node_save(out, index);
     gm_tensor_retain(index);
   }
   return out;
@@ -308,7 +308,7 @@ gm_tensor *gm_gather(gm_tensor *a, int dim, gm_tensor *index, int index_base) {
   if (out && out->op == GM_OP_GATHER) {
     out->iarg[0] = dim;
     out->iarg[1] = index_base;
-    out->saved = index;
+    gm_node_save(out, index);
     gm_tensor_retain(index);
   }
   return out;
@@ -377,7 +377,7 @@ gm_tensor *gm_index_add(gm_tensor *base, gm_tensor *index, gm_tensor *src, int i
   /* iarg[0] = the index base; saved = the index (src[1] stays NULL: no gradient) */
   out = gm_record(out, GM_OP_INDEX_ADD, srcs, 3);
   if (out && out->op == GM_OP_INDEX_ADD) {
-    out->saved = index;
+    gm_node_save(out, index);
     gm_tensor_retain(index);
     out->iarg[0] = index_base;
   }

@@ -285,7 +285,7 @@ gm_tensor *gm_record(gm_tensor *out, gm_op op, gm_tensor *const *srcs, int n) {
   out->requires_grad = 1;
   /* pin what this op's backward will read */
   unsigned need = gm_op_needs_src_data(op);
-  for (int i = 0; i < n && i < 16; i++)
+  for (int i = 0; i < n && i < GM_MAX_PINNED; i++)
     if (srcs[i] && (need >> i & 1)) {
       gm_tensor_pin(srcs[i]);
       out->pinned_srcs |= (uint16_t)(1u << i);
@@ -297,6 +297,11 @@ gm_tensor *gm_record(gm_tensor *out, gm_op op, gm_tensor *const *srcs, int n) {
     out->self_version = out->storage ? out->storage->version : 0;
   }
   return out;
+}
+
+void gm_node_save(gm_tensor *node, gm_tensor *t) {
+  node->saved = t;
+  node->saved_version = t && t->storage ? t->storage->version : 0;
 }
 
 /* ---- in-place helpers -------------------------------------------------------------------- */

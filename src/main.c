@@ -260,7 +260,8 @@ static int read_line(lua_State *L, int first) {
     signal(SIGINT, SIG_DFL);
     rl_free_line_state();
     rl_cleanup_after_signal();
-    fputs("^C\n", stdout);
+    RL_UNSETSTATE(RL_STATE_SIGHANDLER); /* (the jump skipped readline's own epilogue) */
+    fputs("\n", stdout); /* readline echoed ^C when the terminal does (ECHOCTL) */
     return 2;
   }
   signal(SIGINT, on_prompt_interrupt);

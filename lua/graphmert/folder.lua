@@ -18,7 +18,9 @@ function M.member(dir, name, who)
   local path = dir .. "/" .. name
   local info, err = gm.stat(path)
   if not info then -- missing; a link that loops or a folder that cannot be read is not "missing"
-    if err and not err:find("No such file or directory", 1, true) then error(who .. ": " .. err, 0) end
+    if err and not err:find("No such file or directory", 1, true) and not err:find("Not a directory", 1, true) then
+      error(who .. ": " .. err, 0)
+    end
     return nil
   end
   if info.type ~= "file" then error(string.format("%s: %s is a %s, not a regular file", who, path, info.type), 0) end

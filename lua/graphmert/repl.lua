@@ -203,6 +203,10 @@ local function module_file(name)
   return string.format("lua/%s%s", module:gsub("%.", "/"), folder and "/init.lua" or ".lua")
 end
 
+-- Lua's own libraries (their functions are the reference manual's)
+local STANDARD = { string = true, table = true, math = true, io = true, os = true, utf8 = true, coroutine = true,
+  debug = true, package = true }
+
 -- help(name or value): prints the doc lines (an overview for gm, size and methods for a
 -- tensor); help() says how to use it.
 function repl.help(what)
@@ -220,7 +224,7 @@ function repl.help(what)
     local file = owner and module_file(owner)
     print(repl.describe(what) or (type(value) == "table" and repl.table_help(type(what) == "string" and what or nil, value))
       or (file and string.format("%s: a function of %s (the comment at the top of %s documents it)", what, owner, file))
-      or (owner and type(package.loaded[owner]) == "table" and resolve(_G, owner) == package.loaded[owner]
+      or (owner and STANDARD[owner] and resolve(_G, owner) == package.loaded[owner]
         and string.format("%s: a function of Lua's standard library (the Lua 5.4 reference manual, §6)", what))
       or ("no help for " .. tostring(what) .. " (?gm for an overview)"))
   end

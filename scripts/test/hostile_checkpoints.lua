@@ -133,7 +133,7 @@ do
     declares_more = function(c) c.hidden_size, c.intermediate_size, c.vocab_size = 4096, 16384, 30000 end,
     -- sizes whose product wraps around in integers (2^61 layers of 4·2² weights is 2^65)
     layers_wrap = function(c) c.num_hidden_layers, c.hidden_size, c.num_attention_heads = 1 << 61, 2, 1 end,
-    ffn_wrap = function(c) c.intermediate_size = 1 << 58 end,
+    ffn_wrap = function(c) c.intermediate_size = 1 << 60 end, -- (2·H·ffn per layer: 2^64 with H = 8 wraps to 0)
     dropout_string = function(c) c.dropout = "x" end,
     dropout_5 = function(c) c.dropout = 5 end,
     sbo_string = function(c) c.mlm_sbo = "no" end,

@@ -130,9 +130,7 @@ local function build_tails(self, tok, leaves, keys)
   local encoded = {}
   for _, phrase in ipairs(phrases) do
     local ids = tok:encode(phrase)
-    local spelled = true
-    for _, id in ipairs(ids) do spelled = spelled and id ~= tok.unk_id end
-    if #ids > 0 and #ids <= leaves and spelled then
+    if #ids > 0 and #ids <= leaves and tok:spells(ids) then
       local types = {}
       for i, entity in ipairs(self.linker:candidates(phrase)) do types[i] = self.type[entity] end
       encoded[#encoded + 1] = { types, ids }
@@ -203,6 +201,7 @@ function Graph:encode(known)
   for relation, heads in pairs(self.tails) do tables["tails:" .. relation] = heads end
   if known then
     tables.meta.tails_tokenizer, tables.meta.tails_leaves = known.tok:signature(), tostring(known.leaves)
+    tables.meta.tails_spelled = "1" -- (no name spelled with [UNK] among them)
     tables.known_tails = {}
     local keys = keys_of(self, self.relation_names)
     local lists = stored_tails(self, known.tok, known.leaves, keys) or built_tails(self, known.tok, known.leaves, keys)
@@ -252,7 +251,10 @@ function M.load(path)
     if not leaves or type(meta.tails_tokenizer) ~= "string" then
       error(path .. ": the seed graph index has known tails but its meta table lacks their tokenizer or leaf count", 0)
     end
-    known = { path = path, lists = t.known_tails, tokenizer = meta.tails_tokenizer, leaves = leaves }
+    -- tails stored before names spelled with [UNK] were left out are built again (and stored)
+    if meta.tails_spelled == "1" then
+      known = { path = path, lists = t.known_tails, tokenizer = meta.tails_tokenizer, leaves = leaves }
+    end
   end
   return setmetatable({ known = known, dataset = meta.dataset, type = t.entity_types, name = t.entity_names,
     aliases = t.entity_aliases, tails = tails,

@@ -14,6 +14,7 @@
 --   local bert = tokenizer.from_vocab("vocab.txt", {lower = true})
 --   local ids = tok:encode("A dog barks.")        -- 1-based ids, no [CLS]/[SEP]
 --   tok:decode(ids)                               -- "a dog barks ."
+--   tok:spells(ids)                               -- no [UNK] among them: decode writes them back
 --   tok:save(path); tokenizer.load(path)          -- either kind (tok:text() the file's text;
 --                                                 tok:signature() what encoding depends on)
 -- Special ids: pad_id, unk_id, cls_id, sep_id, mask_id — [PAD] 1, [UNK] 2, [CLS] 3, [SEP] 4,
@@ -166,6 +167,12 @@ function Tokenizer:decode(ids)
     if p:sub(1, 2) == "##" and #out > 0 then out[#out] = out[#out] .. p:sub(3) else out[#out + 1] = p end
   end
   return table.concat(out, " ")
+end
+
+-- Whether ids hold no [UNK] (a character the vocabulary lacks): then decode writes their text.
+function Tokenizer:spells(ids)
+  for _, id in ipairs(ids) do if id == self.unk_id then return false end end
+  return true
 end
 
 -- Whether a token id starts a word (for whole-word masking).

@@ -178,11 +178,9 @@ function M.triples(model, tok, passages, opts)
   for qi, candidates in ipairs(decode(model, tok, queries, opts)) do
     for _, c in ipairs(candidates) do
       if c.empty then break end -- the model ranks "no such tail" above the rest
-      local tail, spelled = tok:decode(c.ids), true
-      for _, id in ipairs(c.ids) do spelled = spelled and id ~= tok.unk_id end
-      -- a tokenizer trained before its pieces were whole characters can cut one; an index built
-      -- before known tails left out the names spelled with [UNK] can give one
-      if utf8.len(tail) and spelled then
+      local tail = tok:decode(c.ids)
+      -- a tokenizer trained before its pieces were whole characters can cut one; [UNK] writes no name
+      if utf8.len(tail) and tok:spells(c.ids) then
         out[#out + 1] = { head = meta[qi].head, relation = meta[qi].relation, tail = tail, tokens = #c.ids,
           score = c.score, source = meta[qi].source, span = meta[qi].span, decoding = opts.mode or "open" }
       end

@@ -7,14 +7,15 @@
 -- fragment, so a view can be shared), sums the graph up, and records a reviewer's accept / reject
 -- per triple, exported as JSONL that `graphmert score --gold` reads as a gold set.
 --
---   page.data{triples =, graph =, passages =, title =, kg =, corpus =} → the page's data
+--   page.data{triples =, graph =, passages =, stored =, title =, kg =, corpus =} → the page's data
 --     triples: kg.jsonl records {head, relation, tail, score, count, sources, decoding, head_id,
 --       tail_id, seed}; a head or tail without an id is a new entity, "new:" .. its name (page.ids)
 --     graph: the seed graph (gm.data.seed_graph; optional): entity names, types and aliases, and
 --       the facts that touch the triples' entities, drawn beside them
 --     passages: passage id (a source, as a string) → text (optional: without it the page lists
 --       the sources' ids only); a source missing from it is an error, and so are passages of
---       which most do not mention their triples' heads (another corpus, or its lines reordered)
+--       which most do not mention their triples' heads (another corpus, or its lines reordered;
+--       not checked with stored = true: a store's own passages)
 --   page.ids(t) → a triple's head and tail ids as the page (and kg.key) names them
 --   page.cited(triples, next_passage) → id → text of the passages the triples cite, read from an
 --     iterator over a corpus's passages ({id, text}, gm.data.corpus.each_passage)
@@ -163,13 +164,14 @@ function M.data(opts)
       end
     end
   end
-  local entities = {}
+  local entities, names_of = {}, {} -- (names_of: id → every alias, for the check below)
   for i, id in ipairs(ids) do
     local e = known[id] or {}
     local name = e.name or graph and graph.name[id] or names[id] or id:gsub("^new:", "")
     local own, list = linker.normalize(name), {}
     local candidates = e.aliases or aliases[id] or {}
     if not e.aliases and not (graph and graph.aliases) then table.sort(candidates) end
+    names_of[id] = candidates
     for _, a in ipairs(candidates) do
       if linker.normalize(a) ~= own and #list < MAX_ALIASES then list[#list + 1] = a end
     end
@@ -184,12 +186,12 @@ function M.data(opts)
   -- order would pair each triple with a passage that does not say it. Refused when most
   -- triples' heads (by name or alias) are in none of their passages; a few may be (an alias the
   -- seed graph given lacks)
-  if passages then
+  if passages and not opts.stored then
     local words, missing, checked = {}, 0, 0
     for n, t in ipairs(triples) do
-      local e = entities[entity_at[(M.ids(t))] + 1]
-      local names = { linker.normalize(t.head), linker.normalize(e[2]) }
-      for _, a in ipairs(e[5]) do names[#names + 1] = linker.normalize(a) end
+      local id = (M.ids(t))
+      local names = { linker.normalize(t.head), linker.normalize(entities[entity_at[id] + 1][2]) }
+      for _, a in ipairs(names_of[id]) do names[#names + 1] = linker.normalize(a) end
       local found, any = false, false
       for _, s in ipairs(rows[n][8]) do
         any = true

@@ -25,8 +25,8 @@ local function betas_problem(v)
 end
 
 return function(named_params, config)
-  config = protocol.options("adamw", config, { lr = { 1e-3, protocol.at_least(0, true) },
-    betas = { { 0.9, 0.999 }, betas_problem }, eps = { 1e-8, protocol.at_least(0, true) },
+  config = protocol.options("adamw", config, { lr = { 1e-3, protocol.at_least(0) },
+    betas = { { 0.9, 0.999 }, betas_problem }, eps = { 1e-8, protocol.at_least(0) },
     weight_decay = { 0.01, protocol.at_least(0) },
     no_decay = { default_no_decay, function(v) if type(v) ~= "function" then return "must be a function(name, tensor)" end end } })
   local betas, weight_decay, no_decay = config.betas, config.weight_decay, config.no_decay

@@ -46,11 +46,9 @@ function M.options(owner, config, settings)
 end
 
 -- the checks settings use
-function M.at_least(min, open)
+function M.at_least(min)
   return function(v)
-    if math.type(v) == nil or v ~= v or (open and v <= min) or v < min then
-      return string.format("must be a number %s %s", open and ">" or ">=", min)
-    end
+    if math.type(v) == nil or not (v >= min) then return string.format("must be a number >= %s", min) end
   end
 end
 function M.boolean(v) if type(v) ~= "boolean" then return "must be true or false" end end

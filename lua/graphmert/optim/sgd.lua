@@ -13,7 +13,7 @@ local gm = require "graphmert"
 local protocol = require "graphmert.optim.protocol"
 
 return function(named_params, config)
-  config = protocol.options("sgd", config, { lr = { nil, protocol.at_least(0, true) },
+  config = protocol.options("sgd", config, { lr = { nil, protocol.at_least(0) },
     momentum = { 0, protocol.at_least(0) }, dampening = { 0, protocol.at_least(0) },
     weight_decay = { 0, protocol.at_least(0) }, nesterov = { false, protocol.boolean } })
   local momentum, dampening, weight_decay, nesterov = config.momentum, config.dampening, config.weight_decay, config.nesterov
