@@ -27,9 +27,10 @@ local args = ex.args.parse(arg, ex.args.training("train.lua",
   "Train GraphMERT on a dataset, then the baseline model; print the evaluation table.", nil,
   { { "resume", false, "continue from the checkpoints in the output folder", flag = true },
     { "overwrite", false, "train anew over a run already in the output folder (without it, such a run is kept)", flag = true } }))
-if not args.out then
-  local name = (args.data or args.config):gsub("/+$", ""):match("[^/]*$"):gsub("%.lua$", "")
-  args.out = "out/" .. ((name == "" or name:match("^%.+$")) and "run" or name)
+if not args.out then -- (the folder's own name: `--data .` is the current folder's)
+  local named = args.data and (gm.realpath(args.data) or args.data) or args.config
+  local name = named:gsub("/+$", ""):match("[^/]*$"):gsub("%.lua$", "")
+  args.out = "out/" .. (name ~= "" and name or "run")
 end
 
 local config_path = ex.commands.config_path(args.config) -- a file, or a shipped config's name

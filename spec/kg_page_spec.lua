@@ -124,17 +124,23 @@ describe("the KG page's data (graphmert.kg.page)", function()
       "kg page: triple 1 has no head, relation, tail and score")
     -- the same line numbers holding other passages: the triples' heads are not in them
     local other = { ["1"] = "The lungs take in air.", ["2"] = "Blood flows." }
-    assert.has_error(function() page.data { triples = triples, graph = graph, passages = other } end,
+    assert.has_error(function() page.data { triples = triples, passages = other } end,
       "kg page: 2 of the 2 triples name a head that none of their passages mentions: the corpus given is not the one "
       .. "the graph was extracted from (its passages are known by their line numbers)")
+    -- with the seed graph, every source must mention its triple's head: one line moved is found
+    local moved = { ["1"] = "The heart pumps blood to the lungs.", ["2"] = "Blood flows." }
+    assert.has_error(function() page.data { triples = triples, graph = graph, passages = moved } end,
+      "kg page: passage 2 does not mention heart, the head of heart / connected_to / lung it is a source of: the corpus "
+      .. "given is not the one the graph was extracted from (its passages are known by their line numbers)")
+    page.data { triples = triples, passages = moved } -- (without it, only most triples failing is an error)
     -- a head named by an alias in its passage is found through the seed graph
     local digests = { { head = "digestive system", relation = "part_of", tail = "heart", score = -1, sources = { 1 },
       head_id = "ANAT:0001", tail_id = "ANAT:0007" } }
     local d = page.data { triples = digests, graph = graph, passages = { ["1"] = "The Gastrointestinal System digests food." } }
     assert.equal(1, #d.triples)
     assert.has_error(function() page.data { triples = digests, graph = graph, passages = { ["1"] = "Food." } } end,
-      "kg page: 1 of the 1 triples name a head that none of their passages mentions: the corpus given is not the one "
-      .. "the graph was extracted from (its passages are known by their line numbers)")
+      "kg page: passage 1 does not mention digestive system, the head of digestive system / part_of / heart it is a "
+      .. "source of: the corpus given is not the one the graph was extracted from (its passages are known by their line numbers)")
   end)
 
   it("keeps every < of the data out of the page's markup", function()

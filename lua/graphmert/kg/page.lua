@@ -13,9 +13,10 @@
 --     graph: the seed graph (gm.data.seed_graph; optional): entity names, types and aliases, and
 --       the facts that touch the triples' entities, drawn beside them
 --     passages: passage id (a source, as a string) → text (optional: without it the page lists
---       the sources' ids only); a source missing from it is an error, and so are passages of
---       which most do not mention their triples' heads (another corpus, or its lines reordered;
---       not checked with stored = true: a store's own passages)
+--       the sources' ids only); a source missing from it is an error, and so is (with the graph)
+--       a source that does not mention its triple's head, or (without) passages of which most do
+--       not (another corpus, or its lines reordered; not checked with stored = true: a store's
+--       own passages)
 --   page.ids(t) → a triple's head and tail ids as the page (and kg.key) names them
 --   page.cited(triples, next_passage) → id → text of the passages the triples cite, read from an
 --     iterator over a corpus's passages ({id, text}, gm.data.corpus.each_passage)
@@ -183,26 +184,60 @@ function M.data(opts)
   end
 
   -- the passages given must be those extracted from: a corpus of the same lines in another
-  -- order would pair each triple with a passage that does not say it. Refused when most
-  -- triples' heads (by name or alias) are in none of their passages; a few may be (an alias the
-  -- seed graph given lacks)
+  -- order would pair triples with passages that do not say them. Extraction asks a head only
+  -- where its passage mentions it, so with the seed graph the triples' entities come from, each
+  -- source of a triple must mention its head (by name or alias): one that does not is an error.
+  -- Without that graph an alias may go unrecognised: refused when most triples' heads are in
+  -- none of their passages.
   if passages and not opts.stored then
-    local words, missing, checked = {}, 0, 0
-    for n, t in ipairs(triples) do
-      local id = (M.ids(t))
-      local names = { linker.normalize(t.head), linker.normalize(entities[entity_at[id] + 1][2]) }
-      for _, a in ipairs(names_of[id]) do names[#names + 1] = linker.normalize(a) end
-      local found, any = false, false
-      for _, s in ipairs(rows[n][8]) do
-        any = true
-        words[s] = words[s] or " " .. linker.normalize(passages[s]) .. " "
-        for _, name in ipairs(names) do found = found or words[s]:find(" " .. name .. " ", 1, true) ~= nil end
+    -- a head is written by its entity's name, which other entities may share (WordNet's noun and
+    -- verb "discharge"; kg.jsonl merges by name): any entity of that name may be the one mentioned
+    local phrases, of_name = {}, {} -- entity id → the linker's phrases for it; head → those entities
+    if graph then
+      local wanted = {}
+      for id in pairs(entity_at) do wanted[id] = true end
+      for _, t in ipairs(triples) do
+        local head = linker.normalize(t.head)
+        of_name[head] = of_name[head] or graph:candidates(head) or {}
+        for _, id in ipairs(of_name[head]) do wanted[id] = true end
       end
-      if any then checked, missing = checked + 1, missing + (found and 0 or 1) end
+      for phrase, candidates in pairs(entries_touching(graph.linker.index, wanted)) do
+        for id in each_id(candidates) do
+          if wanted[id] then
+            phrases[id] = phrases[id] or {}
+            table.insert(phrases[id], phrase)
+          end
+        end
+      end
     end
-    if checked > 0 and missing * 2 > checked then
-      fail(string.format("%d of the %d triples name a head that none of their passages mentions: the corpus given is not "
-        .. "the one the graph was extracted from (its passages are known by their line numbers)", missing, checked))
+    local words, missing, checked, first = {}, 0, 0, nil
+    for n, t in ipairs(triples) do
+      local id, head = (M.ids(t)), linker.normalize(t.head)
+      local names = { head, linker.normalize(entities[entity_at[id] + 1][2]) }
+      for _, a in ipairs(names_of[id]) do names[#names + 1] = linker.normalize(a) end
+      for _, same in ipairs(of_name[head] or {}) do
+        for _, phrase in ipairs(phrases[same] or {}) do names[#names + 1] = phrase end
+      end
+      for _, phrase in ipairs(phrases[id] or {}) do names[#names + 1] = phrase end
+      local known = graph and graph.name[id] ~= nil
+      local found_all, found_any = true, false
+      for _, s in ipairs(rows[n][8]) do
+        words[s] = words[s] or " " .. linker.normalize(passages[s]) .. " "
+        local here = false
+        for _, name in ipairs(names) do here = here or words[s]:find(" " .. name .. " ", 1, true) ~= nil end
+        found_all, found_any = found_all and here, found_any or here
+        if known and not here and not first then first = { s, t } end
+      end
+      if #rows[n][8] > 0 then checked, missing = checked + 1, missing + (found_any and 0 or 1) end
+    end
+    local function wrong(why)
+      fail(why .. ": the corpus given is not the one the graph was extracted from (its passages are known by their line numbers)")
+    end
+    if first then
+      wrong(string.format("passage %s does not mention %s, the head of %s / %s / %s it is a source of", first[1],
+        first[2].head, first[2].head, first[2].relation, first[2].tail))
+    elseif checked > 0 and missing * 2 > checked then
+      wrong(string.format("%d of the %d triples name a head that none of their passages mentions", missing, checked))
     end
   end
 
