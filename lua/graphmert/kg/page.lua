@@ -83,6 +83,20 @@ local function entries_touching(tbl, wanted)
   return out
 end
 
+-- the linker's phrases (names and aliases, normalised) of the entities in `wanted`: id → list
+local function linker_phrases(graph, wanted)
+  local out = {}
+  for phrase, candidates in pairs(entries_touching(graph.linker.index, wanted)) do
+    for id in each_id(candidates) do
+      if wanted[id] then
+        out[id] = out[id] or {}
+        table.insert(out[id], phrase)
+      end
+    end
+  end
+  return out
+end
+
 local function source_id(s) return tostring(math.tointeger(s) or s) end -- (cjson reads 2 as 2.0)
 
 function M.cited(triples, next_passage)
@@ -155,15 +169,7 @@ function M.data(opts)
       if entity_at[id] and not known[id] then aliases[id] = linker.split(joined) end
     end
   elseif graph then
-    for phrase, candidates in pairs(entries_touching(graph.linker.index, entity_at)) do
-      for id in each_id(candidates) do
-        if entity_at[id] and not known[id] then
-          local list = aliases[id] or {}
-          aliases[id] = list
-          list[#list + 1] = phrase
-        end
-      end
-    end
+    aliases = linker_phrases(graph, entity_at) -- (a store's own entities keep theirs, below)
   end
   local entities, names_of = {}, {} -- (names_of: id → every alias, for the check below)
   for i, id in ipairs(ids) do
@@ -201,14 +207,7 @@ function M.data(opts)
         of_name[head] = of_name[head] or graph:candidates(head) or {}
         for _, id in ipairs(of_name[head]) do wanted[id] = true end
       end
-      for phrase, candidates in pairs(entries_touching(graph.linker.index, wanted)) do
-        for id in each_id(candidates) do
-          if wanted[id] then
-            phrases[id] = phrases[id] or {}
-            table.insert(phrases[id], phrase)
-          end
-        end
-      end
+      phrases = linker_phrases(graph, wanted)
     end
     local words, missing, checked, first = {}, 0, 0, nil
     for n, t in ipairs(triples) do
