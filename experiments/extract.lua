@@ -466,8 +466,10 @@ local ok, err = pcall(function()
       end
       done = done + #chunk
       local elapsed, fresh = gm.clock() - t0, done - skipped
-      progress:update(done, string.format("%d/%d passages  %.1f passages/s  ETA %ds", done, mine_total,
-        fresh / elapsed, fresh > 0 and math.floor((mine_total - done) * elapsed / fresh) or 0))
+      if fresh > 0 then -- (chunks a resumed run skips say nothing of its speed)
+        progress:update(done, string.format("%d/%d passages  %.1f passages/s  ETA %ds", done, mine_total,
+          fresh / elapsed, math.floor((mine_total - done) * elapsed / fresh)))
+      end
     end
   end
 end)
