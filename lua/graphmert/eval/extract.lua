@@ -61,9 +61,9 @@ local function word_tokens(tok, ids, words, first, after, bytes)
     stop[k] = #joined + 1
   end
   if table.concat(joined, " ") == table.concat(ids, " ") then return start, stop end
+  if not tok:spells(ids) then return {}, {} end -- ([UNK] stands for bytes it does not say)
   local token_at, offset = { [0] = 1 }, 0 -- byte offset in the piece → the token that starts there
   for i, id in ipairs(ids) do
-    if id == tok.unk_id then return {}, {} end
     local p = tok.pieces[id]
     offset = offset + #p - (p:sub(1, 2) == "##" and 2 or 0)
     token_at[offset] = i + 1

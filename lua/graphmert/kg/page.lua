@@ -171,14 +171,13 @@ function M.data(opts)
   elseif graph then
     aliases = linker_phrases(graph, entity_at) -- (a store's own entities keep theirs, below)
   end
-  local entities, names_of = {}, {} -- (names_of: id → every alias, for the check below)
+  local entities = {}
   for i, id in ipairs(ids) do
     local e = known[id] or {}
     local name = e.name or graph and graph.name[id] or names[id] or id:gsub("^new:", "")
     local own, list = linker.normalize(name), {}
     local candidates = e.aliases or aliases[id] or {}
     if not e.aliases and not (graph and graph.aliases) then table.sort(candidates) end
-    names_of[id] = candidates
     for _, a in ipairs(candidates) do
       if linker.normalize(a) ~= own and #list < MAX_ALIASES then list[#list + 1] = a end
     end
@@ -198,33 +197,33 @@ function M.data(opts)
   if passages and not opts.stored then
     -- a head is written by its entity's name, which other entities may share (WordNet's noun and
     -- verb "discharge"; kg.jsonl merges by name): any entity of that name may be the one mentioned
-    local phrases, of_name = {}, {} -- entity id → the linker's phrases for it; head → those entities
+    -- (the linker's phrases of an entity are its names and aliases, normalised: all it links by)
+    local heads, of_name, phrases = {}, {}, {} -- triple → its head normalised; head → those entities; id → phrases
+    for n, t in ipairs(triples) do heads[n] = linker.normalize(t.head) end
     if graph then
       local wanted = {}
-      for id in pairs(entity_at) do wanted[id] = true end
-      for _, t in ipairs(triples) do
-        local head = linker.normalize(t.head)
-        of_name[head] = of_name[head] or graph:candidates(head) or {}
-        for _, id in ipairs(of_name[head]) do wanted[id] = true end
+      for n, t in ipairs(triples) do
+        of_name[heads[n]] = of_name[heads[n]] or graph:candidates(heads[n]) or {}
+        for _, id in ipairs(of_name[heads[n]]) do wanted[id] = true end
+        wanted[(M.ids(t))] = true
       end
       phrases = linker_phrases(graph, wanted)
     end
     local words, missing, checked, first = {}, 0, 0, nil
     for n, t in ipairs(triples) do
-      local id, head = (M.ids(t)), linker.normalize(t.head)
-      local names = { head, linker.normalize(entities[entity_at[id] + 1][2]) }
-      for _, a in ipairs(names_of[id]) do names[#names + 1] = linker.normalize(a) end
-      for _, same in ipairs(of_name[head] or {}) do
+      local id = (M.ids(t))
+      local names = { heads[n], linker.normalize(entities[entity_at[id] + 1][2]) }
+      for _, same in ipairs(of_name[heads[n]] or {}) do
         for _, phrase in ipairs(phrases[same] or {}) do names[#names + 1] = phrase end
       end
       for _, phrase in ipairs(phrases[id] or {}) do names[#names + 1] = phrase end
       local known = graph and graph.name[id] ~= nil
-      local found_all, found_any = true, false
+      local found_any = false
       for _, s in ipairs(rows[n][8]) do
         words[s] = words[s] or " " .. linker.normalize(passages[s]) .. " "
         local here = false
         for _, name in ipairs(names) do here = here or words[s]:find(" " .. name .. " ", 1, true) ~= nil end
-        found_all, found_any = found_all and here, found_any or here
+        found_any = found_any or here
         if known and not here and not first then first = { s, t } end
       end
       if #rows[n][8] > 0 then checked, missing = checked + 1, missing + (found_any and 0 or 1) end

@@ -11,29 +11,30 @@
 --     name to {default, check}, check(v) → an error message or nil; an unknown name (a typo:
 --     "momentun") or a value check refuses is an error naming the setting.
 local gm = require "graphmert"
+local sorted_keys = require("graphmert.nn.check").sorted_keys
 
 local M = {}
+
+-- a setting's value as a message shows it ({0.9, 0.999} for a list)
+local function shown(v)
+  if type(v) ~= "table" then return tostring(v) end
+  local parts = {}
+  for i, x in ipairs(v) do parts[i] = tostring(x) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
 
 function M.options(owner, config, settings)
   if config ~= nil and type(config) ~= "table" then
     error(string.format("%s: the settings must be a table, got %s", owner, type(config)), 3)
   end
-  local out, names = {}, {}
-  for name in pairs(settings) do names[#names + 1] = name end
-  table.sort(names)
+  local out = {}
   for name, v in pairs(config or {}) do
     if not settings[name] then
-      error(string.format("%s: unknown setting '%s' (known: %s)", owner, tostring(name), table.concat(names, ", ")), 3)
+      error(string.format("%s: unknown setting '%s' (known: %s)", owner, tostring(name),
+        table.concat(sorted_keys(settings), ", ")), 3)
     end
     local problem = settings[name][2](v)
-    if problem then
-      local shown = type(v) ~= "table" and tostring(v) or "{" .. table.concat((function()
-        local parts = {}
-        for i, x in ipairs(v) do parts[i] = tostring(x) end
-        return parts
-      end)(), ", ") .. "}"
-      error(string.format("%s: %s %s, got %s", owner, name, problem, shown), 3)
-    end
+    if problem then error(string.format("%s: %s %s, got %s", owner, name, problem, shown(v)), 3) end
     out[name] = v
   end
   for name, s in pairs(settings) do
