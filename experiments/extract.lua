@@ -20,7 +20,7 @@
 -- "none": only the tails it ranks above the empty one are kept, so it does not assert every relation.
 -- Output: kg.jsonl (one triple per line: head, relation, tail — by the dataset's preferred names —,
 -- score = mean log-probability per decoded slot, count = passages supporting it, sources = their
--- ids (line numbers), decoding, head_id and tail_id = the entities' ids (tail_id absent for a new
+-- ids (a JSONL record's "id", else its line number), decoding, head_id and tail_id = the entities' ids (tail_id absent for a new
 -- tail open decoding wrote), seed = whether the seed graph already holds the triple) and kg.tsv
 -- beside it, written as one (both old or both new), into a folder checked writable before the
 -- first passage. While it runs, each chunk of passages' triples is appended to OUT.journal (under
@@ -81,7 +81,7 @@ end
 -- same batches as an uninterrupted one and gets the same triples)
 local CHUNK = 32
 
--- passages {id = line number, text}, a line at a time. The format is the file's (a .jsonl file
+-- passages {id, line, text}, a line at a time (id: a JSONL record's "id", else the line number). The format is the file's (a .jsonl file
 -- holds JSONL corpus records, gm.data.corpus.each_jsonl; any other file one passage per line), or
 -- --format's.
 local jsonl = args.format == "jsonl" or (args.format == "auto" and args.input:match("%.jsonl$") ~= nil)
@@ -230,10 +230,10 @@ end
 -- holds it with the checkpoint and process count, and a store with --min-score too (it keeps
 -- triples filtered by it; a journal keeps them all): neither continues another extraction.
 -- (journal 2: a passage's triples merged per passage, and the heads not asked counted; 3: no
--- head inside an English contraction)
+-- head inside an English contraction; 4: a JSONL record's passage id is its "id")
 -- (extractor 2 in a store's settings: heads placed at their first mention as the text writes it;
--- 3: no head inside an English contraction)
-local settings_of = { journal = 3, extractor = 3, checkpoint = gm.realpath(args.checkpoint), processes = size,
+-- 3: no head inside an English contraction; 4: a JSONL record's passage id is its "id")
+local settings_of = { journal = 4, extractor = 4, checkpoint = gm.realpath(args.checkpoint), processes = size,
   input_file = stamp(args.input), weights = stamp(args.checkpoint .. "/checkpoint.safetensors"),
   input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top,
   batch = args.batch, decoding = args.decoding, unpacked = args.unpacked, data = args.data and gm.realpath(args.data),
@@ -382,17 +382,18 @@ end
 local function store_chunk(chunk, by_passage)
   for _, p in ipairs(chunk) do
     for _, t in ipairs(by_passage[p.id]) do t.seed = graph:holds(t) end
-    store:add_passage({ id = p.id, source = args.input, line = p.id, text = p.text }, by_passage[p.id])
+    store:add_passage({ id = p.id, source = args.input, line = p.line, text = p.text }, by_passage[p.id])
   end
 end
 
 -- the KG page (graphmert.kg.page) of the triples, with the text of the passages they cite
 -- (the input read once more) and the seed graph's names, aliases and facts
 -- (made after the graph is written, so that no failure of the page's loses the graph)
-local function write_page(path, triples, passages, entities)
+-- (its arguments gm.kg.read's values: triples, and from a store its passages, entities, meta, lines)
+local function write_page(path, triples, passages, entities, _, lines)
   local written, err = pcall(function()
-    passages = passages or gm.kg.page.cited(triples, each_passage())
-    local ok, werr = gm.kg.page.write(path, gm.kg.page.data { triples = triples, graph = graph, passages = passages,
+    if not passages then passages, lines = gm.kg.page.cited(triples, each_passage()) end
+    local ok, werr = gm.kg.page.write(path, gm.kg.page.data { triples = triples, graph = graph, passages = passages, lines = lines,
       stored = storing, entities = entities, title = args.out, kg = args.out, corpus = args.input })
     if not ok then error(werr, 0) end
   end)

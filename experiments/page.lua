@@ -39,12 +39,12 @@ local out = args.out or (args.kg:gsub("%.[^./]*$", "") .. ".html")
 ex.args.apart("page.lua", { out }, { args.kg, args.input })
 ex.args.writable("page.lua", out)
 
-local triples, passages, entities, meta = try(gm.kg.read, args.kg, { top = args.top })
+local triples, passages, entities, meta, lines = try(gm.kg.read, args.kg, { top = args.top })
 if not storing and args.input then
   local next_passage = try(gm.data.corpus.each_passage, args.input, args.format)
-  passages = try(gm.kg.page.cited, triples, function() return try(next_passage) end)
+  passages, lines = try(gm.kg.page.cited, triples, function() return try(next_passage) end)
 elseif not storing then
-  io.stderr:write("page: no --input: the page lists each triple's source line numbers but not their text\n")
+  io.stderr:write("page: no --input: the page lists each triple's sources (passage ids) but not their text\n")
 end
 
 -- a page without the passages or the seed graph does not replace one by its default name
@@ -72,7 +72,7 @@ else
   io.stderr:write("page: no --checkpoint, --data or --config: no seed-graph facts to draw beside the triples\n")
 end
 
-local data = try(gm.kg.page.data, { triples = triples, graph = graph, passages = passages, stored = storing, entities = entities,
+local data = try(gm.kg.page.data, { triples = triples, graph = graph, passages = passages, lines = lines, stored = storing, entities = entities,
   title = args.title or args.kg, kg = args.kg, corpus = args.input or (meta and meta.corpus) or "" })
 local ok, err = try(gm.kg.page.write, out, data)
 if not ok then fail(err) end

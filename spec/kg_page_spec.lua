@@ -126,12 +126,12 @@ describe("the KG page's data (graphmert.kg.page)", function()
     local other = { ["1"] = "The lungs take in air.", ["2"] = "Blood flows." }
     assert.has_error(function() page.data { triples = triples, passages = other } end,
       "kg page: 2 of the 2 triples name a head that none of their passages mentions: the corpus given is not the one "
-      .. "the graph was extracted from (its passages are known by their line numbers)")
+      .. "the graph was extracted from (its passages are known by their ids: line numbers, or a JSONL record's \"id\")")
     -- with the seed graph, every source must mention its triple's head: one line moved is found
     local moved = { ["1"] = "The heart pumps blood to the lungs.", ["2"] = "Blood flows." }
     assert.has_error(function() page.data { triples = triples, graph = graph, passages = moved } end,
       "kg page: passage 2 does not mention heart, the head of heart / connected_to / lung it is a source of: the corpus "
-      .. "given is not the one the graph was extracted from (its passages are known by their line numbers)")
+      .. "given is not the one the graph was extracted from (its passages are known by their ids: line numbers, or a JSONL record's \"id\")")
     page.data { triples = triples, passages = moved } -- (without it, only most triples failing is an error)
     -- a head named by an alias in its passage is found through the seed graph
     local digests = { { head = "digestive system", relation = "part_of", tail = "heart", score = -1, sources = { 1 },
@@ -140,7 +140,7 @@ describe("the KG page's data (graphmert.kg.page)", function()
     assert.equal(1, #d.triples)
     assert.has_error(function() page.data { triples = digests, graph = graph, passages = { ["1"] = "Food." } } end,
       "kg page: passage 1 does not mention digestive system, the head of digestive system / part_of / heart it is a "
-      .. "source of: the corpus given is not the one the graph was extracted from (its passages are known by their line numbers)")
+      .. "source of: the corpus given is not the one the graph was extracted from (its passages are known by their ids: line numbers, or a JSONL record's \"id\")")
   end)
 
   it("keeps every < of the data out of the page's markup", function()
@@ -258,6 +258,90 @@ describe("graphmert page and extract's kg.html", function()
     o, c = run(BIN .. "page --kg " .. dir .. "/kg.sqlite --out " .. dir .. "/store.html")
     assert.equal(0, c, o)
     assert.matches(dir:gsub("%p", "%%%0") .. "/store%.html: %d+ triples, %d+ entities, [1-9]%d* seed%-graph facts, 32 passages", o)
+  end)
+
+  -- the tiny corpus as JSONL records with ids of their own ("PMID:<line>0"), a comment first so
+  -- that no id is its line number
+  local function id_corpus(path, records)
+    local lines, n = { "# abstracts" }, 1
+    for line in io.lines(corpus) do
+      n = n + 1
+      lines[#lines + 1] = records and records(n, line) or cjson.encode { id = "PMID:" .. n .. "0", text = line }
+    end
+    write(path, table.concat(lines, "\n") .. "\n")
+  end
+
+  it("keeps a JSONL corpus's own ids as the passages' ids: kg.jsonl, the store, its export, RDF and the page", function()
+    local input = dir .. "/abstracts.jsonl"
+    id_corpus(input)
+    local o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. input .. " --out " .. dir ..
+      "/ids.jsonl --decoding constrained")
+    assert.equal(0, c, o)
+    local by_line = {} -- the same extraction from the text corpus gives the line numbers
+    for _, t in ipairs(jsonl(kg_path)) do by_line[t.head .. "/" .. t.relation .. "/" .. t.tail] = t.sources end
+    local triples = jsonl(dir .. "/ids.jsonl")
+    assert.is_true(#triples > 0)
+    for _, t in ipairs(triples) do
+      local lines = by_line[t.head .. "/" .. t.relation .. "/" .. t.tail]
+      assert.is_table(lines, t.head)
+      local want = {}
+      for i, line in ipairs(lines) do want[i] = "PMID:" .. math.tointeger(line) + 1 .. "0" end -- (the comment moved each line down)
+      assert.same(want, t.sources)
+    end
+    local data = cjson.decode(read(dir .. "/ids.html"):match('<script id="kg%-data" type="application/json">(.-)</script>'))
+    local first = triples[1].sources[1]
+    assert.equal(tonumber(first:match("PMID:(%d+)0")), data.lines[first])
+    assert.truthy(data.passages[first])
+
+    o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. input .. " --out " .. dir ..
+      "/ids.sqlite --decoding constrained --no-page")
+    assert.equal(0, c, o)
+    local store = gm.kg.store.open(dir .. "/ids.sqlite")
+    local row = store:rows("SELECT id, line FROM passages WHERE id = ?", first)[1]
+    store:close()
+    assert.equal(tonumber(first:match("PMID:(%d+)0")), math.tointeger(row.line))
+    o, c = run(BIN .. "export --store " .. dir .. "/ids.sqlite --out " .. dir .. "/ids_export.jsonl --top 5")
+    assert.equal(0, c, o)
+    local exported = {}
+    for _, t in ipairs(jsonl(dir .. "/ids_export.jsonl")) do exported[t.head .. "/" .. t.relation .. "/" .. t.tail] = t.sources end
+    for _, t in ipairs(triples) do assert.same(t.sources, exported[t.head .. "/" .. t.relation .. "/" .. t.tail]) end
+    o, c = run(BIN .. "export --store " .. dir .. "/ids.sqlite --out " .. dir .. "/ids.nt")
+    assert.equal(0, c, o)
+    local nt = read(dir .. "/ids.nt")
+    assert.truthy(nt:find("/passage/" .. first .. "> <http://example.org/kg/vocab#line> \"" .. first:match("PMID:(%d+)0")
+      .. '"^^<http://www.w3.org/2001/XMLSchema#integer> .', 1, true))
+    assert.truthy(nt:find("/passage/" .. first .. '> <http://www.w3.org/2000/01/rdf-schema#label> "' .. first .. '" .', 1, true))
+    -- a store of a text corpus still exports its line numbers as numbers
+    o, c = run(BIN .. "export --store " .. dir .. "/kg.sqlite --out " .. dir .. "/lines_export.jsonl --top 5")
+    assert.equal(0, c, o)
+    for line in io.lines(dir .. "/lines_export.jsonl") do assert.matches('"sources":%[%d[%d,]*%]', line) end
+
+    if browser.path then -- the passage shown by its id, with its line
+      local r = browser.run(dir .. "/ids.html", [[
+        const row = document.querySelector("#all-triples tr.triple");
+        row.querySelector("button.evidence-toggle").click();
+        return [...row.nextElementSibling.querySelectorAll(".passage .where")].map(w => w.textContent);]])
+      assert.is_true(#r > 0)
+      for _, where in ipairs(r) do assert.matches("^PMID:%d+0 %(line %d+ of .*abstracts%.jsonl%)$", where) end
+    end
+  end)
+
+  it("refuses a JSONL corpus whose ids repeat, or are neither strings nor numbers, before any work", function()
+    local input = dir .. "/bad_ids.jsonl"
+    for _, case in ipairs {
+      { function(n, line) return cjson.encode { id = n == 5 and "PMID:20" or "PMID:" .. n .. "0", text = line } end,
+        ':5: passage id "PMID:20" again %(line 2 has it%)' },
+      { function(n, line) return n == 4 and cjson.encode { text = line } or cjson.encode { id = n == 9 and 4 or "x" .. n, text = line } end,
+        ':9: passage id "4" again %(line 4 has it%)' }, -- a record without an id is known by its line
+      { function(n, line) return cjson.encode { id = n == 3 and { 1 } or n, text = line } end, ':3: "id" must be a string or a number' },
+    } do
+      id_corpus(input, case[1])
+      local o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. input .. " --out " .. dir .. "/bad_ids_kg.jsonl")
+      assert.equal(2, c, o)
+      assert.matches("bad_ids%.jsonl" .. case[2], o)
+      assert.is_nil(o:find("traceback"), o)
+      assert.is_nil(gm.stat(dir .. "/bad_ids_kg.jsonl.journal"))
+    end
   end)
 
   it("gives usage errors, not tracebacks, and never writes over the kg", function()

@@ -5,13 +5,18 @@
 --   {"text": "A dog is a domesticated mammal.", "triples": [{"head": "dog", "relation":
 --   "hypernym", "tail": "canine"}]}; each record {text, triples, line = its line number}; a line
 --   that is not UTF-8 or not a JSON object with a "text" string is skipped and counted (or, with
---   "stop", an error "path:line: what is wrong")
+--   "stop", an error "path:line: what is wrong"); a record's "id" (a string or a number) is kept as
+--   id, as text; one of another kind is an error of its line
+-- scalar_text(v) → a JSON string with a non-blank character, or a number, as text; else nil (how a
+--   record's ids and names are read, here and in a dataset)
 -- each_jsonl(path, opts) → an iterator over the same records, a line read at a time (a corpus of
 --   any size in constant memory), and the report it fills as it goes
--- each_passage(path, format) → an iterator over the passages {id = line number, text} of a file
---   extraction reads: format "jsonl" (JSONL records, each_jsonl), "text" (one passage per line)
---   or "auto" (jsonl for a .jsonl file); a bad line is an error "path:line: what is wrong"; with
---   "text", also lines()'s count of the comment lines skipped
+-- each_passage(path, format) → an iterator over the passages {id, line, text} of a file extraction
+--   reads: format "jsonl" (JSONL records, each_jsonl: id the record's "id", else its line number),
+--   "text" (one passage per line, id its line number) or "auto" (jsonl for a .jsonl file); a bad
+--   line is an error "path:line: what is wrong", and so is an id a line before had (a passage's
+--   sources, store rows and page entries are keyed by it); with "text", also lines()'s count of
+--   the comment lines skipped
 -- lines(path) → an iterator of (line number, line) over a text file's lines that are neither
 --   blank nor comments (# first), a CR before the LF and a UTF-8 byte-order mark dropped: how
 --   every text input is read (a dataset's files, a corpus to extract from); and {comments = the
@@ -80,6 +85,11 @@ function M.lines(path)
   end, skipped
 end
 
+function M.scalar_text(v)
+  if type(v) == "string" then return v:match("%S") and v or nil end
+  if math.type(v) then return tostring(math.tointeger(v) or v) end
+end
+
 -- what a JSONL record lacking its text has instead, to name a misspelt key
 local function keys_of(rec)
   local keys = {}
@@ -105,6 +115,8 @@ function M.each_jsonl(path, opts)
         fail(report, opts, where .. "no \"text\"" .. keys_of(rec))
       elseif type(rec.text) ~= "string" or not rec.text:match("%S") then
         fail(report, opts, where .. "no text")
+      elseif rec.id ~= nil and rec.id ~= cjson.null and not M.scalar_text(rec.id) then
+        fail(report, opts, where .. "\"id\" must be a string or a number")
       else
         local triples = {}
         for i, t in ipairs(type(rec.triples) == "table" and rec.triples or {}) do
@@ -115,7 +127,8 @@ function M.each_jsonl(path, opts)
           end
         end
         report.records = report.records + 1
-        return { text = rec.text, triples = triples, line = n }
+        local id = rec.id ~= cjson.null and M.scalar_text(rec.id) or nil
+        return { text = rec.text, triples = triples, line = n, id = id }
       end
     end
   end, report
@@ -124,9 +137,18 @@ end
 function M.each_passage(path, format)
   if format == "jsonl" or (format == "auto" and path:match("%.jsonl$")) then
     local next_record = M.each_jsonl(path, { on_error = "stop" })
+    local line_of = {} -- id as text → the line that has it (only JSONL's ids can repeat)
     return function()
       local rec = next_record()
-      return rec and { id = rec.line, text = rec.text }
+      if not rec then return nil end
+      local id = rec.id or rec.line
+      local key = tostring(id)
+      if line_of[key] then
+        error(string.format('%s:%d: passage id "%s" again (line %d has it): a passage\'s id names it in the sources of '
+          .. "its triples, so each must be one passage's", path, rec.line, key, line_of[key]), 0)
+      end
+      line_of[key] = rec.line
+      return { id = id, line = rec.line, text = rec.text }
     end
   end
   local next_line, skipped = M.lines(path)
@@ -134,7 +156,7 @@ function M.each_passage(path, format)
     local n, line = next_line()
     if not n then return nil end
     if not utf8.len(line) then error(string.format("%s:%d: not UTF-8 text", path, n), 0) end
-    return { id = n, text = line }
+    return { id = n, line = n, text = line }
   end, skipped
 end
 

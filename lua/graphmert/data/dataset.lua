@@ -208,10 +208,7 @@ end
 
 -- a non-blank string, or a number as text (JSON's 7 is read as 7.0: written "7"); nil otherwise
 -- (JSON null included)
-local function text_field(v)
-  if type(v) == "string" then return v:match("%S") and v or nil end
-  if math.type(v) then return tostring(math.tointeger(v) or v) end
-end
+local text_field = require("graphmert.data.corpus").scalar_text
 
 local function split_list(v, sep)
   if type(v) == "table" then

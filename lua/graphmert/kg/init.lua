@@ -4,8 +4,9 @@
 --     best per head and relation, as kg.jsonl lists them), in kg.jsonl's fields {head, relation,
 --     tail, score, count, sources, decoding, head_id, tail_id, seed}; from a store also its
 --     passages (id → text), entities (id → {name, type, aliases, seed}) and the run it records
---     (meta: checkpoint, config, dataset, ..., and corpus: the file of its passages, when one). A
---     line that is not a triple is an error "path:line: ...".
+--     (meta: checkpoint, config, dataset, ..., and corpus: the file of its passages, when one), and
+--     the lines of its passages whose id is a JSONL record's own (id → line). A line that is not
+--     a triple is an error "path:line: ...".
 --   kg.read_review(path) → the decisions of a review the KG page exported (JSONL: head, head_id,
 --     relation, tail, tail_id, verdict = "accept" | "reject"), checked line by line
 --   kg.jsonl_line(t), kg.tsv_line(t), kg.TSV_HEADER → a triple as kg.jsonl and kg.tsv write it
@@ -25,8 +26,12 @@ local M = {
 
 local function read_store(path, top)
   local store = M.store.open(path, { read_only = true })
-  local triples, passages, entities = store:kg(top), {}, {}
-  for _, p in ipairs(store:rows("SELECT id, text FROM passages")) do passages[p.id] = p.text end
+  local triples, passages, entities, lines = store:kg(top), {}, {}, {}
+  for _, p in ipairs(store:rows("SELECT id, line, text FROM passages")) do
+    passages[p.id] = p.text
+    local line = math.tointeger(p.line)
+    if line and p.id ~= tostring(line) then lines[p.id] = line end
+  end
   for _, e in ipairs(store:rows("SELECT id, name, type, aliases, seed FROM entities")) do
     local ok, aliases = pcall(cjson.decode, e.aliases or "[]")
     entities[e.id] = { name = e.name, type = e.type, aliases = ok and type(aliases) == "table" and aliases or {}, seed = e.seed == 1 }
@@ -36,7 +41,7 @@ local function read_store(path, top)
   local corpora = store:rows("SELECT DISTINCT source FROM passages LIMIT 2")
   if #corpora == 1 then meta.corpus = corpora[1].source end -- the file its passages' lines are of
   store:close()
-  return triples, passages, entities, meta
+  return triples, passages, entities, meta, lines
 end
 
 local function is_id(x) return x == nil or x == cjson.null or type(x) == "string" end

@@ -7,7 +7,7 @@
 -- fragment, so a view can be shared), sums the graph up, and records a reviewer's accept / reject
 -- per triple, exported as JSONL that `graphmert score --gold` reads as a gold set.
 --
---   page.data{triples =, graph =, passages =, stored =, title =, kg =, corpus =} → the page's data
+--   page.data{triples =, graph =, passages =, lines =, stored =, title =, kg =, corpus =} → the page's data
 --     triples: kg.jsonl records {head, relation, tail, score, count, sources, decoding, head_id,
 --       tail_id, seed}; a head or tail without an id is a new entity, "new:" .. its name (page.ids)
 --     graph: the seed graph (gm.data.seed_graph; optional): entity names, types and aliases, and
@@ -18,8 +18,11 @@
 --       not (another corpus, or its lines reordered; not checked with stored = true: a store's
 --       own passages)
 --   page.ids(t) → a triple's head and tail ids as the page (and kg.key) names them
+--     lines: passage id → its line in the corpus, for the ids that are not their line number (a
+--       JSONL record's own "id"; optional), shown with the passage
 --   page.cited(triples, next_passage) → id → text of the passages the triples cite, read from an
---     iterator over a corpus's passages ({id, text}, gm.data.corpus.each_passage)
+--     iterator over a corpus's passages ({id, line, text}, gm.data.corpus.each_passage), and
+--     their lines (page.data's lines)
 --   page.html(data) → the page's text
 --   page.write(path, data) → writes it atomically (true, or nil and the error)
 --   page.page_of_other(path, kg) → the kg file beside `kg` whose page `path` is, when it is not kg
@@ -100,15 +103,18 @@ end
 local function source_id(s) return tostring(math.tointeger(s) or s) end -- (cjson reads 2 as 2.0)
 
 function M.cited(triples, next_passage)
-  local wanted, out = {}, {}
+  local wanted, out, lines = {}, {}, {}
   for _, t in ipairs(triples) do
     for _, s in ipairs(type(t.sources) == "table" and t.sources or {}) do wanted[source_id(s)] = true end
   end
   for p in next_passage do
     local id = source_id(p.id)
-    if wanted[id] then out[id] = p.text end
+    if wanted[id] then
+      out[id] = p.text
+      if p.line and id ~= tostring(p.line) then lines[id] = p.line end
+    end
   end
-  return out
+  return out, lines
 end
 
 function M.data(opts)
@@ -229,7 +235,7 @@ function M.data(opts)
       if #rows[n][8] > 0 then checked, missing = checked + 1, missing + (found_any and 0 or 1) end
     end
     local function wrong(why)
-      fail(why .. ": the corpus given is not the one the graph was extracted from (its passages are known by their line numbers)")
+      fail(why .. ": the corpus given is not the one the graph was extracted from (its passages are known by their ids: line numbers, or a JSONL record's \"id\")")
     end
     if first then
       wrong(string.format("passage %s does not mention %s, the head of %s / %s / %s it is a source of", first[1],
@@ -239,18 +245,21 @@ function M.data(opts)
     end
   end
 
-  local cited, cited_count = {}, 0
+  local cited, cited_count, lines = {}, 0, {}
   if passages then
     for _, row in ipairs(rows) do
       for _, s in ipairs(row[8]) do
-        if not cited[s] then cited[s], cited_count = passages[s], cited_count + 1 end
+        if not cited[s] then
+          cited[s], cited_count = passages[s], cited_count + 1
+          lines[s] = opts.lines and opts.lines[s]
+        end
       end
     end
   end
   return { format = "graphmert-kg-page", version = 1, title = opts.title or "Knowledge graph", kg = opts.kg or "",
     corpus = opts.corpus or "", dataset = graph and graph.dataset or "", created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
     relations = relations, decodings = decodings, entities = entities, triples = rows, facts = facts,
-    passages = cited, passage_count = cited_count }
+    passages = cited, lines = lines, passage_count = cited_count }
 end
 
 -- JSON for the page, "<" escaped (cjson writes an empty list as {}: the page reads either)

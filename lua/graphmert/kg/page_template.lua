@@ -143,6 +143,7 @@ const T = list(D.triples).map(([h, r, t, score, count, dec, seed, src], i) =>
   ({ i, h, r, t, score, count, dec: DEC[dec], seed: !!seed, src: list(src), fact: false }));
 const F = list(D.facts).map(([h, r, t], i) => ({ i, h, r, t, fact: true }));
 const PASSAGES = D.passages && !Array.isArray(D.passages) ? D.passages : {};
+const LINES = D.lines && !Array.isArray(D.lines) ? D.lines : {}; // passage id → line, where the id is a record's own
 const byScore = T.slice().sort((a, b) => b.score - a.score || b.count - a.count);
 // a fixed shuffle (the same on every visit), to review a random sample rather than the best
 let shuffled = null;
@@ -322,7 +323,8 @@ function evidenceHtml(t) {
   if (!t.src.length) return '<p class="muted">No source passages are recorded for this triple.</p>';
   return t.src.map(id => {
     const text = PASSAGES[id];
-    const where = `<div class="where">line ${esc(id)}${D.corpus ? " of " + esc(D.corpus) : ""}</div>`;
+    const line = LINES[id], of = D.corpus ? " of " + esc(D.corpus) : "";
+    const where = `<div class="where">${line === undefined ? `line ${esc(id)}${of}` : `${esc(id)} (line ${esc(line)}${of})`}</div>`;
     return `<div class="passage">${where}${text === undefined ? '<span class="muted">(the page was made without the corpus)</span>' : markPassage(text, t)}</div>`;
   }).join("");
 }

@@ -14,7 +14,9 @@
 -- rdf:subject/predicate/object; IRI <base>statement/<n>) — standard RDF 1.1, which every parser
 -- reads, where RDF-star is not yet (Debian 12's raptor 2.0.15 does not parse it):
 --   gm:score (xsd:double), gm:count (xsd:integer), gm:seed (xsd:boolean), gm:evidence <passage>
--- with gm: = <base>vocab#. A base that does not end in / or : gets a /; one holding '#' is an error.
+-- with gm: = <base>vocab#. Each passage that is evidence has its id as rdfs:label, gm:text,
+-- gm:line (xsd:integer, its line in the input) and gm:corpus (the input file), so that a triple's
+-- provenance is in the graph itself. A base that does not end in / or : gets a /; one holding '#' is an error.
 --   rdf.export(store, path, {format = "ntriples" | "turtle", base = "http://..."}) → triples written
 local gm = require "graphmert"
 
@@ -84,6 +86,13 @@ function M.export(store, path, opts)
     emit(st, iri(vocab .. "count"), literal(math.tointeger(t.count)) .. "^^" .. iri(XSD .. "integer"))
     emit(st, iri(vocab .. "seed"), literal(t.seed == 1 and "true" or "false") .. "^^" .. iri(XSD .. "boolean"))
     for _, pid in ipairs(evidence[t.id] or {}) do emit(st, iri(vocab .. "evidence"), iri(base .. "passage/" .. segment(pid))) end
+  end
+  for _, p in ipairs(store:rows("SELECT id, source, line, text FROM passages WHERE id IN (SELECT passage FROM evidence) ORDER BY line, id")) do
+    local node = iri(base .. "passage/" .. segment(p.id))
+    emit(node, label, literal(p.id))
+    emit(node, iri(vocab .. "text"), literal(p.text))
+    if math.tointeger(p.line) then emit(node, iri(vocab .. "line"), literal(math.tointeger(p.line)) .. "^^" .. iri(XSD .. "integer")) end
+    if p.source then emit(node, iri(vocab .. "corpus"), literal(p.source)) end
   end
   local ok, err = gm.write_atomic(path, out)
   if not ok then error("rdf.export: " .. err, 2) end

@@ -12,7 +12,8 @@
 --   triples(id, head, relation, tail, score, count, decoding, seed)   one row per distinct triple:
 --                           score the best over its passages (mean log-probability per decoded
 --                           slot), count its passages, seed whether the seed graph holds it
---   passages(id, source, line, text)          each passage extraction finished
+--   passages(id, source, line, text)          each passage extraction finished: id a JSONL
+--                           record's "id", else its line number (as text)
 --   evidence(triple, passage, score, head_start, head_end)   where a triple was read: the
 --                           passage, its score there, the character span of the passage's first
 --                           mention of the head (0-based, end exclusive; NULL: none given)
@@ -32,7 +33,7 @@
 --   s:top(relation, k)      the relation's k best triples
 --   s:evidence(head, relation, tail)   the passages of a triple (ids), best first
 --   s:kg(top)               the top triples per (head, relation), as kg.jsonl records
---   s:sources()             triple id → the ids of its passages
+--   s:sources(numbered)     triple id → the ids of its passages
 --   s:count(table)          rows of a table
 local DBI = require "DBI"
 local cjson = require "cjson"
@@ -277,14 +278,16 @@ function Store:evidence(head, relation, tail)
     "WHERE t.head = ? AND t.relation = ? AND t.tail = ? ORDER BY v.score DESC", head, relation, tail)
 end
 
--- triple id → its passages' ids, in passage-line order
-function Store:sources()
+-- triple id → its passages' ids, in passage-line order (as text; `numbered` = true: a passage
+-- whose id is its line number as a number, as extract gives it in kg.jsonl)
+function Store:sources(numbered)
   local out = {}
-  for _, v in ipairs(self:rows("SELECT v.triple, v.passage FROM evidence v JOIN passages p ON p.id = v.passage " ..
+  for _, v in ipairs(self:rows("SELECT v.triple, v.passage, p.line FROM evidence v JOIN passages p ON p.id = v.passage " ..
     "ORDER BY v.triple, p.line, v.passage")) do
     local list = out[v.triple] or {}
     out[v.triple] = list
-    list[#list + 1] = v.passage
+    local line = math.tointeger(v.line)
+    list[#list + 1] = numbered and line and v.passage == tostring(line) and line or v.passage
   end
   return out
 end
@@ -292,18 +295,12 @@ end
 -- kg.jsonl's view: per (head, relation), the `top` best triples (score, then count), as kg.jsonl
 -- records (a new tail has no tail_id; sources in passage-line order)
 function Store:kg(top)
-  local sources, out = self:sources(), {}
-  -- passages are stored by id as text; kg.jsonl gives a line number as a number, as extract does
-  local function as_sources(list)
-    local ids = {}
-    for i, id in ipairs(list or {}) do ids[i] = math.tointeger(tonumber(id)) or id end
-    return ids
-  end
+  local sources, out = self:sources(true), {}
   local rows = self:rows("SELECT * FROM (" .. TRIPLE:gsub("^SELECT ", "SELECT row_number() OVER (PARTITION BY t.head, " ..
     "t.relation ORDER BY t.score DESC, t.count DESC) AS rank, ") .. ") WHERE rank <= ? ORDER BY head_id, relation, rank", top or 5)
   for i, t in ipairs(rows) do
     out[i] = { head = t.head, relation = t.relation, tail = t.tail, score = t.score, count = math.tointeger(t.count),
-      sources = as_sources(sources[t.id]), decoding = t.decoding, head_id = t.head_id,
+      sources = sources[t.id] or {}, decoding = t.decoding, head_id = t.head_id,
       tail_id = not t.tail_id:match("^new:") and t.tail_id or nil, seed = t.seed == 1 }
   end
   return out
