@@ -99,6 +99,40 @@ describe("the KG page's data (graphmert.kg.page)", function()
     os.remove(path)
   end)
 
+  it("marks each source's head and tail where the linker finds them: the longest name, never inside a word", function()
+    local ds = gm.data.dataset.new("written", {})
+    ds:add_entity("G1", "TNF", "gene", { "TNF gene" })
+    ds:add_entity("P1", "tumour necrosis factor", "protein", { "TNF-α" })
+    ds:add_entity("D1", "Alzheimer's disease", "disease", { "AD" })
+    ds:add_triple("G1", "encodes", "P1")
+    ds:add_triple("P1", "associated_with", "D1")
+    ds:finish()
+    local g = gm.data.seed_graph.new(ds)
+    -- "TNF-α" is the protein's alias, not the gene's name; "ad" of "adenocarcinoma" no mention;
+    -- the emoji (two UTF-16 units) moves what follows it by two, as the page's JavaScript counts
+    local text = "😀 TNF-α rises in lung adenocarcinoma, as the TNF gene says, and in Alzheimer’s disease."
+    local function js_span(from, to) -- 0-based UTF-16 offsets of the bytes [from, to)
+      local function at(b) return utf8.len(text:sub(1, b - 1)) + 1 end -- (one emoji before: one more unit)
+      return { at(from), at(to) }
+    end
+    local d = page.data { graph = g, passages = { ["7"] = text }, triples = {
+      { head = "TNF", relation = "encodes", tail = "tumour necrosis factor", score = -1, sources = { 7 }, head_id = "G1", tail_id = "P1" },
+      { head = "tumour necrosis factor", relation = "associated_with", tail = "Alzheimer's disease", score = -1, sources = { 7 },
+        head_id = "P1", tail_id = "D1" },
+      { head = "TNF", relation = "encodes", tail = "lung", score = -1, sources = { 7 }, head_id = "G1" } } }
+    local gene = js_span(text:find("TNF gene", 1, true), text:find("TNF gene", 1, true) + 8)
+    local protein = js_span(text:find("TNF-α", 1, true), text:find("TNF-α", 1, true) + #"TNF-α")
+    local disease = js_span(text:find("Alzheimer", 1, true), text:find(" disease", 1, true) + 8)
+    local lung = js_span(text:find("lung", 1, true), text:find("lung", 1, true) + 4)
+    assert.same({ { gene[1], gene[2], protein[1], protein[2] } }, d.triples[1][9])
+    assert.same({ { protein[1], protein[2], disease[1], disease[2] } }, d.triples[2][9])
+    assert.same({ { gene[1], gene[2], lung[1], lung[2] } }, d.triples[3][9]) -- a new tail, by its words
+    d = page.data { graph = g, passages = { ["7"] = "Lung adenocarcinoma and TNF-α." }, triples = {
+      { head = "tumour necrosis factor", relation = "associated_with", tail = "Alzheimer's disease", score = -1, sources = { 7 },
+        head_id = "P1", tail_id = "D1" } } }
+    assert.same({ { 24, 29, cjson.null, cjson.null } }, d.triples[1][9])
+  end)
+
   it("finds the same facts and aliases in a loaded index (maps over its file) as in a built graph", function()
     local path = files.tmpname()
     graph:save(path)
@@ -593,6 +627,25 @@ describe("graphmert page and extract's kg.html", function()
       assert.same({ "G:1" }, r.found)
       assert.same({ "CITROEN GEAR", "Citroe\u{308}n gear" }, r.heads)
       assert.same({ "gearbox" }, r.tails)
+    end)
+
+    it("finds and marks a name written with typographic marks, as the linker does; a name inside a word is no mention", function()
+      local triples = { { head = "Crohn's disease", relation = "part_of", tail = "AD", score = -1, count = 1, sources = { 1 },
+        head_id = "D:1", tail_id = "D:2" } }
+      local passages = { ["1"] = "In Crohn’s disease and lung adenocarcinoma." }
+      local path = files.tmpname() .. ".html"
+      assert(gm.kg.page.write(path, gm.kg.page.data { triples = triples, passages = passages })) -- (no graph: the page's own search)
+      local r = browser.run(path, [[
+        const box = document.getElementById("search");
+        box.value = "crohn’s"; box.dispatchEvent(new Event("input"));
+        const found = [...document.querySelectorAll("#suggestions li")].map(li => li.dataset.id);
+        document.querySelector("#all-triples tr.triple button.evidence-toggle").click();
+        const marks = cls => [...document.querySelectorAll(".passage mark." + cls)].map(m => m.textContent);
+        return { found, heads: marks("head"), tails: marks("tail") };]])
+      os.remove(path)
+      assert.same({ "D:1" }, r.found)
+      assert.same({ "Crohn’s disease" }, r.heads)
+      assert.same({}, r.tails)
     end)
 
     it("shows a corpus's markup as text and pages long lists", function()

@@ -25,6 +25,8 @@
 --   l:mentions(text[, words]) → { {phrase = "glycolytic process", first = 3, words = 2}, ... } in
 --     text order, and the text's normalised words (or those given: the pieces' words)
 --   linker.pieces(text) → the text's pieces {s, e, words}: where each normalised word is in it
+--   linker.word_spans(text) → the text's normalised words, and each word's first byte and the
+--     byte after it (what `mentions` takes, and where its mentions are in the text)
 --   l:heads(text) → the distinct phrases mentioned, in order of first mention
 --   l:candidates(phrase) → the ranked entity ids of a normalised phrase (or nil)
 --   linker.normalize(text) → the normalised phrase ("Hot-Dog" → "hot - dog")
@@ -83,6 +85,21 @@ function M.pieces(text)
     if mark ~= "" then out[#out + 1] = { s = m, e = m + 1, words = { mark } } end
   end
   return out
+end
+
+function M.word_spans(text)
+  local words, first, after = {}, {}, {}
+  for _, p in ipairs(M.pieces(text)) do
+    if #p.words == 1 then
+      words[#words + 1], first[#words + 1], after[#words + 1] = p.words[1], p.s, p.e
+    elseif #p.words > 1 then -- Unicode punctuation inside: the words' own places
+      local _, s, e = bert_text.words_at(text:sub(p.s, p.e - 1), true)
+      for k, w in ipairs(p.words) do
+        words[#words + 1], first[#words + 1], after[#words + 1] = w, p.s + s[k] - 1, p.s + e[k] - 1
+      end
+    end
+  end
+  return words, first, after
 end
 
 -- what follows "word '" in an English contraction

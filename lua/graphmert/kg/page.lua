@@ -117,6 +117,94 @@ function M.cited(triples, next_passage)
   return out, lines
 end
 
+-- The phrases (normalised names and aliases: all the linker links by) that name each triple's
+-- head and tail, as sets: the head by its written name, the page's name of its entity and the
+-- phrases of any entity of its name (kg.jsonl merges WordNet's noun and verb "discharge" by
+-- name) and of its id; the tail by its written name and its id's phrases.
+local function phrase_sets(graph, triples, entities, entity_at)
+  local of_name, wanted = {}, {}
+  if graph then
+    for _, t in ipairs(triples) do
+      local head = linker.normalize(t.head)
+      of_name[head] = of_name[head] or graph:candidates(head) or {}
+      for _, id in ipairs(of_name[head]) do wanted[id] = true end
+      local h, tl = M.ids(t)
+      wanted[h], wanted[tl] = true, true
+    end
+  end
+  local phrases = graph and linker_phrases(graph, wanted) or {}
+  local heads, tails = {}, {}
+  for n, t in ipairs(triples) do
+    local h, tl = M.ids(t)
+    local head = linker.normalize(t.head)
+    heads[n] = { [head] = true, [linker.normalize(entities[entity_at[h] + 1][2])] = true }
+    tails[n] = { [linker.normalize(t.tail)] = true }
+    for _, same in ipairs(of_name[head] or {}) do
+      for _, p in ipairs(phrases[same] or {}) do heads[n][p] = true end
+    end
+    for _, p in ipairs(phrases[h] or {}) do heads[n][p] = true end
+    for _, p in ipairs(phrases[tl] or {}) do tails[n][p] = true end
+  end
+  return heads, tails
+end
+
+-- marker(source, head phrases, tail phrases, new tail) → {head start, end, tail start, end} in a
+-- passage: the first of the linker's mentions (the longest name at a place, never inside a word
+-- or a contraction: where extraction found the head) that is one of the head's phrases, and the
+-- first of the tail's apart from it — for a tail open decoding wrote (no entity, no mention),
+-- the first run of whole words that spells it. In UTF-16 code units, as the page's JavaScript
+-- counts; cjson.null where there is none. Each passage is read once.
+local function mention_marker(graph, passages)
+  local read = {}
+  local function passage(s)
+    if not read[s] then
+      local text = passages[s]
+      local words, first, after = linker.word_spans(text)
+      -- the UTF-16 offset of a byte: characters before it, and one more for each beyond U+FFFF
+      local function offset(b)
+        local before = text:sub(1, b - 1)
+        return (utf8.len(before) or #before) + select(2, before:gsub("[\240-\247]", ""))
+      end
+      read[s] = { words = words, first = first, after = after, mentions = graph.linker:mentions(nil, words), offset = offset }
+    end
+    return read[s]
+  end
+  local function span(p, i, count) return p.offset(p.first[i]), p.offset(p.after[i + count - 1]) end
+  return function(s, heads, tails, new_tail)
+    local p = passage(s)
+    local mark = { cjson.null, cjson.null, cjson.null, cjson.null }
+    local head_first, head_last
+    for _, m in ipairs(p.mentions) do
+      if heads[m.phrase] then
+        mark[1], mark[2] = span(p, m.first, m.words)
+        head_first, head_last = m.first, m.first + m.words - 1
+        break
+      end
+    end
+    local function apart(i, count) return not head_first or i + count - 1 < head_first or i > head_last end
+    if new_tail then
+      local want = {}
+      for w in new_tail:gmatch("%S+") do want[#want + 1] = w end
+      for i = 1, #p.words - #want + 1 do
+        local same = #want > 0
+        for k = 1, #want do same = same and p.words[i + k - 1] == want[k] end
+        if same and apart(i, #want) then
+          mark[3], mark[4] = span(p, i, #want)
+          break
+        end
+      end
+    else
+      for _, m in ipairs(p.mentions) do
+        if tails[m.phrase] and apart(m.first, m.words) then
+          mark[3], mark[4] = span(p, m.first, m.words)
+          break
+        end
+      end
+    end
+    return mark
+  end
+end
+
 function M.data(opts)
   local graph, passages = opts.graph, opts.passages
   local triples = opts.triples or fail("no triples given")
@@ -200,35 +288,17 @@ function M.data(opts)
   -- source of a triple must mention its head (by name or alias): one that does not is an error.
   -- Without that graph an alias may go unrecognised: refused when most triples' heads are in
   -- none of their passages.
+  local head_phrases, tail_phrases
+  if passages then head_phrases, tail_phrases = phrase_sets(graph, triples, entities, entity_at) end
   if passages and not opts.stored then
-    -- a head is written by its entity's name, which other entities may share (WordNet's noun and
-    -- verb "discharge"; kg.jsonl merges by name): any entity of that name may be the one mentioned
-    -- (the linker's phrases of an entity are its names and aliases, normalised: all it links by)
-    local heads, of_name, phrases = {}, {}, {} -- triple → its head normalised; head → those entities; id → phrases
-    for n, t in ipairs(triples) do heads[n] = linker.normalize(t.head) end
-    if graph then
-      local wanted = {}
-      for n, t in ipairs(triples) do
-        of_name[heads[n]] = of_name[heads[n]] or graph:candidates(heads[n]) or {}
-        for _, id in ipairs(of_name[heads[n]]) do wanted[id] = true end
-        wanted[(M.ids(t))] = true
-      end
-      phrases = linker_phrases(graph, wanted)
-    end
     local words, missing, checked, first = {}, 0, 0, nil
     for n, t in ipairs(triples) do
-      local id = (M.ids(t))
-      local names = { heads[n], linker.normalize(entities[entity_at[id] + 1][2]) }
-      for _, same in ipairs(of_name[heads[n]] or {}) do
-        for _, phrase in ipairs(phrases[same] or {}) do names[#names + 1] = phrase end
-      end
-      for _, phrase in ipairs(phrases[id] or {}) do names[#names + 1] = phrase end
-      local known = graph and graph.name[id] ~= nil
+      local known = graph and graph.name[(M.ids(t))] ~= nil
       local found_any = false
       for _, s in ipairs(rows[n][8]) do
         words[s] = words[s] or " " .. linker.normalize(passages[s]) .. " "
         local here = false
-        for _, name in ipairs(names) do here = here or words[s]:find(" " .. name .. " ", 1, true) ~= nil end
+        for name in pairs(head_phrases[n]) do here = here or words[s]:find(" " .. name .. " ", 1, true) ~= nil end
         found_any = found_any or here
         if known and not here and not first then first = { s, t } end
       end
@@ -242,6 +312,15 @@ function M.data(opts)
         first[2].head, first[2].head, first[2].relation, first[2].tail))
     elseif checked > 0 and missing * 2 > checked then
       wrong(string.format("%d of the %d triples name a head that none of their passages mentions", missing, checked))
+    end
+  end
+
+  if passages and graph then -- where the sources mention each triple's ends, as extraction read them
+    local marker = mention_marker(graph, passages)
+    for n, t in ipairs(triples) do
+      local marks, new_tail = {}, graph.name[select(2, M.ids(t))] == nil and linker.normalize(t.tail)
+      for i, s in ipairs(rows[n][8]) do marks[i] = marker(s, head_phrases[n], tail_phrases[n], new_tail) end
+      rows[n][9] = marks
     end
   end
 

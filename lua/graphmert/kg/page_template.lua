@@ -134,13 +134,18 @@ const D = JSON.parse(document.getElementById("kg-data").textContent);
 const list = x => Array.isArray(x) ? x : [];
 const PAGE = 100, MAX_NEIGHBOURS = 36;
 const R = list(D.relations), DEC = list(D.decodings);
-// case and accents folded, as the linker folds names: "Citroën" and "citroen" alike
-const fold = s => s.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase().replace(/ς/g, "σ"); // a word's last sigma too
+// case and accents folded, and typographic marks as their ASCII twins, as the linker folds names:
+// "Citroën" and "citroen", "Crohn’s" and "Crohn's" alike
+const SAME_MARK = { "’": "'", "‘": "'", "“": '"', "”": '"', "‐": "-", "‑": "-" };
+const fold = s => s.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase().replace(/ς/g, "σ") // a word's last sigma too
+  .replace(/[’‘“”‐‑]/g, c => SAME_MARK[c]);
 const E = list(D.entities).map(([id, name, type, seed, aliases], i) =>
   ({ i, id, name, type, seed: !!seed, aliases: list(aliases), folded: [name, ...list(aliases)].map(fold) }));
 const byId = new Map(E.map(e => [e.id, e]));
-const T = list(D.triples).map(([h, r, t, score, count, dec, seed, src], i) =>
-  ({ i, h, r, t, score, count, dec: DEC[dec], seed: !!seed, src: list(src), fact: false }));
+// marks: per source, where the linker found the head and the tail ([head start, end, tail start,
+// end], null where not), when the page was made with the seed graph and the passages
+const T = list(D.triples).map(([h, r, t, score, count, dec, seed, src, marks], i) =>
+  ({ i, h, r, t, score, count, dec: DEC[dec], seed: !!seed, src: list(src), marks: list(marks), fact: false }));
 const F = list(D.facts).map(([h, r, t], i) => ({ i, h, r, t, fact: true }));
 const PASSAGES = D.passages && !Array.isArray(D.passages) ? D.passages : {};
 const LINES = D.lines && !Array.isArray(D.lines) ? D.lines : {}; // passage id → line, where the id is a record's own
@@ -286,33 +291,36 @@ function foldText(text) {
   from.push(i);
   return { text: out, from };
 }
-// where an entity is mentioned in a folded passage, as [start, end) of the original text: the
-// earliest whole-word occurrence of one of its folded names (the longest at one place; "liver",
-// not the one in "delivery"), else the earliest occurrence inside a word
+// where an entity is mentioned in a folded passage, as [start, end) of the original text, when
+// the page has no linker's marks (made without the seed graph): the earliest whole-word
+// occurrence of one of its folded names (the longest at one place; "liver", not the one in
+// "delivery"); never inside a word, where a short alias ("AD") would mark what is no mention
 const WORD = /[\p{L}\p{N}]/u;
 function findMention(p, names) {
-  let whole = null, inside = null;
-  const earlier = (c, best) => !best || c[0] < best[0] || (c[0] === best[0] && c[1] > best[1]);
+  let best = null;
   for (const n of names) {
     if (!n) continue;
     for (let at = p.text.indexOf(n); at >= 0; at = p.text.indexOf(n, at + 1)) {
-      const c = [at, at + n.length];
       if (!WORD.test(p.text[at - 1] || " ") && !WORD.test(p.text[at + n.length] || " ")) {
-        if (earlier(c, whole)) whole = c;
+        if (!best || at < best[0] || (at === best[0] && at + n.length > best[1])) best = [at, at + n.length];
         break;
       }
-      if (earlier(c, inside)) inside = c;
     }
   }
-  const m = whole || inside;
-  return m && [p.from[m[0]], p.from[m[1]]];
+  return best && [p.from[best[0]], p.from[best[1]]];
 }
-function markPassage(text, t) {
-  const p = foldText(text);
-  const spans = [];
-  const h = findMention(p, E[t.h].folded);
+function markPassage(text, t, k) {
+  const spans = [], m = t.marks[k];
+  let h, tl;
+  if (Array.isArray(m)) {
+    h = m[0] !== null ? [m[0], m[1]] : null;
+    tl = m[2] !== null ? [m[2], m[3]] : null;
+  } else {
+    const p = foldText(text);
+    h = findMention(p, E[t.h].folded);
+    tl = findMention(p, E[t.t].folded);
+  }
   if (h) spans.push([h[0], h[1], "head"]);
-  const tl = findMention(p, E[t.t].folded);
   if (tl && (!h || tl[1] <= h[0] || tl[0] >= h[1])) spans.push([tl[0], tl[1], "tail"]);
   spans.sort((a, b) => a[0] - b[0]);
   let out = "", at = 0;
@@ -321,11 +329,11 @@ function markPassage(text, t) {
 }
 function evidenceHtml(t) {
   if (!t.src.length) return '<p class="muted">No source passages are recorded for this triple.</p>';
-  return t.src.map(id => {
+  return t.src.map((id, k) => {
     const text = PASSAGES[id];
     const line = LINES[id], of = D.corpus ? " of " + esc(D.corpus) : "";
     const where = `<div class="where">${line === undefined ? `line ${esc(id)}${of}` : `${esc(id)} (line ${esc(line)}${of})`}</div>`;
-    return `<div class="passage">${where}${text === undefined ? '<span class="muted">(the page was made without the corpus)</span>' : markPassage(text, t)}</div>`;
+    return `<div class="passage">${where}${text === undefined ? '<span class="muted">(the page was made without the corpus)</span>' : markPassage(text, t, k)}</div>`;
   }).join("");
 }
 
