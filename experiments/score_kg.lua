@@ -6,7 +6,7 @@
 --   graphmert score --kg out/tiny/kg.jsonl --data experiments/data/tiny
 --   graphmert score --kg out/tiny/kg.jsonl --gold review.jsonl [--config tiny]
 -- Prints, overall and per relation: the triples, the share the seed graph holds (precision
--- against it, with a 95% bootstrap interval over triples) and the share whose head and tail types
+-- against it, with a 95% Wilson interval over triples) and the share whose head and tail types
 -- the schema allows (validity). With --gold: the triples reviewed and the share accepted
 -- (precision by review, with its interval over the reviewed triples); decisions about triples
 -- the graph lacks are counted on stderr, not scored.
@@ -30,10 +30,6 @@ if not (args.data or args.config or args.gold) then fail("give --data DIR or --c
 local info = gm.stat(args.kg)
 if not info or info.type ~= "file" then fail(args.kg .. ": not a file") end
 local triples = ex.args.try("score_kg.lua", gm.kg.read, args.kg, { top = args.top })
--- in one order whatever the file's, so that a graph's intervals do not depend on how it was written
-local keys = {}
-for _, t in ipairs(triples) do keys[t] = gm.kg.key(t) end
-table.sort(triples, function(a, b) return keys[a] < keys[b] end)
 local graph = (args.data or args.config) and gm.data.seed_graph.new(ex.args.try("score_kg.lua", ex.named_dataset, args))
 if graph and #triples > 0 then -- a graph scored against another dataset than its own scores 0 by every measure
   local known, foreign, n_foreign = {}, {}, 0
@@ -65,8 +61,12 @@ if args.gold then
   end
 end
 
+-- the share of units that are 1, with its 95% interval: triples are judged one by one, so Wilson's
+-- score interval, which stays honest for a handful of them (a bootstrap over one triple is [x, x])
 local function interval(units, value)
-  local lo, hi, x = stats.bootstrap(units, stats.ratio(value, function() return 1 end))
+  local yes = 0
+  for _, u in ipairs(units) do yes = yes + value(u) end
+  local lo, hi, x = stats.wilson(yes, #units)
   return string.format("%.3f [%.3f, %.3f]", x, lo, hi)
 end
 

@@ -12,6 +12,18 @@ describe("eval.stats", function()
     assert.near(975.025, high, 1e-9)
   end)
 
+  it("gives Wilson's score interval for a share of independent units (values from its closed form, z = 1.96)", function()
+    local function near(want, got) assert.is_true(math.abs(want - got) < 5e-5, want .. " vs " .. got) end
+    for _, case in ipairs { { 0, 1, 0, 0.79345 }, { 1, 1, 0.20655, 1 }, { 5, 10, 0.23659, 0.76341 }, { 38, 38, 0.90819, 1 },
+      { 7, 300, 0.01135, 0.04737 } } do
+      local lo, hi, p = stats.wilson(case[1], case[2])
+      near(case[3], lo)
+      near(case[4], hi)
+      assert.equal(case[1] / case[2], p)
+    end
+    assert.is_nil(stats.wilson(0, 0))
+  end)
+
   it("gives a ratio statistic and a zero-width interval for identical units", function()
     local units = { { c = 1, n = 2 }, { c = 1, n = 2 }, { c = 1, n = 2 } }
     local precision = stats.ratio(function(u) return u.c end, function(u) return u.n end)

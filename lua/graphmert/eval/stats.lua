@@ -1,4 +1,5 @@
--- stats.lua — confidence intervals for evaluation figures, by the percentile bootstrap.
+-- stats.lua — confidence intervals for evaluation figures: by the percentile bootstrap, and
+-- Wilson's score interval for a share of independent yes/no units.
 --
 -- bootstrap(units, statistic, {samples = 1000, seed = 1, level = 0.95, exhaustive}) → low, high, value:
 --   units is a list (passages, triples, seeds ...); statistic(sample) gives the figure for a
@@ -16,6 +17,10 @@
 --   units, value the mean over seeds of statistic(tables[s]). A resample draws the seeds with
 --   replacement and, once for all of them, the units (the units are the same triples in every
 --   seed's table), so the interval covers both the training seed's and the test set's spread.
+-- wilson(yes, n) → low, high, value: the 95% score interval of the share yes / n of n independent
+--   units (a graph's triples judged held or not). Where a bootstrap over 1 or 2 units gives an
+--   interval of width 0 ("1 of 1 accepted: 1.000 [1.000, 1.000]"), Wilson's says how little they
+--   show (1 of 1: [0.207, 1]); for n = 0 it is nil.
 -- paired_over_seeds(a_tables, b_tables, statistic, opts) → the same for the difference
 --   statistic(a) − statistic(b), seed s of a paired with seed s of b and unit k with unit k.
 local M = {}
@@ -97,6 +102,15 @@ local function resampled(units, fn, opts)
 end
 
 function M.bootstrap(units, statistic, opts) return resampled(units, statistic, opts) end
+
+local Z95 = 1.959963984540054 -- the standard normal's 97.5% quantile
+
+function M.wilson(yes, n)
+  if n == 0 then return nil end
+  local p, z2 = yes / n, Z95 * Z95
+  local centre, half = (p + z2 / (2 * n)) / (1 + z2 / n), Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+  return math.max(0, centre - half), math.min(1, centre + half), p
+end
 
 function M.paired(units, a, b, opts)
   return resampled(units, function(sample) return a(sample) - b(sample) end, opts)
