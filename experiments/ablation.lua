@@ -30,6 +30,7 @@ local main, say = dist.is_main(), dist.say
 
 local args = ex.args.parse(arg, ex.args.training("ablation.lua",
   "The λ × H-GAT ablation over seeds, with intervals, paired differences and pictures.", "out/ablation"))
+args.config = ex.args.training_config("ablation.lua", args)
 local cfg = ex.config.load(args.config, args.data and { data = { dir = args.data } })
 ex.apply_settings(cfg)
 if args.steps then cfg.steps = args.steps end

@@ -165,8 +165,8 @@ do
   local next_passage, skipped = each_passage()
   for _ in next_passage do total = total + 1 end
   if skipped and skipped.comments > 0 and rank == 0 then
-    io.stderr:write(string.format("%s: %d lines starting with # skipped (comments, as in a dataset's files)\n", args.input,
-      skipped.comments))
+    io.stderr:write(string.format("%s: %s starting with # skipped (comments, as in a dataset's files)\n", args.input,
+      gm.data.dataset.plural(skipped.comments, "line")))
   end
 end
 if total == 0 then fail(args.input .. " has no passages") end

@@ -27,6 +27,7 @@ local args = ex.args.parse(arg, ex.args.training("train.lua",
   "Train GraphMERT on a dataset, then the baseline model; print the evaluation table.", nil,
   { { "resume", false, "continue from the checkpoints in the output folder", flag = true },
     { "overwrite", false, "train anew over a run already in the output folder (without it, such a run is kept)", flag = true } }))
+args.config = ex.args.training_config("train.lua", args)
 if not args.out then -- (the folder's own name: `--data .` is the current folder's)
   local named = args.data and (gm.realpath(args.data) or args.data) or args.config
   local name = named:gsub("/+$", ""):match("[^/]*$"):gsub("%.lua$", "")

@@ -21,30 +21,53 @@ if not args.data and not args.config then fail("give --data DIR or --config FILE
 
 local ds = ex.args.try("validate.lua", ex.named_dataset, args)
 local r = ds.report
-print((ds:summary():gsub("; first: .*$", ""))) -- the skipped lines are listed below
-if r.skipped_total > 0 then
-  print(string.format("skipped lines (%d; the first %d):", r.skipped_total, #r.messages))
-  for _, m in ipairs(r.messages) do print("  " .. m) end
-end
 local count = gm.data.dataset.plural
 local sorted = require("graphmert.nn.check").sorted_keys
+print((ds:summary():gsub("; first: .*$", ""))) -- the skipped lines are listed below
 
--- the schema's types against the entities' (a typo on either side leaves a relation unusable)
+-- the schema's types against the entities' (a typo on either side leaves a relation unusable, and
+-- skips every triple it should join: said before those lines, as their cause)
 if ds.schema_given then
-  local typed, named = {}, {}
-  for _, id in ipairs(ds.entity_order) do typed[ds.entities[id].type] = true end
-  local used_anywhere = false
+  local typed, named, used_anywhere = {}, {}, false -- type → its entities; type → the schema lines naming it
+  for _, id in ipairs(ds.entity_order) do
+    local t = ds.entities[id].type
+    typed[t] = typed[t] or {}
+    table.insert(typed[t], id)
+  end
   for _, name in ipairs(ds.relation_names) do
     local s = ds.schema[name]
     for _, side in ipairs { "head", "tail" } do
-      if s[side] == "*" then used_anywhere = true else for t in pairs(s[side]) do named[t] = true end end
+      if s[side] == "*" then used_anywhere = true
+      else
+        for t in pairs(s[side]) do
+          named[t] = named[t] or {}
+          if named[t][#named[t]] ~= s.where then table.insert(named[t], s.where) end
+        end
+      end
     end
   end
-  local missing, unused = {}, {}
-  for _, t in ipairs(sorted(named)) do if not typed[t] then missing[#missing + 1] = t end end
-  if not used_anywhere then for _, t in ipairs(sorted(typed)) do if not named[t] then unused[#unused + 1] = t end end end
-  if #missing > 0 then print("types in the relation schema that no entity has: " .. table.concat(missing, ", ")) end
-  if #unused > 0 then print("entity types no relation takes: " .. table.concat(unused, ", ")) end
+  local types = sorted(typed)
+  for _, t in ipairs(sorted(named)) do
+    if not typed[t] then
+      local near = ex.args.suggest(t, types)
+      print(string.format("the relation schema names the type %s, which no entity has (%s)%s", t,
+        table.concat(named[t], ", ", 1, math.min(#named[t], 3)) .. (#named[t] > 3 and ", ..." or ""),
+        near and ": did you mean " .. near .. "?" or " (entity types: " .. table.concat(types, ", ") .. ")"))
+    end
+  end
+  if not used_anywhere then
+    for _, t in ipairs(types) do
+      if not named[t] then
+        print(string.format("no relation takes entities of type %s: %s (%s%s)%s", t, count(#typed[t], "entity", "entities"),
+          table.concat(typed[t], ", ", 1, math.min(#typed[t], 3)), #typed[t] > 3 and ", ..." or "",
+          t == "entity" and "; an entity with an empty type is of type entity" or ""))
+      end
+    end
+  end
+end
+if r.skipped_total > 0 then
+  print(string.format("skipped lines (%d; the first %d):", r.skipped_total, #r.messages))
+  for _, m in ipairs(r.messages) do print("  " .. m) end
 end
 
 local graph = gm.data.seed_graph.new(ds)

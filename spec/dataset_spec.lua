@@ -88,7 +88,7 @@ describe("gm.data.dataset", function()
     files.write(dir .. "/triples.tsv", "E1\tproduces\tE2\nliver\tproduces\tbile\n")
     local ds = dataset.load { dir = dir }
     assert.equal(1, ds.report.skipped["ambiguous entity name"])
-    assert.matches("triples.tsv:2: ambiguous entity name %(liver names E1, E6%)", ds.report.messages[1])
+    assert.matches("triples.tsv:2: ambiguous entity name %(liver names E1, E6: give the id%)", ds.report.messages[1])
     assert.error_matches(function() dataset.load { dir = dir .. "/nothing" } end, "is not a folder")
     os.execute("rm -rf " .. dir)
   end)

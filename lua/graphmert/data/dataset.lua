@@ -120,6 +120,9 @@ function Dataset:triples_by_head()
 end
 
 -- "1 triple", "3 triples", "2 entities" (many: the plural when it is not one .. "s")
+-- a type with its article, as a message says it: "an entity", "a gene"
+function M.a(word) return (word:match("^[aeiouAEIOU]") and "an " or "a ") .. word end
+
 function M.plural(n, one, many) return string.format("%d %s", n, n == 1 and one or (many or one .. "s")) end
 
 function Dataset:summary()
@@ -307,7 +310,9 @@ local function resolve(ds, value, implicit)
     return v
   end
   if not ids then return nil, "unknown entity", v end
-  if #ids > 1 then return nil, "ambiguous entity name", v .. " names " .. table.concat(ids, ", ", 1, math.min(#ids, 3)) end
+  if #ids > 1 then
+    return nil, "ambiguous entity name", v .. " names " .. table.concat(ids, ", ", 1, math.min(#ids, 3)) .. ": give the id"
+  end
   return ids[1]
 end
 
@@ -335,10 +340,10 @@ local function add_triple(ds, where, r, implicit, fields, from_passage)
     if not s then return ds:skip(where, "unknown relation", relation .. " is not in the relation schema") end
     local ht, tt = ds.entities[head].type, ds.entities[tail].type
     if not allowed(s.head, ht) then
-      return ds:skip(where, "head type not allowed by the relation schema", string.format("%s is a %s; %s at %s", head, ht, relation, s.where))
+      return ds:skip(where, "head type not allowed by the relation schema", string.format("%s is %s; %s at %s", head, M.a(ht), relation, s.where))
     end
     if not allowed(s.tail, tt) then
-      return ds:skip(where, "tail type not allowed by the relation schema", string.format("%s is a %s; %s at %s", tail, tt, relation, s.where))
+      return ds:skip(where, "tail type not allowed by the relation schema", string.format("%s is %s; %s at %s", tail, M.a(tt), relation, s.where))
     end
   end
   local added, before = ds:add_triple(head, relation, tail, where)

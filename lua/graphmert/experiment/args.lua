@@ -151,15 +151,30 @@ function M.usage(spec)
   return table.concat(lines, "\n")
 end
 
+M.DEFAULT_CONFIG = "wordnet_small"
+
 -- The spec of a script that trains from a config: --config, --data, --out and --steps, then `extra`.
+-- (--config has no default here: M.training_config gives it, and says so when --data is given)
 function M.training(script, about, out, extra)
   local spec = { script = script, about = about,
-    { "config", "wordnet_small", "config file, or a shipped config's name (graphmert configs)" },
+    { "config", nil, "config file, or a shipped config's name (graphmert configs; default " .. M.DEFAULT_CONFIG .. ")" },
     { "data", nil, "a dataset folder to train on instead of the config's data (docs/datasets.md)" },
     { "out", out, out and "output folder" or "output folder (default: out/ and the name of the --data folder, else of the config)" },
     { "steps", nil, "override the config's step count", type = "integer", min = 1 } }
   for _, o in ipairs(extra or {}) do spec[#spec + 1] = o end
   return spec
+end
+
+-- the config a training script runs: --config's, else the default, which is sized for WordNet: a
+-- user training on a dataset of their own without a config is told what model they get
+function M.training_config(script, args)
+  if args.config then return args.config end
+  if args.data then
+    io.stderr:write(string.format("%s: no --config: training %s with the model and steps of %s, sized for WordNet " ..
+      "(for a dataset of your own, copy experiments/configs/tiny.lua and size it: docs/training.md)\n", script, args.data,
+      M.DEFAULT_CONFIG))
+  end
+  return M.DEFAULT_CONFIG
 end
 
 local function check_value(o, v, fail)
