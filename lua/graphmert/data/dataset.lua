@@ -11,8 +11,10 @@
 --              ({id, name, type, aliases = [...]}); optional when the triples name their
 --              entities (each name is then an entity of type "entity")
 --   relations  optional: relations.tsv (relation<TAB>head types<TAB>tail types, comma-separated,
---              * for any) or relations.jsonl ({name, head_types, tail_types}); without it each
---              relation allows the types its triples join
+--              * for any) or relations.jsonl ({name, head_types, tail_types}); a relation on
+--              several lines allows each line's pairs (is_a: a process of a process, a function
+--              of a function), not every head type with every tail type; without the file each
+--              relation allows the pairs of types its triples join
 -- In TSV files a first line naming the columns, blank lines and lines starting with # are
 -- skipped. A bad line is skipped and counted by reason, and the first messages name it as
 -- `file:line: reason` (on_error = "stop": the first one is an error); a missing file, an empty
@@ -27,7 +29,8 @@
 -- A Dataset: entities (id → {id, name, type, aliases}), entity_order (ids in file order),
 -- triples ({head, relation, tail} entity ids, in file order), passages ({id, text, entity,
 -- triples, source = "file:line"}), relation_names (sorted), schema (relation → {head = set of
--- types, tail = set}), link (the linker's options), report ({skipped = reason → count, messages}).
+-- types, tail = set: all its rows', or "*"; rows = {{head, tail, where}, ...}: the pairs it
+-- allows; where = its first row's file:line}), link (the linker's options), report ({skipped = reason → count, messages}).
 -- ds:summary() says it all in one paragraph.
 local gm = require "graphmert"
 local cjson = require "cjson"
@@ -86,18 +89,26 @@ function Dataset:add_passage(p)
   return p
 end
 
--- The relation list and, without a schema file, each relation's observed head and tail types.
+-- The relation list and, without a schema file, each relation's observed pairs of head and tail
+-- types: a row per head type, with the tail types its triples reach.
 function Dataset:finish()
   if not self.schema_given then
     for _, t in ipairs(self.triples) do
       local s = self.schema[t.relation]
       if not s then
-        s = { head = {}, tail = {} }
+        s = { head = {}, tail = {}, rows = {}, by_head = {} }
         self.schema[t.relation] = s
       end
-      s.head[self.entities[t.head].type] = true
-      s.tail[self.entities[t.tail].type] = true
+      local ht, tt = self.entities[t.head].type, self.entities[t.tail].type
+      local row = s.by_head[ht]
+      if not row then
+        row = { head = { [ht] = true }, tail = {} }
+        s.by_head[ht] = row
+        s.rows[#s.rows + 1] = row
+      end
+      s.head[ht], s.tail[tt], row.tail[tt] = true, true, true
     end
+    for _, s in pairs(self.schema) do s.by_head = nil end
   end
   self.relation_names = {}
   for name in pairs(self.schema) do self.relation_names[#self.relation_names + 1] = name end
@@ -256,6 +267,12 @@ local function read_entities(ds, path)
   end)
 end
 
+-- a row's types as one string, to find a row given twice
+local function type_list_string(types)
+  local list = seed_graph.type_list(types)
+  return list == "*" and list or table.concat(list, ",")
+end
+
 local function read_relations(ds, path)
   ds.schema_given = true
   each_record(ds, path, { "relation", "head_types", "tail_types" }, function(where, r, fields)
@@ -263,16 +280,37 @@ local function read_relations(ds, path)
     if fields and fields ~= 3 then
       ds:skip(where, fields < 3 and "fewer than 3 fields" or "more than 3 fields", "relation<TAB>head types<TAB>tail types")
     elseif not name then ds:skip(where, "no relation name")
-    elseif ds.schema[name] then ds:skip(where, "duplicate relation", name)
     elseif not fields and not (string_list(r.head_types) and string_list(r.tail_types)) then
       ds:skip(where, "types not a list of strings", name)
     else
-      local s = { head = {}, tail = {}, where = where }
+      local row = { head = {}, tail = {}, where = where }
       for _, side in ipairs { "head", "tail" } do
-        for _, t in ipairs(split_list(r[side .. "_types"], ",")) do s[side][t] = true end
-        if s[side]["*"] or next(s[side]) == nil then s[side] = "*" end
+        for _, t in ipairs(split_list(r[side .. "_types"], ",")) do row[side][t] = true end
+        if row[side]["*"] or next(row[side]) == nil then row[side] = "*" end
       end
-      ds.schema[name] = s
+      local s = ds.schema[name]
+      if not s then
+        ds.schema[name] = { head = row.head, tail = row.tail, where = where, rows = { row } }
+      else -- another pair of types for the relation: the relation's sets are the union of its rows'
+        local same
+        for _, other in ipairs(s.rows) do
+          same = same or (type_list_string(other.head) == type_list_string(row.head)
+            and type_list_string(other.tail) == type_list_string(row.tail) and other.where)
+        end
+        if same then ds:skip(where, "duplicate relation row", name .. " as at " .. same)
+        else
+          s.rows[#s.rows + 1] = row
+          for _, side in ipairs { "head", "tail" } do
+            if row[side] == "*" or s[side] == "*" then s[side] = "*"
+            else
+              local union = {}
+              for t in pairs(s[side]) do union[t] = true end
+              for t in pairs(row[side]) do union[t] = true end
+              s[side] = union
+            end
+          end
+        end
+      end
     end
   end)
 end
@@ -342,8 +380,16 @@ local function add_triple(ds, where, r, implicit, fields, from_passage)
     if not allowed(s.head, ht) then
       return ds:skip(where, "head type not allowed by the relation schema", string.format("%s is %s; %s at %s", head, M.a(ht), relation, s.where))
     end
-    if not allowed(s.tail, tt) then
-      return ds:skip(where, "tail type not allowed by the relation schema", string.format("%s is %s; %s at %s", tail, M.a(tt), relation, s.where))
+    local rows_of_head, fits = {}, false -- the rows that take such a head: one must take such a tail
+    for _, row in ipairs(s.rows) do
+      if allowed(row.head, ht) then
+        rows_of_head[#rows_of_head + 1] = row.where
+        fits = fits or allowed(row.tail, tt)
+      end
+    end
+    if not fits then
+      return ds:skip(where, "tail type not allowed by the relation schema", string.format("%s is %s; %s of %s at %s", tail,
+        M.a(tt), relation, M.a(ht), table.concat(rows_of_head, ", ")))
     end
   end
   local added, before = ds:add_triple(head, relation, tail, where)
@@ -485,9 +531,11 @@ function Dataset:save_seed_graph(dir, graph, known)
       cjson.encode(e.type), table.concat(aliases, ","))
   end
   for i, t in ipairs(self.triples) do triples[i] = cjson.encode { head = t.head, relation = t.relation, tail = t.tail } .. "\n" end
-  for i, name in ipairs(self.relation_names) do
-    local s = self.schema[name]
-    relations[i] = cjson.encode { name = name, head_types = seed_graph.type_list(s.head), tail_types = seed_graph.type_list(s.tail) } .. "\n"
+  for _, name in ipairs(self.relation_names) do -- a line per pair of types it allows
+    for _, row in ipairs(self.schema[name].rows) do
+      relations[#relations + 1] = cjson.encode { name = name, head_types = seed_graph.type_list(row.head),
+        tail_types = seed_graph.type_list(row.tail) } .. "\n"
+    end
   end
   local meta = { cjson.encode { name = self.name, link = self.link, split_hash = self.split_hash } }
   graph = graph or seed_graph.new(self)

@@ -15,10 +15,17 @@
 --   g:present(phrase) → set of the relations the phrase's entities have as heads in the seed graph
 --   g:known_tails(tok, relations, leaves) → relation id → the names and aliases of the types
 --     the relation reaches that fit the leaves, as a gm.data.tail_list (constrained decoding's
---     list; relations reaching the same types share one), and "stored" when they come from the
---     index (saved with this tokenizer and leaf count) or "built" (tokenizing every name: seconds)
+--     list; relations reaching the same types share one), with .by_key (every list, by the types
+--     it holds; in the metatable, so that pairs() gives the relations' lists only), and "stored" when they come from the index (saved with this tokenizer and leaf
+--     count) or "built" (tokenizing every name: seconds)
+--   g:tail_types_of(relation, head type) → the types the relation reaches from a head of that type
+--     (a set, or "*"; nil: none): a schema of several rows pairs them (is_a: a process of a
+--     process), else they are the relation's
+--   g:head_tails(known, relation, phrase) → the known tails (of g:known_tails) of the types the
+--     relation reaches from the phrase's entity, when its schema pairs types (nil otherwise: the
+--     relation's own list serves)
 --   g:holds(t) → whether a head candidate of t.head has t.relation to a tail candidate of t.tail
---   g:valid(t) → whether t.tail names an entity of a type t.relation reaches
+--   g:valid(t) → whether t.tail names an entity of a type t.relation reaches from t.head's
 --   g.dataset, g.relation_names → the dataset's name and relations; g.name[id], g.type[id] an
 --     entity's name and type, g.aliases[id] its aliases as written, joined by "\0" (nil: none; an
 --     index without them, of version 1 or 2 or saved again from one, has no g.aliases)
@@ -40,6 +47,53 @@ local M = {}
 local Graph = {}
 Graph.__index = Graph
 
+-- a relation's head or tail types as the schema gives them (a set, or "*" for any) → a sorted
+-- list, or "*": how the index and the kg.sqlite store write them
+function M.type_list(types)
+  if types == "*" then return "*" end
+  local list = {}
+  for t in pairs(types) do list[#list + 1] = t end
+  table.sort(list)
+  return list
+end
+
+local function types_string(types)
+  local list = M.type_list(types)
+  return list == "*" and list or table.concat(list, "\0")
+end
+
+-- a relation's rows → head type → the union of the tail types of the rows that take it (a row
+-- whose heads are "*" takes every head type: under "*" and in every other type's union)
+local function union(a, b)
+  if a == "*" or b == "*" then return "*" end
+  local out = {}
+  for t in pairs(a or {}) do out[t] = true end
+  for t in pairs(b) do out[t] = true end
+  return out
+end
+
+local function pairs_of(rows)
+  local out = {}
+  for _, row in ipairs(rows) do
+    if row.head == "*" then out["*"] = union(out["*"], row.tail)
+    else for ht in pairs(row.head) do out[ht] = union(out[ht], row.tail) end end
+  end
+  if out["*"] then
+    for ht, tails in pairs(out) do out[ht] = union(tails, out["*"]) end
+  end
+  return out
+end
+
+-- the pairs of a relation's rows, or nil where they pair nothing: every head type reaches the
+-- relation's tail types (its union), as with one row
+local function narrowing(rows, tail_types)
+  if #rows < 2 then return nil end
+  local by_head, all = pairs_of(rows), types_string(tail_types)
+  for _, types in pairs(by_head) do
+    if types_string(types) ~= all then return by_head end
+  end
+end
+
 function M.new(ds)
   local g = setmetatable({ dataset = ds.name, type = {}, name = {}, aliases = {}, tails = {}, relation_names = ds.relation_names,
     head_types = {}, tail_types = {} }, Graph)
@@ -59,7 +113,11 @@ function M.new(ds)
     g.tails[relation] = {}
     for head, list in pairs(heads) do g.tails[relation][head] = table.concat(list, "\0") end
   end
-  for name, s in pairs(ds.schema) do g.head_types[name], g.tail_types[name] = s.head, s.tail end
+  g.pair_tails = {} -- relation → head type → the tail types rows pair with it ("*": any head), when several rows
+  for name, s in pairs(ds.schema) do
+    g.head_types[name], g.tail_types[name] = s.head, s.tail
+    g.pair_tails[name] = s.rows and narrowing(s.rows, s.tail)
+  end
   g.linker = linker.new(ds.link)
   for _, id in ipairs(ds.entity_order) do
     local e = ds.entities[id]
@@ -81,26 +139,13 @@ end
 -- Version 1 had no known tails, version 2 no aliases as written (the linker holds them folded);
 -- before version 4 a name's typographic apostrophes, quotes and hyphens were kept in its phrase
 -- (such a name links only where the text writes those marks: remove seed_graph/index.bin to
--- have the index built again).
-local FORMAT, VERSION, READS = "graphmert seed graph index", "4", { ["1"] = true, ["2"] = true, ["3"] = true, ["4"] = true }
+-- have the index built again). Version 5 adds `pair_tails` ("<relation>\0<head type>" → the tail
+-- types, for a relation whose schema has several rows); an earlier index had no such relation.
+local FORMAT, VERSION = "graphmert seed graph index", "5"
+local READS = { ["1"] = true, ["2"] = true, ["3"] = true, ["4"] = true, ["5"] = true }
 local TABLES = { meta = "map", phrases = "map", prefixes = "set", stopwords = "set", entity_types = "map",
   entity_names = "map", head_types = "map", tail_types = "map" }
-local OPTIONAL = { known_tails = "map", entity_aliases = "map" }
-
--- a relation's head or tail types as the schema gives them (a set, or "*" for any) → a sorted
--- list, or "*": how the index and the kg.sqlite store write them
-function M.type_list(types)
-  if types == "*" then return "*" end
-  local list = {}
-  for t in pairs(types) do list[#list + 1] = t end
-  table.sort(list)
-  return list
-end
-
-local function types_string(types)
-  local list = M.type_list(types)
-  return list == "*" and list or table.concat(list, "\0")
-end
+local OPTIONAL = { known_tails = "map", entity_aliases = "map", pair_tails = "map" }
 
 local function types_set(s)
   if s == "*" then return "*" end
@@ -151,10 +196,13 @@ local function build_tails(self, tok, leaves, keys)
   return out
 end
 
--- the keys of `names`' known tails, as a set
+-- the keys of `names`' known tails (the relations', and their rows' where they pair types), as a set
 local function keys_of(self, names)
   local keys = {}
-  for _, name in ipairs(names) do keys[tails_key(self.tail_types[name])] = true end
+  for _, name in ipairs(names) do
+    keys[tails_key(self.tail_types[name])] = true
+    for _, types in pairs(self.pair_tails[name] or {}) do keys[tails_key(types)] = true end
+  end
   return keys
 end
 
@@ -197,8 +245,11 @@ function Graph:encode(known)
       longest = tostring(l.longest), max_words = l.max_words and string.format("%.17g", l.max_words) },
     phrases = l.index, prefixes = l.prefix, stopwords = l.stopwords, entity_types = self.type, entity_names = self.name,
     entity_aliases = self.aliases,
-    head_types = map(self.head_types, types_string), tail_types = map(self.tail_types, types_string) }
+    head_types = map(self.head_types, types_string), tail_types = map(self.tail_types, types_string), pair_tails = {} }
   for relation, heads in pairs(self.tails) do tables["tails:" .. relation] = heads end
+  for relation, by_head in pairs(self.pair_tails) do
+    for head_type, types in pairs(by_head) do tables.pair_tails[relation .. "\0" .. head_type] = types_string(types) end
+  end
   if known then
     tables.meta.tails_tokenizer, tables.meta.tails_leaves = known.tok:signature(), tostring(known.leaves)
     tables.meta.tails_spelled = "1" -- (no name spelled with [UNK] among them)
@@ -256,8 +307,15 @@ function M.load(path)
       known = { path = path, lists = t.known_tails, tokenizer = meta.tails_tokenizer, leaves = leaves }
     end
   end
+  local pair_tails = {}
+  for key, types in pairs(t.pair_tails or {}) do
+    local relation, head_type = key:match("^(.-)%z(.*)$")
+    if not relation then error(string.format("%s: the seed graph index's pair_tails table has a bad key", path), 0) end
+    pair_tails[relation] = pair_tails[relation] or {}
+    pair_tails[relation][head_type] = types_set(types)
+  end
   return setmetatable({ known = known, dataset = meta.dataset, type = t.entity_types, name = t.entity_names,
-    aliases = t.entity_aliases, tails = tails,
+    aliases = t.entity_aliases, tails = tails, pair_tails = pair_tails,
     relation_names = linker.split(meta.relations), head_types = map(t.head_types, types_set),
     tail_types = map(t.tail_types, types_set),
     linker = linker.restore { index = t.phrases, prefix = t.prefixes, longest = longest, max_words = max_words,
@@ -311,9 +369,29 @@ function Graph:known_tails(tok, relations, leaves)
   local lists = stored_tails(self, tok, leaves, keys)
   local how = lists and "stored" or "built"
   lists = lists or built_tails(self, tok, leaves, keys)
-  local out = {}
+  -- (by_key through the metatable: iterating the lists gives relation ids only)
+  local out = setmetatable({}, { __index = { by_key = lists } })
   for name, id in pairs(relations) do out[id] = lists[tails_key(self.tail_types[name])] end
   return out, how
+end
+
+function Graph:tail_types_of(name, head_type)
+  local by_head = self.pair_tails[name]
+  if not by_head then return self.tail_types[name] end
+  return by_head[head_type] or by_head["*"]
+end
+
+-- the type of the first of a phrase's (or name's) entities the relation takes as a head, or nil
+local function head_type(self, name, text)
+  local id = first_of_type(self, self.linker:candidates(linker.normalize(text)), self.head_types[name])
+  return id and self.type[id]
+end
+
+function Graph:head_tails(known, name, phrase)
+  if not self.pair_tails[name] then return nil end
+  local ht = head_type(self, name, phrase)
+  local types = ht and self:tail_types_of(name, ht)
+  return types and known.by_key[tails_key(types)]
 end
 
 function Graph:holds(t)
@@ -334,7 +412,12 @@ function Graph:holds(t)
 end
 
 function Graph:valid(t)
-  return of_type(self, self.linker:candidates(linker.normalize(t.tail)), self.tail_types[t.relation])
+  local types = self.tail_types[t.relation]
+  if self.pair_tails[t.relation] then
+    local ht = head_type(self, t.relation, t.head)
+    types = ht and self:tail_types_of(t.relation, ht)
+  end
+  return of_type(self, self.linker:candidates(linker.normalize(t.tail)), types)
 end
 
 return M

@@ -18,7 +18,8 @@
 --     the seed graph's entity names of the kind the relation reaches, g:known_tails) are scored,
 --     each by the slot distributions of one forward with ℓ masks (summed and ranked in C by a
 --     gm.sum_set, which reads only the tails whose first token can still rank); nothing outside
---     that list can come out.
+--     that list can come out. A query's own `tails` (a list) replaces its relation's: the types
+--     its head's type reaches, where the schema pairs them (g:head_tails).
 --   opts.top (5): candidates kept per query; opts.batch (16): sequences per forward;
 --   opts.pack (false): queries that share their passage (the same toks table) and slot count are
 --     asked in one sequence, each at its own head root, as long as their head spans do not
@@ -263,7 +264,7 @@ local function constrained(model, tok, queries, opts)
       local slots, list = #job.slots, out[job.index]
       local picked = lp:index_select(1, r)
       local flat = picked:reshape { slots * V }
-      local tails = (opts.tails or {})[job.query.relation]
+      local tails = job.query.tails or (opts.tails or {})[job.query.relation]
       local known = tails and tail_index(tails, slots, V, opts.tail_end)
       if known and known.set then
         -- the `top` best tails' summed log-probabilities, found in C without reading every tail

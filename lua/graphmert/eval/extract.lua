@@ -155,7 +155,9 @@ function M.queries(tok, layout, passage, opts)
       report.truncated = (report.truncated or 0) + 1
     elseif h.length > 0 then
       for _, name in ipairs(relations) do
-        queries[#queries + 1] = { toks = toks, at = h.at, head_length = h.length, relation = opts.relations[name] }
+        -- (constrained: a schema that pairs types narrows the relation's tails to those its head's type reaches)
+        queries[#queries + 1] = { toks = toks, at = h.at, head_length = h.length, relation = opts.relations[name],
+          tails = opts.tails and opts.graph:head_tails(opts.tails, name, h.phrase) }
         meta[#queries] = { head = h.phrase, relation = name, span = h.span }
       end
     end
