@@ -36,6 +36,11 @@ describe("gm.data.linker", function()
     assert.same({ "meniere ' s disease", "tnf - α", '" open " reading frame' },
       m:heads("Meniere's disease, TNF‑α and the “open” reading frame"))
     assert.equal("glycolytic - process", linker.normalize("Glycolytic‐process"))
+    -- en and figure dashes are written for hyphens; the micro sign is the Greek mu
+    assert.same({ "tnf - α" }, m:heads("TNF–α rises"))
+    assert.same({ "tnf - α" }, m:heads("TNF‒α rises"))
+    assert.equal("5 μg", linker.normalize("5 µg"))
+    assert.equal(linker.normalize("5 μg"), linker.normalize("5 µg"))
   end)
 
   it("never takes a lone stop word, nor a name without a letter", function()

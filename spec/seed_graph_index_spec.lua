@@ -289,6 +289,21 @@ describe("a run folder's seed graph (ex.run_graph)", function()
     assert.equal("", said)
   end)
 
+  it("is built again when its index.bin is of an earlier version (its phrases folded otherwise)", function()
+    local ds = ambiguous()
+    ds:save_seed_graph(run .. "/seed_graph")
+    local path = run .. "/seed_graph/index.bin"
+    local t = gm.load_tables(path)
+    t.meta.version = "4"
+    files.write(path, gm.pack_tables(t))
+    local said, g = heard(ex.run_graph, run)
+    assert.equal(path .. " is of version 4, this graphmert's is " .. seed_graph.VERSION .. ": the seed graph's index was built\n", said)
+    assert.equal(answers(seed_graph.new(ds), ds), answers(g, ds))
+    said = heard(ex.run_graph, run, true)
+    assert.equal(run .. ": the seed graph's index was built once and stored in " .. path .. "\n", said)
+    assert.equal(seed_graph.VERSION, seed_graph.load(path).version)
+  end)
+
   it("is not stored through a seed_graph/ that links outside the run folder", function()
     local ds, shared, other = ambiguous(), files.tmpname(), files.tmpname()
     ds:save_seed_graph(shared .. "/seed_graph")

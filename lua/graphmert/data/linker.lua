@@ -2,9 +2,9 @@
 --
 -- Text and names are normalised alike (normalize: BERT's basic text splitting with lower = true,
 -- gm.data.bert_text — case folded, accents stripped (NFD, no combining marks), every punctuation
--- mark its own word; typographic apostrophes, quotes and hyphens (’ ‘ “ ” ‐ ‑) as their ASCII
--- twins), so "Glycolytic-Process", "glycolytic - process" and "Glycolytic‐process" are one name,
--- and "Ménière’s" is "Meniere's". A mention is a run of whole words equal to a name: never
+-- mark its own word; typographic apostrophes, quotes, hyphens and dashes (’ ‘ “ ” ‐ ‑ ‒ –) as
+-- their ASCII twins, the micro sign as mu), so "Glycolytic-Process", "glycolytic - process" and
+-- "Glycolytic‐process" are one name, and "Ménière’s" is "Meniere's". A mention is a run of whole words equal to a name: never
 -- inside a word. Scanning left to right, the longest name starting at a word wins (multi-word
 -- names first), and the scan goes on after it; a one-word match that is a stop word ("a", "in",
 -- "or", ...: also the letter A, Indiana and Oregon in WordNet) is not a mention, nor is a name
@@ -51,13 +51,15 @@ for w in ([[a an the this that these those some any each every no all both eithe
   there here where how why one]]):gmatch("%a+") do M.english_stopwords[w] = true end
 
 -- Marks that stand for one another in names: typographic apostrophes and quotes, Unicode
--- hyphens (a name typed "Ménière's disease" is the text's "Ménière’s disease").
-local SAME_MARK = { ["’"] = "'", ["‘"] = "'", ["“"] = '"', ["”"] = '"', ["‐"] = "-", ["‑"] = "-" }
+-- hyphens and dashes written for them (a name typed "Ménière's disease" is the text's "Ménière’s
+-- disease", "TNF-α" is "TNF–α" with an en dash); and the micro sign, which is the Greek mu
+-- (µg, μg).
+local SAME_MARK = { ["’"] = "'", ["‘"] = "'", ["“"] = '"', ["”"] = '"', ["‐"] = "-", ["‑"] = "-", ["‒"] = "-", ["–"] = "-" }
 
 -- the words of text beyond printable ASCII: BERT's, with SAME_MARK's marks as their ASCII twins
 local function unicode_words(text)
   local words = bert_text.words(text, true)
-  for i, w in ipairs(words) do words[i] = SAME_MARK[w] or w end
+  for i, w in ipairs(words) do words[i] = SAME_MARK[w] or w:gsub("\194\181", "\206\188") end
   return words
 end
 

@@ -140,8 +140,12 @@ end
 -- before version 4 a name's typographic apostrophes, quotes and hyphens were kept in its phrase
 -- (such a name links only where the text writes those marks: remove seed_graph/index.bin to
 -- have the index built again). Version 5 adds `pair_tails` ("<relation>\0<head type>" → the tail
--- types, for a relation whose schema has several rows); an earlier index had no such relation.
+-- types, for a relation whose schema has several rows), and its phrases fold en and figure
+-- dashes and the micro sign (gm.data.linker). An earlier version still loads (g.version says
+-- which); a run's index of an earlier version is built again from its seed graph
+-- (gm.experiment.run_graph).
 local FORMAT, VERSION = "graphmert seed graph index", "5"
+M.VERSION = VERSION
 local READS = { ["1"] = true, ["2"] = true, ["3"] = true, ["4"] = true, ["5"] = true }
 local TABLES = { meta = "map", phrases = "map", prefixes = "set", stopwords = "set", entity_types = "map",
   entity_names = "map", head_types = "map", tail_types = "map" }
@@ -314,7 +318,7 @@ function M.load(path)
     pair_tails[relation] = pair_tails[relation] or {}
     pair_tails[relation][head_type] = types_set(types)
   end
-  return setmetatable({ known = known, dataset = meta.dataset, type = t.entity_types, name = t.entity_names,
+  return setmetatable({ version = meta.version, known = known, dataset = meta.dataset, type = t.entity_types, name = t.entity_names,
     aliases = t.entity_aliases, tails = tails, pair_tails = pair_tails,
     relation_names = linker.split(meta.relations), head_types = map(t.head_types, types_set),
     tail_types = map(t.tail_types, types_set),

@@ -407,14 +407,20 @@ local function store_index(dir, graph, known, what)
 end
 
 -- The run's seed graph index (gm.data.seed_graph): seed_graph/index.bin, which train.lua writes
--- with the JSONL, loads in a fraction of a second; for a run without one (trained before it) the
--- index is built from its seed_graph/ JSONL (seconds), and with `store` (extraction) stored.
+-- with the JSONL, loads in a fraction of a second; for a run without one (trained before it), or
+-- with one of an earlier version (whose phrases were folded otherwise), the index is built from
+-- its seed_graph/ JSONL (seconds), and with `store` (extraction) stored.
 function M.run_graph(dir, store)
   local path = gm.folder.member(dir, "seed_graph/index.bin", "run_graph")
-  if path then return gm.data.seed_graph.load(path) end
+  local why = dir .. "/seed_graph has no index.bin"
+  if path then
+    local graph = gm.data.seed_graph.load(path)
+    if graph.version == gm.data.seed_graph.VERSION then return graph end
+    why = string.format("%s is of version %s, this graphmert's is %s", path, graph.version, gm.data.seed_graph.VERSION)
+  end
   local graph = gm.data.seed_graph.new(M.run_seed_graph(dir))
   if store then store_index(dir, graph, nil, "the seed graph's index was")
-  elseif gm.distributed.is_main() then io.stderr:write(dir .. "/seed_graph has no index.bin: the seed graph's index was built\n") end
+  elseif gm.distributed.is_main() then io.stderr:write(why .. ": the seed graph's index was built\n") end
   return graph
 end
 

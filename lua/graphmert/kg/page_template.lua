@@ -136,9 +136,9 @@ const PAGE = 100, MAX_NEIGHBOURS = 36;
 const R = list(D.relations), DEC = list(D.decodings);
 // case and accents folded, and typographic marks as their ASCII twins, as the linker folds names:
 // "Citroën" and "citroen", "Crohn’s" and "Crohn's" alike
-const SAME_MARK = { "’": "'", "‘": "'", "“": '"', "”": '"', "‐": "-", "‑": "-" };
+const SAME_MARK = { "’": "'", "‘": "'", "“": '"', "”": '"', "‐": "-", "‑": "-", "‒": "-", "–": "-", "µ": "μ" };
 const fold = s => s.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase().replace(/ς/g, "σ") // a word's last sigma too
-  .replace(/[’‘“”‐‑]/g, c => SAME_MARK[c]);
+  .replace(/[’‘“”‐‑‒–µ]/g, c => SAME_MARK[c]);
 const E = list(D.entities).map(([id, name, type, seed, aliases], i) =>
   ({ i, id, name, type, seed: !!seed, aliases: list(aliases), folded: [name, ...list(aliases)].map(fold) }));
 const byId = new Map(E.map(e => [e.id, e]));
