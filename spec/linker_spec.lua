@@ -1,5 +1,6 @@
 -- gm.data.linker: entity mentions — longest match, aliases, whole words only, case and accent
 -- folding, stop words, and the ranking of an ambiguous name's candidates.
+local gm = require "graphmert"
 local linker = require("graphmert.data.linker")
 
 local function with(names)
@@ -59,6 +60,36 @@ describe("gm.data.linker", function()
       l:heads("The dog's tail; I'm sure we're not; don't, won't; Crohn's disease; vitamin D's role"))
     -- the same words alone are mentions
     assert.same({ "s", "m", "don", "won", "re" }, l:heads("S, m, the Don: won (Re)"))
+  end)
+
+  it("takes an acronym only where the text writes it in capitals, unless the passage has none", function()
+    local l = with { { "D1", "AD" }, { "P1", "APP" }, { "R1", "RA" }, { "H1", "HER2" }, { "I1", "IL-6" }, { "X1", "aids" },
+      { "X2", "AIDS" } }
+    local function found(text)
+      local out = {}
+      for _, m in ipairs(l:mentions(text)) do out[#out + 1] = m.phrase .. "@" .. m.first end
+      return out
+    end
+    assert.same({ "ad@7" }, found("Mice were fed ad libitum; AD patients"))
+    assert.same({ "app@6" }, found("A smartphone app; the APP gene"))
+    assert.same({ "ra@8" }, found("the ra of the tau lepton and RA"))
+    assert.same({ "her2@3", "il - 6@4" }, found("her2 and HER2 IL-6 il-6"))
+    assert.same({ "aids@1", "aids@3" }, found("AIDS and aids")) -- an ordinary name too: any case
+    assert.same({ "ad@4", "app@6", "ra@8" }, found("all lower case ad and app or ra")) -- no capital in the passage
+    -- a loaded index keeps the rule
+    local g = gm.data.seed_graph
+    local ds = gm.data.dataset.new("acronyms", {})
+    ds:add_entity("P1", "amyloid precursor protein", "protein", { "APP" })
+    ds:add_entity("Q1", "tau", "protein", {})
+    ds:add_triple("P1", "binds", "Q1")
+    ds:finish()
+    local path = os.tmpname()
+    g.new(ds):save(path)
+    for _, graph in ipairs { g.new(ds), g.load(path) } do
+      assert.same({ "tau" }, graph:heads("A smartphone app tracks tau"))
+      assert.same({ "app", "tau" }, graph:heads("The APP binds tau"))
+    end
+    os.remove(path)
   end)
 
   it("keeps every entity an ambiguous name denotes, preferred names first, then by triple count, then id", function()

@@ -13,6 +13,13 @@
 -- WordNet's letter S and metre) and the word before n't ("don't", "won't": the river Don, the
 -- Korean won); "the letter 's'" is read as a contraction too.
 --
+-- Acronyms: a phrase whose every name is written as an acronym (at most 6 characters, capitals,
+-- digits and hyphens, two capitals at least: "AD", "APP", "HER2", "IL-6") is a mention only
+-- where the text writes it without lower-case letters: "AD" in "AD patients", not "ad" in "ad
+-- libitum", nor "app" in "a smartphone app". A passage with no capital at all (a lower-cased
+-- corpus) is read as before. A phrase that is also an ordinary name of some entity ("aids":
+-- AIDS and a verb) is matched in any case.
+--
 -- Ambiguity: a name may denote several entities (WordNet's "dog" names seven synsets; an alias
 -- may be shared). A mention keeps all of them as candidates, ranked: entities whose preferred
 -- name it is before those it is an alias of, then the entities with more seed-graph triples,
@@ -22,8 +29,9 @@
 --   local l = linker.new { max_words = nil, stopwords = linker.english_stopwords }
 --   l:add(id, name, preferred, weight)     -- once per name or alias (weight: its triple count)
 --   l:freeze()                             -- then, once all are in
---   l:mentions(text[, words]) → { {phrase = "glycolytic process", first = 3, words = 2}, ... } in
---     text order, and the text's normalised words (or those given: the pieces' words)
+--   l:mentions(text[, words, surface]) → { {phrase = "glycolytic process", first = 3, words = 2},
+--     ... } in text order, and the text's normalised words (or those given: the pieces' words,
+--     with surface(i) the text of word i as written, for the acronym rule; nil: no rule)
 --   linker.pieces(text) → the text's pieces {s, e, words}: where each normalised word is in it
 --   linker.word_spans(text) → the text's normalised words, and each word's first byte and the
 --     byte after it (what `mentions` takes, and where its mentions are in the text)
@@ -122,15 +130,21 @@ Linker.__index = Linker
 -- one-word matches that are not mentions (default english_stopwords; {} for none)
 function M.new(opts)
   opts = opts or {}
-  return M.restore { index = {}, prefix = {}, longest = 0, max_words = opts.max_words,
+  local l = M.restore { index = {}, prefix = {}, longest = 0, max_words = opts.max_words,
     stopwords = opts.stopwords or M.english_stopwords }
+  l.acronym = {} -- phrase → whether every name of it so far is an acronym (while adding)
+  return l
 end
 
 -- A linker over tables a frozen one had (seed_graph.load reads them back from a file): index,
--- prefix, longest, max_words, stopwords.
+-- prefix, longest, max_words, stopwords, cased (the acronyms' phrases; none in an older index).
 function M.restore(t)
   return setmetatable({ index = t.index, prefix = t.prefix, rank = {}, longest = t.longest, max_words = t.max_words,
-    stopwords = t.stopwords }, Linker)
+    stopwords = t.stopwords, cased = t.cased or {} }, Linker)
+end
+
+local function is_acronym(name)
+  return #name <= 6 and name:match("^[%u%d%-]+$") ~= nil and select(2, name:gsub("%u", "")) >= 2
 end
 
 -- Adds a name (or alias) of entity `id`. Candidates are kept sorted by the ranking above:
@@ -139,6 +153,7 @@ function Linker:add(id, name, preferred, weight)
   local words = M.words(name)
   local phrase = table.concat(words, " ")
   if #words == 0 or not phrase:match("[%a\128-\255]") then return false end -- a letter of any script
+  self.acronym[phrase] = self.acronym[phrase] ~= false and is_acronym(name)
   local key = phrase .. "\0" .. id
   local r = { preferred and 0 or 1, -(weight or 0), id }
   local old = self.rank[key]
@@ -179,7 +194,10 @@ function Linker:freeze()
   for phrase, c in pairs(self.index) do
     if type(c) == "table" then self.index[phrase] = table.concat(c, "\0") end
   end
-  self.rank = {}
+  for phrase, acronym in pairs(self.acronym or {}) do
+    if acronym then self.cased[phrase] = true end
+  end
+  self.rank, self.acronym = {}, nil
   return self
 end
 
@@ -197,14 +215,39 @@ function Linker:candidates(phrase)
   return M.split(c)
 end
 
-function Linker:mentions(text, words)
-  words = words or M.words(text)
+-- surface(i) for text's words as M.words gives them, or nil when the text has no capital (the
+-- acronym rule is off) or its pieces part words otherwise (control characters)
+local function surface_of(text, count)
+  if not text:find("%u") then return nil end
+  local words, first, after = M.word_spans(text)
+  if #words ~= count then return nil end
+  return function(i) return text:sub(first[i], after[i] - 1) end
+end
+
+function Linker:mentions(text, words, surface)
+  if not words then
+    words = M.words(text)
+    surface = text:find("%u") and function(i) -- (the words as written, found once an acronym is met)
+      surface = surface_of(text, #words)
+      return surface and surface(i)
+    end
+  end
+  -- an acronym's words as the text writes them hold no lower-case letter
+  local function as_written(phrase, at, n)
+    if not surface or not self.cased[phrase] then return true end
+    for k = at, at + n - 1 do
+      local s = surface(k)
+      if s == nil then return true end
+      if s:find("%l") then return false end
+    end
+    return true
+  end
   local out, i, limit = {}, 1, self.max_words or self.longest
   while i <= #words do
     local phrase, best, len = words[i], nil, 0
     for n = 1, math.min(limit, #words - i + 1) do
       if n > 1 then phrase = phrase .. " " .. words[i + n - 1] end
-      if self.index[phrase] then best, len = phrase, n end
+      if self.index[phrase] and as_written(phrase, i, n) then best, len = phrase, n end
       if not self.prefix[phrase] then break end
     end
     if best then

@@ -140,8 +140,9 @@ end
 -- before version 4 a name's typographic apostrophes, quotes and hyphens were kept in its phrase
 -- (such a name links only where the text writes those marks: remove seed_graph/index.bin to
 -- have the index built again). Version 5 adds `pair_tails` ("<relation>\0<head type>" → the tail
--- types, for a relation whose schema has several rows), and its phrases fold en and figure
--- dashes and the micro sign (gm.data.linker). An earlier version still loads (g.version says
+-- types, for a relation whose schema has several rows), `cased` (the linker's acronyms, matched
+-- only as written in capitals), and its phrases fold en and figure dashes and the micro sign
+-- (gm.data.linker). An earlier version still loads (g.version says
 -- which); a run's index of an earlier version is built again from its seed graph
 -- (gm.experiment.run_graph).
 local FORMAT, VERSION = "graphmert seed graph index", "5"
@@ -149,7 +150,7 @@ M.VERSION = VERSION
 local READS = { ["1"] = true, ["2"] = true, ["3"] = true, ["4"] = true, ["5"] = true }
 local TABLES = { meta = "map", phrases = "map", prefixes = "set", stopwords = "set", entity_types = "map",
   entity_names = "map", head_types = "map", tail_types = "map" }
-local OPTIONAL = { known_tails = "map", entity_aliases = "map", pair_tails = "map" }
+local OPTIONAL = { known_tails = "map", entity_aliases = "map", pair_tails = "map", cased = "set" }
 
 local function types_set(s)
   if s == "*" then return "*" end
@@ -247,7 +248,7 @@ function Graph:encode(known)
   local tables = {
     meta = { format = FORMAT, version = VERSION, dataset = self.dataset, relations = table.concat(self.relation_names, "\0"),
       longest = tostring(l.longest), max_words = l.max_words and string.format("%.17g", l.max_words) },
-    phrases = l.index, prefixes = l.prefix, stopwords = l.stopwords, entity_types = self.type, entity_names = self.name,
+    phrases = l.index, prefixes = l.prefix, stopwords = l.stopwords, cased = l.cased, entity_types = self.type, entity_names = self.name,
     entity_aliases = self.aliases,
     head_types = map(self.head_types, types_string), tail_types = map(self.tail_types, types_string), pair_tails = {} }
   for relation, heads in pairs(self.tails) do tables["tails:" .. relation] = heads end
@@ -323,7 +324,7 @@ function M.load(path)
     relation_names = linker.split(meta.relations), head_types = map(t.head_types, types_set),
     tail_types = map(t.tail_types, types_set),
     linker = linker.restore { index = t.phrases, prefix = t.prefixes, longest = longest, max_words = max_words,
-      stopwords = t.stopwords } }, Graph)
+      stopwords = t.stopwords, cased = t.cased } }, Graph)
 end
 
 function Graph:heads(text) return self.linker:heads(text) end
