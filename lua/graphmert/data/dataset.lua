@@ -267,12 +267,6 @@ local function read_entities(ds, path)
   end)
 end
 
--- a row's types as one string, to find a row given twice
-local function type_list_string(types)
-  local list = seed_graph.type_list(types)
-  return list == "*" and list or table.concat(list, ",")
-end
-
 local function read_relations(ds, path)
   ds.schema_given = true
   each_record(ds, path, { "relation", "head_types", "tail_types" }, function(where, r, fields)
@@ -294,21 +288,13 @@ local function read_relations(ds, path)
       else -- another pair of types for the relation: the relation's sets are the union of its rows'
         local same
         for _, other in ipairs(s.rows) do
-          same = same or (type_list_string(other.head) == type_list_string(row.head)
-            and type_list_string(other.tail) == type_list_string(row.tail) and other.where)
+          same = same or (seed_graph.types_string(other.head) == seed_graph.types_string(row.head)
+            and seed_graph.types_string(other.tail) == seed_graph.types_string(row.tail) and other.where)
         end
         if same then ds:skip(where, "duplicate relation row", name .. " as at " .. same)
         else
           s.rows[#s.rows + 1] = row
-          for _, side in ipairs { "head", "tail" } do
-            if row[side] == "*" or s[side] == "*" then s[side] = "*"
-            else
-              local union = {}
-              for t in pairs(s[side]) do union[t] = true end
-              for t in pairs(row[side]) do union[t] = true end
-              s[side] = union
-            end
-          end
+          s.head, s.tail = seed_graph.type_union(s.head, row.head), seed_graph.type_union(s.tail, row.tail)
         end
       end
     end

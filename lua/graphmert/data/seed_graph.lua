@@ -57,21 +57,25 @@ function M.type_list(types)
   return list
 end
 
-local function types_string(types)
+-- types (a set or "*") as one string, the same for the same types: how the index keys them
+function M.types_string(types)
   local list = M.type_list(types)
   return list == "*" and list or table.concat(list, "\0")
 end
+local types_string = M.types_string
 
--- a relation's rows → head type → the union of the tail types of the rows that take it (a row
--- whose heads are "*" takes every head type: under "*" and in every other type's union)
-local function union(a, b)
+-- the union of two sets of types (a nil: none; "*": any)
+function M.type_union(a, b)
   if a == "*" or b == "*" then return "*" end
   local out = {}
   for t in pairs(a or {}) do out[t] = true end
-  for t in pairs(b) do out[t] = true end
+  for t in pairs(b or {}) do out[t] = true end
   return out
 end
+local union = M.type_union
 
+-- a relation's rows → head type → the union of the tail types of the rows that take it (a row
+-- whose heads are "*" takes every head type: under "*" and in every other type's union)
 local function pairs_of(rows)
   local out = {}
   for _, row in ipairs(rows) do
