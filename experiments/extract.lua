@@ -20,8 +20,8 @@
 -- "none": only the tails it ranks above the empty one are kept, so it does not assert every relation.
 -- Output: kg.jsonl (one triple per line: head, relation, tail — by the dataset's preferred names —,
 -- score = mean log-probability per decoded slot, count = passages supporting it, sources = their
--- ids (a JSONL record's "id", else its line number), decoding, head_id and tail_id = the entities' ids (tail_id absent for a new
--- tail open decoding wrote), seed = whether the seed graph already holds the triple) and kg.tsv
+-- ids (a JSONL record's "id", else its line number), decoding, head_id and tail_id = the
+-- entities' ids (tail_id absent for a new tail open decoding wrote), seed = whether the seed graph already holds the triple) and kg.tsv
 -- beside it, written as one (both old or both new), into a folder checked writable before the
 -- first passage. While it runs, each chunk of passages' triples is appended to OUT.journal (under
 -- mpirun, one journal per process); the outputs are merged from the journals at the end, and the
@@ -81,9 +81,9 @@ end
 -- same batches as an uninterrupted one and gets the same triples)
 local CHUNK = 32
 
--- passages {id, line, text}, a line at a time (id: a JSONL record's "id", else the line number). The format is the file's (a .jsonl file
--- holds JSONL corpus records, gm.data.corpus.each_jsonl; any other file one passage per line), or
--- --format's.
+-- passages {id, line, text}, a line at a time (id: a JSONL record's "id", else the line number).
+-- The format is the file's (a .jsonl file holds JSONL corpus records, gm.data.corpus.each_jsonl;
+-- any other file one passage per line), or --format's.
 local jsonl = args.format == "jsonl" or (args.format == "auto" and args.input:match("%.jsonl$") ~= nil)
 local function each_passage()
   local next_passage, skipped = ex.args.try("extract.lua", gm.data.corpus.each_passage, args.input, jsonl and "jsonl" or "text")
@@ -230,9 +230,10 @@ end
 -- holds it with the checkpoint and process count, and a store with --min-score too (it keeps
 -- triples filtered by it; a journal keeps them all): neither continues another extraction.
 -- (journal 2: a passage's triples merged per passage, and the heads not asked counted; 3: no
--- head inside an English contraction; 4: a JSONL record's passage id is its "id")
+-- head inside an English contraction; 4: a JSONL record's passage id is its "id", constrained
+-- tails of the types the head's type reaches, acronyms as written)
 -- (extractor 2 in a store's settings: heads placed at their first mention as the text writes it;
--- 3: no head inside an English contraction; 4: a JSONL record's passage id is its "id")
+-- 3: no head inside an English contraction; 4: as journal 4)
 local settings_of = { journal = 4, extractor = 4, checkpoint = gm.realpath(args.checkpoint), processes = size,
   input_file = stamp(args.input), weights = stamp(args.checkpoint .. "/checkpoint.safetensors"),
   input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top,

@@ -17,9 +17,11 @@
 --       a source that does not mention its triple's head, or (without) passages of which most do
 --       not (another corpus, or its lines reordered; not checked with stored = true: a store's
 --       own passages)
---   page.ids(t) → a triple's head and tail ids as the page (and kg.key) names them
 --     lines: passage id → its line in the corpus, for the ids that are not their line number (a
 --       JSONL record's own "id"; optional), shown with the passage
+--     With the graph and the passages, each triple's row holds where each source mentions its
+--     head and tail, as the linker reads the passage (mention_marker)
+--   page.ids(t) → a triple's head and tail ids as the page (and kg.key) names them
 --   page.cited(triples, next_passage) → id → text of the passages the triples cite, read from an
 --     iterator over a corpus's passages ({id, line, text}, gm.data.corpus.each_passage), and
 --     their lines (page.data's lines)
