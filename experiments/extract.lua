@@ -152,7 +152,8 @@ local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
 local run = try(ex.read_run, args.checkpoint)
 -- a finished graph may be hours of work: it is replaced when --overwrite says so, or by the run
 -- whose journal --resume continues (which was started over it; rank 0's decides for every rank)
-if not storing and not args.overwrite and not (args.resume and gm.stat(journal_path(0))) then
+local function journal_held(r) local info = gm.stat(journal_path(r)) return info and info.size > 0 end
+if not storing and not args.overwrite and not (args.resume and journal_held(0)) then
   for _, path in ipairs { args.out, tsv_path } do
     if gm.stat(path) then
       fail(string.format("%s exists: --overwrite replaces it and %s%s, or give another --out", path,
@@ -300,24 +301,61 @@ local function journal_chunks(path)
   return held, newline
 end
 
+-- a stopped run's journals of another process count have other names: found, not started over
+if not storing then
+  local others = size == 1 and { args.out .. ".0.journal" } or { args.out .. ".journal", string.format("%s.%d.journal", args.out, size) }
+  for _, path in ipairs(others) do
+    if gm.stat(path) then
+      fail(string.format("%s is the journal of a stopped run of %s: continue it with as many (%s --resume), or remove " ..
+        "its journals (%s*.journal) to start over", path, path == args.out .. ".journal" and "one process" or "more processes",
+        path == args.out .. ".journal" and "graphmert extract" or "mpirun -np N graphmert extract", args.out))
+    end
+  end
+end
+
+-- One run at a time writes an output: each process holds a lock on its journal (or the store)
+-- while it runs, so a second run on the same output — a --resume typed while the first still
+-- runs — stops before it writes a line (the lock goes with the process, however it ends).
+local lock
+do
+  local path = storing and args.out or journal_path(rank)
+  local err
+  lock, err = gm.lock_file(path)
+  if lock == nil then fail(err) end
+  if not lock then
+    fail(string.format("%s is in use by another graphmert extract, still running: let it end (or stop it), then --resume", path))
+  end
+end
+
 local held, journal = {}, nil
+
+-- a journal line written whole, or the run stops at once naming the journal (a full disk): the
+-- journal keeps the chunks before it, which --resume continues once there is room
+local function journal_write(path, ...)
+  local ok, err = journal:write(...)
+  if ok then ok, err = journal:flush() end
+  if not ok then
+    fail(string.format("%s: %s: the run stops; the journal keeps the passages before, and --resume continues once the " ..
+      "problem is solved", path, tostring(err)))
+  end
+end
+
 if not storing then
   local path = journal_path(rank)
-  if gm.stat(path) then
+  if journal_held(rank) then
     if not args.resume then fail(path .. " holds a stopped run's passages: --resume continues it (or remove it to start over)") end
     local newline
     held, newline = journal_chunks(path)
     journal = assert(io.open(path, "a"))
-    if not newline then journal:write("\n") end -- a torn line stays a line of its own, never read
+    if not newline then journal_write(path, "\n") end -- a torn line stays a line of its own, never read
   else
     if args.resume and rank == 0 then
       io.stderr:write(string.format("--resume: no journal %s to continue: extracting from the first passage\n", path))
     end
     journal = io.open(path, "w")
     if not journal then fail("cannot write " .. path) end
-    journal:write(settings, "\n")
+    journal_write(path, settings, "\n")
   end
-  journal:flush()
 end
 
 -- --out *.sqlite: the store (graphmert.kg.store) grows chunk by chunk, a transaction about once a
@@ -461,8 +499,7 @@ local ok, err = pcall(function()
               committed = gm.clock()
             end
           else
-            journal:write(journal_line(k, todo, by_passage, report))
-            journal:flush()
+            journal_write(journal_path(rank), journal_line(k, todo, by_passage, report))
           end
         end)
       end
@@ -493,9 +530,10 @@ if store then
   os.exit(ok and 0 or 130)
 end
 journal:close()
-if not ok and size > 1 then
-  io.stderr:write(string.format("rank %d interrupted: --resume continues from %s\n", rank, journal_path(rank)))
-  os.exit(130)
+if not ok and size > 1 then -- the job ends on every rank (the others would wait for this one at the barrier)
+  io.stderr:write(string.format("rank %d interrupted: the job stops; --resume continues from the journals %s.*.journal\n", rank,
+    args.out))
+  dist.abort(130)
 end
 dist.barrier() -- every journal complete before rank 0 reads them
 if rank ~= 0 then return end
@@ -519,7 +557,8 @@ local function merge_into(merger)
     end
     if not rec then break end
     if math.tointeger(rec.chunk) ~= k then
-      fail(string.format("%s: chunk %s where %d was expected: the journal is damaged", journal_path((k - 1) % size), tostring(rec.chunk), k))
+      fail(string.format("%s: chunk %s where %d was expected: the journal is damaged", journal_path((k - 1) % size),
+        tostring(math.tointeger(rec.chunk) or rec.chunk), k))
     end
     total_not_asked.truncated = total_not_asked.truncated + (math.tointeger(rec.truncated) or 0)
     total_not_asked.inside = total_not_asked.inside + (math.tointeger(rec.inside) or 0)
@@ -572,6 +611,10 @@ local function write_outputs()
     ok and "" or "; --resume continues the run"))
   tell_not_asked(total_not_asked, "in all the passages")
 end
-gm.without_interrupts(write_outputs)
+gm.without_interrupts(function()
+  local written, err = pcall(write_outputs) -- (a full disk in the merge: one line, the journals kept)
+  if not written and gm.errors.kind(err) == "usage" then error(err, 0) end
+  if not written then fail(tostring(err) .. "; the journals are kept: --resume writes the graph once there is room") end
+end)
 if ok and page_path then write_page(page_path, try(gm.kg.read, out_path, { top = args.top })) end
 if not ok then os.exit(130) end

@@ -130,11 +130,12 @@ local function train(run)
     if main then drop_rows_after(log_path, start - 1) end
   end
   if main then
-    ex.write_run(run.out, { config = config_path:sub(1, 1) == "/" and config_path or ex.config.cwd() .. config_path,
-      settings = ex.settings(c), model = model.config, relations = d.relation_names,
+    ex.args.try("train.lua", ex.write_run, run.out, { config = config_path:sub(1, 1) == "/" and config_path
+      or ex.config.cwd() .. config_path, settings = ex.settings(c), model = model.config, relations = d.relation_names,
       data = cfg.data, tail_end = cfg.tail_end, absent = cfg.absent })
     -- extraction reads the run folder alone; the index holds constrained decoding's known tails
-    d.dataset:save_seed_graph(run.out .. "/seed_graph", d.graph, { tok = d.tok, leaves = d.layout.leaves })
+    ex.args.try("train.lua", d.dataset.save_seed_graph, d.dataset, run.out .. "/seed_graph", d.graph,
+      { tok = d.tok, leaves = d.layout.leaves })
   end
   dist.broadcast(model:parameters(), 0) -- every rank starts from rank 0's weights
   local log = main and assert(io.open(log_path, resuming and "a" or "w"))
@@ -142,8 +143,17 @@ local function train(run)
   local t_start, tokens_done, last_step = gm.clock(), 0, nil
   local train_step = ex.trainer(d, c, model, opt)
   local progress = ex.progress.new { stream = io.stdout, total = c.steps, enabled = main }
+  -- a checkpoint that cannot be written (a full disk) ends the run in one line: the one before
+  -- is whole (checkpoints are put in place atomically), and --resume continues from it
   local function save(step)
-    if main then gm.checkpoint.save(ckpt_path, { model = model, optimizer = opt, step = step }) end
+    if not main then return end
+    local ok, err = pcall(gm.checkpoint.save, ckpt_path, { model = model, optimizer = opt, step = step })
+    if not ok and gm.errors.kind(err) == "interrupted" then error(err, 0) end
+    if not ok then
+      fail(string.format("%s; %s", tostring(err):gsub("^[%w_./-]+%.lua:%d+: ", ""), gm.stat(ckpt_path)
+        and "the checkpoint before it is kept: --resume continues from it once the problem is solved"
+        or "no checkpoint was written before it: train again with --overwrite once the problem is solved"))
+    end
   end
   -- one step, whole: a Ctrl-C meanwhile comes after it, so its checkpoint never holds half a step
   local function one_step(step)
@@ -153,8 +163,9 @@ local function train(run)
     tokens_done = tokens_done + tokens
     local elapsed = gm.clock() - t_start
     if log then
-      log:write(string.format("%d,%.6f,%.3g,%.1f\n", step, loss, opt:get_lr(), tokens / (gm.clock() - t0)))
-      log:flush()
+      local ok, err = log:write(string.format("%d,%.6f,%.3g,%.1f\n", step, loss, opt:get_lr(), tokens / (gm.clock() - t0)))
+      if ok then ok, err = log:flush() end
+      if not ok then fail(string.format("%s: %s", log_path, tostring(err))) end
     end
     progress:update(step, string.format("%s: step %d/%d  loss %.4f  lr %.2e  %.0f tokens/s  ETA %ds", run.name, step,
       c.steps, loss, opt:get_lr(), tokens_done / elapsed, math.floor((c.steps - step) * elapsed / (step - start + 1))))

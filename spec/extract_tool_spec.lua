@@ -75,6 +75,44 @@ describe("experiments/extract.lua", function()
     write(path, table.concat(lines, "\n") .. "\n")
   end
 
+  it("lets one run at a time write an output, finds a stopped run of another process count, and stops at a journal "
+    .. "it cannot write", function()
+    corpus(dir .. "/mid.txt", 600)
+    local cmd = extract .. dir .. "/mid.txt --top 2 --no-page --out "
+    -- a lock is held by one open file at a time, and goes with its release
+    local lock = assert(gm.lock_file(dir .. "/busy.jsonl.journal"))
+    assert.is_false(gm.lock_file(dir .. "/busy.jsonl.journal"))
+    local out, code = run(cmd .. dir .. "/busy.jsonl --resume") -- (another process still writing it)
+    assert.equal(2, code, out)
+    assert.matches("busy.jsonl.journal is in use by another graphmert extract, still running: let it end", out)
+    assert.equal(0, gm.stat(dir .. "/busy.jsonl.journal").size)
+    lock:release()
+    lock:release() -- (once)
+    assert.truthy(gm.lock_file(dir .. "/busy.jsonl.journal")) -- (collected at once: released)
+    local held, err = gm.lock_file(dir)
+    assert.is_nil(held)
+    assert.matches("Is a directory", err)
+    -- a stopped run of two processes is not started over by one
+    write(dir .. "/ranks.jsonl.0.journal", "{}\n")
+    out, code = run(cmd .. dir .. "/ranks.jsonl --resume")
+    assert.equal(2, code, out)
+    assert.matches("ranks.jsonl.0.journal is the journal of a stopped run of more processes: continue it with as many", out)
+    -- a file-size limit (a full disk) stops the run at the first journal line it cannot write, in
+    -- one line; the journal keeps whole chunks, and --resume gives the uninterrupted output
+    out, code = run(cmd .. dir .. "/whole_mid.jsonl")
+    assert.equal(0, code, out)
+    out, code = run("(trap '' XFSZ; ulimit -f 100; " .. cmd .. dir .. "/full.jsonl)")
+    assert.equal(2, code, out)
+    assert.matches("full.jsonl.journal: .*: the run stops; the journal keeps the passages before, and %-%-resume continues", out)
+    assert.is_nil(out:find("traceback"), out)
+    assert.is_nil(gm.stat(dir .. "/full.jsonl"))
+    out, code = run(cmd .. dir .. "/full.jsonl --resume")
+    assert.equal(0, code, out)
+    assert.matches("continued .*full.jsonl.journal: %d+ passages were done before", out)
+    assert.equal(files.read(dir .. "/whole_mid.jsonl"), files.read(dir .. "/full.jsonl"))
+    assert.equal(files.read(dir .. "/whole_mid.tsv"), files.read(dir .. "/full.tsv"))
+  end)
+
   it("continues a run killed midway with --resume to the uninterrupted output, and refuses another run's journal", function()
     corpus(dir .. "/long.txt", 2000)
     local cmd = extract .. dir .. "/long.txt --top 2 --out "
@@ -149,6 +187,26 @@ describe("experiments/extract.lua", function()
     assert.equal(files.read(dir .. "/one.jsonl"), files.read(dir .. "/two.jsonl"))
     assert.is_nil(io.open(dir .. "/two.jsonl.0.journal"))
     assert.is_nil(io.open(dir .. "/two.jsonl.1.journal"))
+    -- Ctrl-C to one rank ends the job (the other would wait for it at the end), and --resume
+    -- under as many ranks gives one process's output
+    corpus(dir .. "/mpi_long.txt", 3000)
+    out, code = run("OMP_NUM_THREADS=1 " .. extract .. dir .. "/mpi_long.txt --no-page --out " .. dir .. "/one_long.jsonl")
+    assert.equal(0, code, out)
+    local mpirun = "OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 " ..
+      (files.asan and "ASAN_OPTIONS=detect_leaks=0 " or "") .. "timeout 120 mpirun -np 2 " .. extract .. dir ..
+      "/mpi_long.txt --no-page --out " .. dir .. "/int.jsonl"
+    local journal = dir .. "/int.jsonl.1.journal"
+    out, code = run("(" .. mpirun .. " > " .. dir .. "/int.log 2>&1 & job=$!; while kill -0 $job 2> /dev/null && " ..
+      "[ $(cat " .. journal .. " 2> /dev/null | wc -l) -lt 3 ]; do sleep 0.02; done; " ..
+      "for p in $(pgrep -f int.jsonl); do tr '\\0' '\\n' < /proc/$p/environ 2> /dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 " ..
+      "&& kill -INT $p; done; wait $job; echo status $?)")
+    local status = tonumber(out:match("status (%d+)"))
+    assert.is_true(status ~= 0 and status ~= 124, out .. files.read(dir .. "/int.log")) -- (124: timeout's, a hang)
+    assert.matches("rank 1 interrupted: the job stops; %-%-resume continues", files.read(dir .. "/int.log"))
+    assert.is_nil(io.open(dir .. "/int.jsonl"), "the run ended before it was interrupted")
+    out, code = run(mpirun .. " --resume")
+    assert.equal(0, code, out)
+    assert.equal(files.read(dir .. "/one_long.jsonl"), files.read(dir .. "/int.jsonl"))
   end)
 
   it("streams the corpus: its peak memory grows by far less than the corpus", function()

@@ -127,6 +127,28 @@ describe("experiments/train.lua with a diverging run", function()
     os.execute("rm -rf " .. dir .. " " .. config)
   end)
 
+  it("ends in one line when the seed graph or a checkpoint cannot be written (a full disk)", function()
+    local dir, config = scratch([[return { seed = 2, data = { source = "wordnet", pos = { "verb" }, limit = 300 }, heldout = 0.1,
+      vocab_size = 800, model = { roots = 16, leaves = 2, hidden = 16, layers = 1, heads = 2, ffn = 32 },
+      steps = 4, batch = 4, lr = 1e-3, warmup = 1, checkpoint_every = 2, baseline = false }]])
+    local cmd = "./build/bin/graphmert experiments/train.lua --config " .. config .. " --out " .. dir
+    -- (a file-size limit below the checkpoint's size, whose writes fail with EFBIG)
+    local out, code = files.run("sh -c \"trap '' XFSZ; ulimit -f 40; " .. cmd .. "\"") -- (below the seed graph's files)
+    assert.equal(2, code, out)
+    assert.matches("train%.lua: save_seed_graph: .*File too large", out)
+    assert.is_nil(out:find("traceback"), out)
+    out, code = files.run("sh -c \"trap '' XFSZ; ulimit -f 200; " .. cmd .. " --overwrite\"") -- (below the checkpoint's size)
+    assert.equal(2, code, out)
+    assert.matches("train%.lua: save: .*checkpoint%.safetensors%.tmp%.%d+: File too large; no checkpoint was written " ..
+      "before it: train again with %-%-overwrite once the problem is solved", out)
+    assert.is_nil(out:find("traceback"), out)
+    assert.is_nil(gm.stat(dir .. "/checkpoint.safetensors"))
+    run(cmd .. " --overwrite") -- with room
+    local _, meta = gm.safetensors.load(dir .. "/checkpoint.safetensors")
+    assert.equals("4", meta.step)
+    os.execute("rm -rf " .. dir .. " " .. config)
+  end)
+
   it("skips non-finite steps with on_nonfinite = \"skip\"", function()
     local dir, config = scratch(string.format(body, ', on_nonfinite = "skip"'))
     local out = run("./build/bin/graphmert experiments/train.lua --config " .. config .. " --out " .. dir)

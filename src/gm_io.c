@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -279,6 +280,30 @@ gm_status gm_file_digest(const char *path, uint64_t *digest, uint64_t *size) {
   *digest = h ^ (h >> 33);
   *size = done;
   return st;
+}
+
+gm_status gm_file_lock(const char *path, int *fd) {
+  *fd = -1;
+  int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644); /* (NONBLOCK: a FIFO never waits) */
+  if (f < 0) return gm_fail(GM_ERR_IO, 0, "%s: %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(f, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(f);
+    return gm_fail(GM_ERR_IO, 0, "%s: not a regular file", path);
+  }
+  while (flock(f, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    int e = errno;
+    close(f);
+    if (e == EWOULDBLOCK) return GM_OK;
+    return gm_fail(GM_ERR_IO, 0, "%s: cannot lock: %s", path, strerror(e));
+  }
+  *fd = f;
+  return GM_OK;
+}
+
+void gm_file_unlock(int fd) {
+  if (fd >= 0) close(fd); /* closing the descriptor releases its flock */
 }
 
 const char *gm_dtype_name(gm_dtype dtype) {

@@ -193,6 +193,44 @@ static int l_file_digest(lua_State *L) {
   return 2;
 }
 
+/* gm.lock_file(path) → a graphmert.FileLock holding an exclusive lock on the file (created if
+ * missing; gm_file_lock), or false when another process holds it, or nil and a message.
+ * lock:release() lets it go (also __close and __gc; once). The box is made before the lock is
+ * taken, so no error can leave a lock without an owner. */
+#define LOCK_META "graphmert.FileLock"
+typedef struct {
+  int fd;
+} file_lock;
+
+static int lock_release(lua_State *L) {
+  file_lock *k = luaL_checkudata(L, 1, LOCK_META);
+  gm_file_unlock(k->fd);
+  k->fd = -1;
+  return 0;
+}
+
+static int lock_tostring(lua_State *L) {
+  file_lock *k = luaL_checkudata(L, 1, LOCK_META);
+  lua_pushstring(L, k->fd >= 0 ? "graphmert.FileLock (held)" : "graphmert.FileLock (released)");
+  return 1;
+}
+
+static int l_lock_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  file_lock *k = lua_newuserdatauv(L, sizeof *k, 0);
+  k->fd = -1;
+  luaL_setmetatable(L, LOCK_META);
+  if (gm_file_lock(path, &k->fd) != GM_OK) {
+    luaL_pushfail(L);
+    lua_pushstring(L, gm_last_error());
+    return 2;
+  }
+  if (k->fd < 0) lua_pushboolean(L, 0);
+  return 1;
+}
+
+static const luaL_Reg lock_methods[] = {{"release", lock_release}, {NULL, NULL}};
+
 /* gm.realpath(path) → the absolute path with every symbolic link resolved, or nil and a message */
 static int l_realpath(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
@@ -297,6 +335,7 @@ static const luaL_Reg io_functions[] = {{"write_atomic", l_write_atomic},
                                         {"without_interrupts", l_without_interrupts},
                                         {"realpath", l_realpath},
                                         {"file_digest", l_file_digest},
+                                        {"lock_file", l_lock_file},
                                         {"read_file", l_read_file},
                                         {"tensor_from_bytes", l_tensor_from_bytes},
                                         {"tensor_from_file", l_tensor_from_file},
@@ -309,6 +348,8 @@ void lgm_open_io(lua_State *L, int module) {
   lgm_set_functions(L, io_functions);
   lua_pop(L, 1);
   lgm_new_type(L, WRITER_META, writer_methods, writer_release, writer_tostring);
+  lua_pop(L, 1);
+  lgm_new_type(L, LOCK_META, lock_methods, lock_release, lock_tostring);
   lua_pop(L, 1);
   luaL_getmetatable(L, LGM_TENSOR);
   lua_getfield(L, -1, "__index");

@@ -66,6 +66,14 @@ function M.broadcast(tensors, root, opts)
 end
 
 function M.barrier() M.init(); core.barrier() end
+
+-- ends every rank of the job with `code` (MPI_Abort): what one rank does when it stops and the
+-- others would wait for it in a collective
+function M.abort(code)
+  io.stdout:flush()
+  io.stderr:flush()
+  core.abort(code or 1)
+end
 function M.finalize() core.finalize() end
 
 -- A to-be-closed value for a script's main chunk (local s <close> = dist.session()): at the
@@ -77,8 +85,7 @@ local session_meta = {
     if err ~= nil and M.size() > 1 then
       io.stdout:flush()
       io.stderr:write(string.format("rank %d: %s\n", M.rank(), tostring(err)))
-      io.stderr:flush()
-      core.abort(1)
+      M.abort(1)
     end
     M.finalize()
   end,

@@ -113,7 +113,7 @@ function M.open(path, opts)
   end
   local db, err = DBI.Connect("SQLite3", path)
   if not db then fail(path, tostring(err)) end
-  local self = setmetatable({ db = db, path = path, in_batch = false }, Store)
+  local self = setmetatable({ db = db, path = path, in_batch = false, writing = not opts.read_only }, Store)
   -- the driver starts in a transaction of its own; the store runs BEGIN and COMMIT itself, so that
   -- the journal mode is set outside one and a failed commit reports SQLite's own reason
   db:autocommit(true)
@@ -159,11 +159,24 @@ function Store:commit()
   end
 end
 
+-- A writer's close copies the write-ahead log into the store (a checkpoint) and says so when it
+-- cannot (a full disk): the store is then whole only with its -wal file beside it, and a copy of
+-- kg.sqlite alone would be damaged.
 function Store:close()
-  if self.db then
-    self:commit()
-    self.db:close()
-    self.db = nil
+  if not self.db then return end
+  self:commit()
+  local ok, err = true, nil
+  if self.writing then
+    local done, result = pcall(self.rows, self, "PRAGMA wal_checkpoint(TRUNCATE)")
+    if not done then ok, err = false, result
+    elseif math.tointeger(result[1] and result[1].busy) == 1 then ok, err = false, "another connection is reading it" end
+  end
+  self.db:close()
+  self.db = nil
+  if not ok then
+    fail(self.path, string.format("its last commits are in %s-wal, which could not be copied into it (%s): keep the two " ..
+      "files together (%s alone lacks them); the next open of the store, once there is room, copies them", self.path,
+      tostring(err):gsub("^store [^:]*: ", ""), self.path))
   end
 end
 
