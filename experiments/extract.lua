@@ -154,6 +154,10 @@ local run = try(ex.read_run, args.checkpoint)
 -- whose journal --resume continues (which was started over it; rank 0's decides for every rank)
 local function journal_held(r) local info = gm.stat(journal_path(r)) return info and info.size > 0 end
 if not storing and not args.overwrite and not (args.resume and journal_held(0)) then
+  if args.resume and gm.stat(args.out) then -- (a run stopped while it made the page, after the graph)
+    fail(string.format("%s is complete (its run ended: --resume has nothing to continue); `graphmert page --kg %s --input %s " ..
+      "--checkpoint %s` makes its page, --overwrite extracts again", args.out, args.out, args.input, args.checkpoint))
+  end
   for _, path in ipairs { args.out, tsv_path } do
     if gm.stat(path) then
       fail(string.format("%s exists: --overwrite replaces it and %s%s, or give another --out", path,

@@ -47,7 +47,13 @@ function M.differences(before, now)
     end
   end
   table.sort(keys)
-  local function shown(v) return type(v) == "number" and string.format("%.17g", v) or tostring(v == nil and "none" or v) end
+  local function shown(v)
+    if type(v) ~= "number" then return tostring(v == nil and "none" or v) end
+    for digits = 15, 17 do -- the shortest that reads back as the same number (0.003, not 0.0030000000000000001)
+      local text = string.format("%." .. digits .. "g", v)
+      if tonumber(text) == v then return text end
+    end
+  end
   local out = {}
   for _, k in ipairs(keys) do
     if before[k] ~= now[k] then out[#out + 1] = string.format("%s %s, here %s", k, shown(before[k]), shown(now[k])) end
