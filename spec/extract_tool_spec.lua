@@ -111,10 +111,6 @@ describe("experiments/extract.lua", function()
     assert.matches("continued .*full.jsonl.journal: %d+ passages were done before", out)
     assert.equal(files.read(dir .. "/whole_mid.jsonl"), files.read(dir .. "/full.jsonl"))
     assert.equal(files.read(dir .. "/whole_mid.tsv"), files.read(dir .. "/full.tsv"))
-    -- a finished run has nothing to continue (stopped while it made its page: `graphmert page` makes it)
-    out, code = run(cmd .. dir .. "/full.jsonl --resume")
-    assert.equal(2, code, out)
-    assert.matches("full%.jsonl is complete %(its run ended: %-%-resume has nothing to continue%); `graphmert page %-%-kg", out)
   end)
 
   it("continues a run killed midway with --resume to the uninterrupted output, and refuses another run's journal", function()
@@ -165,6 +161,10 @@ describe("experiments/extract.lua", function()
     assert.equal(files.read(dir .. "/whole.tsv"), files.read(dir .. "/killed.tsv"))
     assert.is_nil(io.open(journal), "the journal outlived the resumed run")
     out, code = run(cmd .. dir .. "/killed.jsonl --resume") -- nothing left to continue, and a finished graph is kept
+    assert.equal(2, code, out)
+    assert.matches("killed%.jsonl is complete %(its run ended: %-%-resume has nothing to continue%); `graphmert page %-%-kg " ..
+      ".*killed%.jsonl %-%-input .*long%.txt %-%-checkpoint .*` makes its page, %-%-overwrite extracts again", out)
+    out, code = run(cmd .. dir .. "/killed.jsonl") -- a finished graph is kept
     assert.equal(2, code, out)
     assert.matches("killed%.jsonl exists: %-%-overwrite replaces it and .*killed%.tsv %(and the page%), or give another %-%-out", out)
     out, code = run(cmd .. dir .. "/killed.jsonl --resume --overwrite") -- extracted again, and said
