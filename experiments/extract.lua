@@ -153,6 +153,28 @@ local run = try(ex.read_run, args.checkpoint)
 -- a finished graph may be hours of work: it is replaced when --overwrite says so, or by the run
 -- whose journal --resume continues (which was started over it; rank 0's decides for every rank)
 local function journal_held(r) local info = gm.stat(journal_path(r)) return info and info.size > 0 end
+
+-- A stopped run's journals are named by its process count (kg.jsonl.journal for one process,
+-- kg.jsonl.<rank>.journal under mpirun): a run of another count finds them by the first one's
+-- header, on every rank before any writes a file, and is refused rather than started over
+-- beside them.
+if not storing then
+  for _, first in ipairs { args.out .. ".journal", args.out .. ".0.journal" } do
+    local info = gm.stat(first)
+    local f = info and info.size > 0 and io.open(first, "r")
+    if f then
+      local ok, head = pcall(cjson.decode, f:read("l") or "")
+      f:close()
+      local count = ok and type(head) == "table" and math.tointeger(head.processes)
+      if count and count ~= size then
+        fail(string.format("%s is the journal of a stopped run of %d process%s, this one has %d: continue it with as many " ..
+          "(%s--resume), or remove %s to start over", first, count, count == 1 and "" or "es", size,
+          count == 1 and "graphmert extract ... " or "mpirun -np " .. count .. " graphmert extract ... ",
+          count == 1 and first or args.out .. ".<rank>.journal, every rank's"))
+      end
+    end
+  end
+end
 if not storing and not args.overwrite and not (args.resume and journal_held(0)) then
   if args.resume and gm.stat(args.out) then -- (a run stopped while it made the page, after the graph)
     fail(string.format("%s is complete (its run ended: --resume has nothing to continue); `graphmert page --kg %s --input %s " ..
@@ -305,30 +327,18 @@ local function journal_chunks(path)
   return held, newline
 end
 
--- a stopped run's journals of another process count have other names: found, not started over
-if not storing then
-  local others = size == 1 and { args.out .. ".0.journal" } or { args.out .. ".journal", string.format("%s.%d.journal", args.out, size) }
-  for _, path in ipairs(others) do
-    if gm.stat(path) then
-      fail(string.format("%s is the journal of a stopped run of %s: continue it with as many (%s --resume), or remove " ..
-        "its journals (%s*.journal) to start over", path, path == args.out .. ".journal" and "one process" or "more processes",
-        path == args.out .. ".journal" and "graphmert extract" or "mpirun -np N graphmert extract", args.out))
-    end
-  end
-end
-
--- One run at a time writes an output: each process holds a lock on its journal (or the store)
--- while it runs, so a second run on the same output — a --resume typed while the first still
--- runs — stops before it writes a line (the lock goes with the process, however it ends).
+-- One run at a time writes a journal: each process holds a lock on its own while it runs, so a
+-- second run on the same output — a --resume typed while the first still runs — stops before it
+-- writes a line (the lock goes with the process, however it ends). (A store is SQLite's to lock.)
 local lock
-do
-  local path = storing and args.out or journal_path(rank)
-  local err
-  lock, err = gm.lock_file(path)
-  if lock == nil then fail(err) end
+if not storing then
+  local path, warning = journal_path(rank), nil
+  lock, warning = gm.lock_file(path)
+  if lock == nil then fail(warning) end
   if not lock then
     fail(string.format("%s is in use by another graphmert extract, still running: let it end (or stop it), then --resume", path))
   end
+  if warning and rank == 0 then io.stderr:write("extract.lua: " .. warning .. "\n") end
 end
 
 local held, journal = {}, nil
@@ -618,7 +628,7 @@ end
 gm.without_interrupts(function()
   local written, err = pcall(write_outputs) -- (a full disk in the merge: one line, the journals kept)
   if not written and gm.errors.kind(err) == "usage" then error(err, 0) end
-  if not written then fail(tostring(err) .. "; the journals are kept: --resume writes the graph once there is room") end
+  if not written then fail(tostring(err) .. "; the journals are kept: --resume writes the graph once the problem is solved") end
 end)
 if ok and page_path then write_page(page_path, try(gm.kg.read, out_path, { top = args.top })) end
 if not ok then os.exit(130) end

@@ -35,13 +35,14 @@ if ds.schema_given then
     table.insert(typed[t], id)
   end
   for _, name in ipairs(ds.relation_names) do
-    local s = ds.schema[name]
-    for _, side in ipairs { "head", "tail" } do
-      if s[side] == "*" then used_anywhere = true
-      else
-        for t in pairs(s[side]) do
-          named[t] = named[t] or {}
-          if named[t][#named[t]] ~= s.where then table.insert(named[t], s.where) end
+    for _, row in ipairs(ds.schema[name].rows) do -- (each line of the schema, named by its own place)
+      for _, side in ipairs { "head", "tail" } do
+        if row[side] == "*" then used_anywhere = true
+        else
+          for t in pairs(row[side]) do
+            named[t] = named[t] or {}
+            if named[t][#named[t]] ~= row.where then table.insert(named[t], row.where) end
+          end
         end
       end
     end

@@ -93,10 +93,12 @@ describe("experiments/extract.lua", function()
     assert.is_nil(held)
     assert.matches("Is a directory", err)
     -- a stopped run of two processes is not started over by one
-    write(dir .. "/ranks.jsonl.0.journal", "{}\n")
+    write(dir .. "/ranks.jsonl.0.journal", '{"journal":4,"processes":2}\n')
     out, code = run(cmd .. dir .. "/ranks.jsonl --resume")
     assert.equal(2, code, out)
-    assert.matches("ranks.jsonl.0.journal is the journal of a stopped run of more processes: continue it with as many", out)
+    assert.matches("ranks%.jsonl%.0%.journal is the journal of a stopped run of 2 processes, this one has 1: continue it with " ..
+      "as many %(mpirun %-np 2 graphmert extract %.%.%. %-%-resume%)", out)
+    assert.is_nil(gm.stat(dir .. "/ranks.jsonl.journal")) -- (refused before any file is made)
     -- a file-size limit (a full disk) stops the run at the first journal line it cannot write, in
     -- one line; the journal keeps whole chunks, and --resume gives the uninterrupted output
     out, code = run(cmd .. dir .. "/whole_mid.jsonl")

@@ -99,6 +99,20 @@ describe("the KG page's data (graphmert.kg.page)", function()
     os.remove(path)
   end)
 
+  it("keeps a record's id as written, and reads an older graph's line numbers by line", function()
+    local records = { { id = "007", line = 2, text = "The heart pumps." }, { id = "7", line = 3, text = "The lung breathes." } }
+    local function each()
+      local i = 0
+      return function() i = i + 1 return records[i] end
+    end
+    local texts, lines = page.cited({ { sources = { "007" } }, { sources = { "7" } } }, each())
+    assert.same({ ["007"] = "The heart pumps.", ["7"] = "The lung breathes." }, texts)
+    assert.same({ ["007"] = 2, ["7"] = 3 }, lines)
+    texts, lines = page.cited({ { sources = { 2 } }, { sources = { 3.0 } } }, each()) -- (cjson reads 3 as 3.0)
+    assert.same({ ["2"] = "The heart pumps.", ["3"] = "The lung breathes." }, texts)
+    assert.same({}, lines)
+  end)
+
   it("marks each source's head and tail where the linker finds them: the longest name, never inside a word", function()
     local ds = gm.data.dataset.new("written", {})
     ds:add_entity("G1", "TNF", "gene", { "TNF gene" })
@@ -368,6 +382,8 @@ describe("graphmert page and extract's kg.html", function()
       { function(n, line) return n == 4 and cjson.encode { text = line } or cjson.encode { id = n == 9 and 4 or "x" .. n, text = line } end,
         ':9: passage id "4" again %(line 4 has it%)' }, -- a record without an id is known by its line
       { function(n, line) return cjson.encode { id = n == 3 and { 1 } or n, text = line } end, ':3: "id" must be a string or a number' },
+      { function(n, line) return n == 6 and '{"id": 123456789012345678901, "text": ' .. cjson.encode(line) .. "}"
+        or cjson.encode { id = "x" .. n, text = line } end, ':6: "id" 1%.2345678901234568e%+20 is too large to be read exactly' },
     } do
       id_corpus(input, case[1])
       local o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. input .. " --out " .. dir .. "/bad_ids_kg.jsonl")

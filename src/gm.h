@@ -519,8 +519,10 @@ gm_status gm_file_digest(const char *path, uint64_t *digest, uint64_t *size);
 /* An exclusive advisory lock (flock) on the regular file at path, created empty if missing: *fd
  * is the descriptor that holds it, or -1 (and GM_OK) when another open file holds it — another
  * process working on the same output. The lock lasts until gm_file_unlock(*fd) or the process
- * ends, however it ends: a killed process leaves no lock behind. */
-gm_status gm_file_lock(const char *path, int *fd);
+ * ends, however it ends: a killed process leaves no lock behind. On a file system that cannot
+ * lock (some NFS and Lustre mounts), *fd is the open file and *held is 0: the caller goes on
+ * without the guard rather than not at all. */
+gm_status gm_file_lock(const char *path, int *fd, int *held);
 void gm_file_unlock(int fd);
 /* Floating-point element types of files (safetensors names); all become float32 tensors. */
 typedef enum gm_dtype { GM_DTYPE_F32, GM_DTYPE_F64, GM_DTYPE_F16, GM_DTYPE_BF16 } gm_dtype;

@@ -282,23 +282,34 @@ gm_status gm_file_digest(const char *path, uint64_t *digest, uint64_t *size) {
   return st;
 }
 
-gm_status gm_file_lock(const char *path, int *fd) {
+gm_status gm_file_lock(const char *path, int *fd, int *held) {
   *fd = -1;
+  *held = 0;
   int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644); /* (NONBLOCK: a FIFO never waits) */
   if (f < 0) return gm_fail(GM_ERR_IO, 0, "%s: %s", path, strerror(errno));
   struct stat sb;
-  if (fstat(f, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+  if (fstat(f, &sb) != 0) {
+    int e = errno;
+    close(f);
+    return gm_fail(GM_ERR_IO, 0, "%s: %s", path, strerror(e));
+  }
+  if (!S_ISREG(sb.st_mode)) {
     close(f);
     return gm_fail(GM_ERR_IO, 0, "%s: not a regular file", path);
   }
   while (flock(f, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     int e = errno;
+    if (e == ENOSYS || e == EOPNOTSUPP || e == ENOLCK || e == EINVAL) { /* the file system cannot lock */
+      *fd = f;
+      return GM_OK;
+    }
     close(f);
     if (e == EWOULDBLOCK) return GM_OK;
     return gm_fail(GM_ERR_IO, 0, "%s: cannot lock: %s", path, strerror(e));
   }
   *fd = f;
+  *held = 1;
   return GM_OK;
 }
 

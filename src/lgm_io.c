@@ -194,24 +194,27 @@ static int l_file_digest(lua_State *L) {
 }
 
 /* gm.lock_file(path) → a graphmert.FileLock holding an exclusive lock on the file (created if
- * missing; gm_file_lock), or false when another process holds it, or nil and a message.
+ * missing; gm_file_lock), and a warning when the file system cannot lock (the lock then holds
+ * nothing); or false when another process holds it; or nil and a message.
  * lock:release() lets it go (also __close and __gc; once). The box is made before the lock is
  * taken, so no error can leave a lock without an owner. */
 #define LOCK_META "graphmert.FileLock"
 typedef struct {
-  int fd;
+  int fd, held;
 } file_lock;
 
 static int lock_release(lua_State *L) {
   file_lock *k = luaL_checkudata(L, 1, LOCK_META);
   gm_file_unlock(k->fd);
   k->fd = -1;
+  k->held = 0;
   return 0;
 }
 
 static int lock_tostring(lua_State *L) {
   file_lock *k = luaL_checkudata(L, 1, LOCK_META);
-  lua_pushstring(L, k->fd >= 0 ? "graphmert.FileLock (held)" : "graphmert.FileLock (released)");
+  lua_pushstring(L, k->held ? "graphmert.FileLock (held)" : k->fd >= 0 ? "graphmert.FileLock (not held: no locks here)"
+                                                                        : "graphmert.FileLock (released)");
   return 1;
 }
 
@@ -219,14 +222,20 @@ static int l_lock_file(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   file_lock *k = lua_newuserdatauv(L, sizeof *k, 0);
   k->fd = -1;
+  k->held = 0;
   luaL_setmetatable(L, LOCK_META);
-  if (gm_file_lock(path, &k->fd) != GM_OK) {
+  if (gm_file_lock(path, &k->fd, &k->held) != GM_OK) {
     luaL_pushfail(L);
     lua_pushstring(L, gm_last_error());
     return 2;
   }
-  if (k->fd < 0) lua_pushboolean(L, 0);
-  return 1;
+  if (k->fd < 0) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  if (k->held) return 1;
+  lua_pushfstring(L, "%s: this file system cannot lock files: nothing stops a second run on the same output", path);
+  return 2;
 }
 
 static const luaL_Reg lock_methods[] = {{"release", lock_release}, {NULL, NULL}};

@@ -69,6 +69,7 @@ return {
   ["Distances:release"] = "d:release() — drops this reference now",
   -- files
   ["gm.write_atomic"] = "gm.write_atomic(path, {string or tensor, ...}) or gm.write_atomic{{path, parts}, ...} — writes the parts through a temporary file, fsync and rename (several files as one: all old or all new); signals wait until it is done; true or nil, message",
+  ["gm.lock_file"] = "gm.lock_file(path) → a lock (flock) held on the file, created if missing, until lock:release(), collection or the process's end; false when another process holds it; a second value warns when the file system cannot lock; or nil, message: one run at a time on an output",
   ["gm.file_digest"] = "gm.file_digest(path) → a regular file's 64-bit digest (16 hex digits) and its size; or nil, message: tells a file rewritten from one only touched",
   ["gm.stat"] = "gm.stat(path) → {type = \"file\" | \"directory\" | \"fifo\" | \"device\" | \"socket\", size, mtime (seconds since the epoch), link}, following links, without opening it; or nil, message",
   ["gm.without_interrupts"] = "gm.without_interrupts(fn, ...) → fn(...): Ctrl-C and SIGTERM wait until fn is done (what it writes is written whole)",

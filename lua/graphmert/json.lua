@@ -49,10 +49,12 @@ function M.differences(before, now)
   table.sort(keys)
   local function shown(v)
     if type(v) ~= "number" then return tostring(v == nil and "none" or v) end
-    for digits = 15, 17 do -- the shortest that reads back as the same number (0.003, not 0.0030000000000000001)
+    if math.type(v) == "integer" or v ~= v or v == math.huge or v == -math.huge then return tostring(v) end
+    for digits = 15, 16 do -- the shortest that reads back as the same number (0.003, not 0.0030000000000000001)
       local text = string.format("%." .. digits .. "g", v)
       if tonumber(text) == v then return text end
     end
+    return string.format("%.17g", v)
   end
   local out = {}
   for _, k in ipairs(keys) do

@@ -117,6 +117,9 @@ function M.each_jsonl(path, opts)
         fail(report, opts, where .. "no text")
       elseif rec.id ~= nil and rec.id ~= cjson.null and not M.scalar_text(rec.id) then
         fail(report, opts, where .. "\"id\" must be a string or a number")
+      elseif math.type(rec.id) == "float" and math.abs(rec.id) >= 2^53 then -- (JSON numbers are read as doubles)
+        fail(report, opts, where .. "\"id\" " .. string.format("%.17g", rec.id) .. " is too large to be read exactly as a " ..
+          "number: write it as a string")
       else
         local triples = {}
         for i, t in ipairs(type(rec.triples) == "table" and rec.triples or {}) do

@@ -131,10 +131,10 @@ function Dataset:triples_by_head()
 end
 
 -- "1 triple", "3 triples", "2 entities" (many: the plural when it is not one .. "s")
+function M.plural(n, one, many) return string.format("%d %s", n, n == 1 and one or (many or one .. "s")) end
+
 -- a type with its article, as a message says it: "an entity", "a gene"
 function M.a(word) return (word:match("^[aeiouAEIOU]") and "an " or "a ") .. word end
-
-function M.plural(n, one, many) return string.format("%d %s", n, n == 1 and one or (many or one .. "s")) end
 
 function Dataset:summary()
   local about, aliases = 0, 0

@@ -22,10 +22,11 @@
 --     (a set, or "*"; nil: none): a schema of several rows pairs them (is_a: a process of a
 --     process), else they are the relation's
 --   g:head_tails(known, relation, phrase) → the known tails (of g:known_tails) of the types the
---     relation reaches from the phrase's entity, when its schema pairs types (nil otherwise: the
---     relation's own list serves)
+--     relation reaches from the phrase's entities' type, when its schema pairs types and they
+--     are of one type (nil otherwise: the relation's own list serves)
 --   g:holds(t) → whether a head candidate of t.head has t.relation to a tail candidate of t.tail
 --   g:valid(t) → whether t.tail names an entity of a type t.relation reaches from t.head's
+--     (t.head_id's type when given)
 --   g.dataset, g.relation_names → the dataset's name and relations; g.name[id], g.type[id] an
 --     entity's name and type, g.aliases[id] its aliases as written, joined by "\0" (nil: none; an
 --     index without them, of version 1 or 2 or saved again from one, has no g.aliases)
@@ -142,8 +143,7 @@ end
 -- are for.
 -- Version 1 had no known tails, version 2 no aliases as written (the linker holds them folded);
 -- before version 4 a name's typographic apostrophes, quotes and hyphens were kept in its phrase
--- (such a name links only where the text writes those marks: remove seed_graph/index.bin to
--- have the index built again). Version 5 adds `pair_tails` ("<relation>\0<head type>" → the tail
+-- (such a name links only where the text writes those marks). Version 5 adds `pair_tails` ("<relation>\0<head type>" → the tail
 -- types, for a relation whose schema has several rows), `cased` (the linker's acronyms, matched
 -- only as written in capitals), and its phrases fold en and figure dashes and the micro sign
 -- (gm.data.linker). An earlier version still loads (g.version says
@@ -396,9 +396,18 @@ local function head_type(self, name, text)
   return id and self.type[id]
 end
 
+-- (when the phrase's entities the relation takes are of several types — WordNet's noun and verb
+-- "dog" —, the relation's own list serves: the mention may be either)
 function Graph:head_tails(known, name, phrase)
   if not self.pair_tails[name] then return nil end
-  local ht = head_type(self, name, phrase)
+  local allowed, ht = self.head_types[name], nil
+  for _, id in ipairs(self.linker:candidates(phrase) or {}) do
+    local t = self.type[id]
+    if allowed == "*" or allowed[t] then
+      if ht and t ~= ht then return nil end
+      ht = t
+    end
+  end
   local types = ht and self:tail_types_of(name, ht)
   return types and known.by_key[tails_key(types)]
 end
@@ -422,8 +431,8 @@ end
 
 function Graph:valid(t)
   local types = self.tail_types[t.relation]
-  if self.pair_tails[t.relation] then
-    local ht = head_type(self, t.relation, t.head)
+  if self.pair_tails[t.relation] then -- (the head's entity when the triple names it, else its name's first)
+    local ht = type(t.head_id) == "string" and self.type[t.head_id] or head_type(self, t.relation, t.head)
     types = ht and self:tail_types_of(t.relation, ht)
   end
   return of_type(self, self.linker:candidates(linker.normalize(t.tail)), types)

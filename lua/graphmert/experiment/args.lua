@@ -169,7 +169,7 @@ end
 -- user training on a dataset of their own without a config is told what model they get
 function M.training_config(script, args)
   if args.config then return args.config end
-  if args.data then
+  if args.data and require("graphmert.distributed").is_main() then
     io.stderr:write(string.format("%s: no --config: training %s with the model and steps of %s, sized for WordNet " ..
       "(for a dataset of your own, copy experiments/configs/tiny.lua and size it: docs/training.md)\n", script, args.data,
       M.DEFAULT_CONFIG))

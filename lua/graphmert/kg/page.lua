@@ -24,7 +24,8 @@
 --   page.ids(t) → a triple's head and tail ids as the page (and kg.key) names them
 --   page.cited(triples, next_passage) → id → text of the passages the triples cite, read from an
 --     iterator over a corpus's passages ({id, line, text}, gm.data.corpus.each_passage), and
---     their lines (page.data's lines)
+--     their lines (page.data's lines); sources that are all line numbers of a corpus whose
+--     records have ids (a graph extracted before ids were kept) are read by line
 --   page.html(data) → the page's text
 --   page.write(path, data) → writes it atomically (true, or nil and the error)
 --   page.page_of_other(path, kg) → the kg file beside `kg` whose page `path` is, when it is not kg
@@ -102,19 +103,32 @@ local function linker_phrases(graph, wanted)
   return out
 end
 
-local function source_id(s) return tostring(math.tointeger(s) or s) end -- (cjson reads 2 as 2.0)
+-- a source as the page keys it: a line number as text (cjson reads 2 as 2.0), a record's id as it is
+-- ("007" stays "007": only numbers are converted)
+local function source_id(s) return type(s) == "number" and tostring(math.tointeger(s) or s) or s end
 
 function M.cited(triples, next_passage)
-  local wanted, out, lines = {}, {}, {}
+  local wanted, by_id, by_line = {}, {}, {}
   for _, t in ipairs(triples) do
     for _, s in ipairs(type(t.sources) == "table" and t.sources or {}) do wanted[source_id(s)] = true end
   end
   for p in next_passage do
-    local id = source_id(p.id)
-    if wanted[id] then
-      out[id] = p.text
-      if p.line and id ~= tostring(p.line) then lines[id] = p.line end
-    end
+    local id, line = source_id(p.id), p.line and tostring(p.line)
+    if wanted[id] then by_id[id] = p end
+    if line and line ~= id and wanted[line] then by_line[line] = p end
+  end
+  -- a graph extracted before a JSONL record's id was its passage's id lists line numbers: when
+  -- every source is a line of the corpus and not all are ids, it is read by line
+  local found = by_id
+  if next(by_line) then
+    local all_ids, all_lines = true, true
+    for w in pairs(wanted) do all_ids, all_lines = all_ids and by_id[w] ~= nil, all_lines and by_line[w] ~= nil end
+    if all_lines and not all_ids then found = by_line end
+  end
+  local out, lines = {}, {}
+  for id, p in pairs(found) do
+    out[id] = p.text
+    if found == by_id and p.line and id ~= tostring(p.line) then lines[id] = p.line end
   end
   return out, lines
 end

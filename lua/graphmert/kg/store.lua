@@ -159,9 +159,9 @@ function Store:commit()
   end
 end
 
--- A writer's close copies the write-ahead log into the store (a checkpoint) and says so when it
+-- A writer's close copies the write-ahead log into the store (a checkpoint) and fails when it
 -- cannot (a full disk): the store is then whole only with its -wal file beside it, and a copy of
--- kg.sqlite alone would be damaged.
+-- kg.sqlite alone would be damaged. (Another connection reading it only delays the copy: said.)
 function Store:close()
   if not self.db then return end
   self:commit()
@@ -169,7 +169,10 @@ function Store:close()
   if self.writing then
     local done, result = pcall(self.rows, self, "PRAGMA wal_checkpoint(TRUNCATE)")
     if not done then ok, err = false, result
-    elseif math.tointeger(result[1] and result[1].busy) == 1 then ok, err = false, "another connection is reading it" end
+    elseif math.tointeger(result[1] and result[1].busy) == 1 then -- a reader: whole, copied at a later open
+      io.stderr:write(string.format("store %s: another connection is reading it: its last commits stay in %s-wal " ..
+        "until a later open copies them (keep the two files together)\n", self.path, self.path))
+    end
   end
   self.db:close()
   self.db = nil
