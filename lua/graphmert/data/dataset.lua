@@ -364,7 +364,10 @@ local function add_triple(ds, where, r, implicit, fields, from_passage)
     if not s then return ds:skip(where, "unknown relation", relation .. " is not in the relation schema") end
     local ht, tt = ds.entities[head].type, ds.entities[tail].type
     if not allowed(s.head, ht) then
-      return ds:skip(where, "head type not allowed by the relation schema", string.format("%s is %s; %s at %s", head, M.a(ht), relation, s.where))
+      local places = {}
+      for i, row in ipairs(s.rows) do places[i] = row.where end
+      return ds:skip(where, "head type not allowed by the relation schema", string.format("%s is %s; %s at %s", head, M.a(ht),
+        relation, table.concat(places, ", ")))
     end
     local rows_of_head, fits = {}, false -- the rows that take such a head: one must take such a tail
     for _, row in ipairs(s.rows) do
