@@ -401,7 +401,7 @@ local function extract_chunk(chunk)
   opts.report = report
   for _, t in ipairs(extract.triples(model, tok, chunk, opts)) do
     local head_id, head = graph:entity(t.head, t.relation, "head")
-    local tail_id, tail = graph:entity(t.tail, t.relation, "tail")
+    local tail_id, tail = graph:entity(t.tail, t.relation, "tail", head_id)
     t.head, t.head_id, t.tail, t.tail_id = head or t.head, head_id, tail or t.tail, tail_id
     table.insert(found[t.source], t)
   end

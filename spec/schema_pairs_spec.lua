@@ -13,7 +13,8 @@ local function folder()
   os.execute("mkdir -p " .. dir)
   files.write(dir .. "/entities.tsv", table.concat({ "id\tname\ttype\taliases",
     "P1\tglycolysis\tprocess\t", "P2\tmetabolic process\tprocess\t", "P3\tcatabolic process\tprocess\t",
-    "F1\tkinase activity\tfunction\t", "F2\tcatalytic activity\tfunction\t", "C1\tnucleus\tcomponent\t" }, "\n") .. "\n")
+    "F1\tkinase activity\tfunction\t", "F2\tcatalytic activity\tfunction\t", "C1\tnucleus\tcomponent\t",
+    "F4\ttransport\tfunction\t", "P4\ttransport\tprocess\t" }, "\n") .. "\n")
   files.write(dir .. "/relations.tsv", table.concat({ "relation\thead_types\ttail_types",
     "is_a\tprocess\tprocess", "is_a\tfunction\tfunction", "part_of\t*\tprocess", "part_of\tfunction\tfunction",
     "is_a\tprocess\tprocess" }, "\n") .. "\n")
@@ -56,6 +57,10 @@ describe("a relation schema of several rows (pairs of types)", function()
       assert.same({ process = true }, g:tail_types_of("is_a", "process"))
       assert.same({ process = true, ["function"] = true }, g:tail_types_of("part_of", "function"))
       assert.same({ process = true }, g:tail_types_of("part_of", "component"))
+      -- a tail's name shared by entities of two types names the one the head's type reaches
+      assert.equal("P4", (g:entity("transport", "is_a", "tail", "P1")))
+      assert.equal("F4", (g:entity("transport", "is_a", "tail", "F1")))
+      assert.equal("F4", (g:entity("transport", "is_a", "tail"))) -- (without the head: the first of the relation's types)
     end
   end)
 

@@ -5,11 +5,12 @@
 --   local g = seed_graph.new(dataset)
 --   g:heads(text) → the distinct entity phrases mentioned in the text (normalised), in order
 --   g:candidates(phrase) → the ranked entity ids a name or alias denotes (nil: none)
---   g:entity(text[, relation, role]) → the entity a name or alias (any case, not normalised)
+--   g:entity(text[, relation, role, head_id]) → the entity a name or alias (any case, not normalised)
 --     denotes first, and its preferred name (nil: none) — how a knowledge graph names what
 --     extraction found; with a relation, the first the relation's schema allows as its role
 --     ("head" or "tail"), so that an alias two entities share names the one the triple can join
---     (the first of all when none fits)
+--     (the first of all when none fits); for a tail, with the head's id, the types the relation
+--     reaches from the head's type where the schema pairs them
 --   g:relations_for(phrase, names) → the relations of `names` whose schema allows a head of a
 --     type the phrase's entities have
 --   g:present(phrase) → set of the relations the phrase's entities have as heads in the seed graph
@@ -345,10 +346,13 @@ end
 
 local function of_type(g, ids, types) return first_of_type(g, ids, types) ~= nil end
 
-function Graph:entity(text, relation, role)
+function Graph:entity(text, relation, role, head_id)
   local ids = self.linker:candidates(linker.normalize(text))
   if not ids then return nil end
   local types = relation and (role == "head" and self.head_types or self.tail_types)[relation]
+  if role == "tail" and head_id and self.type[head_id] and self.pair_tails[relation] then
+    types = self:tail_types_of(relation, self.type[head_id]) or types
+  end
   local id = types and first_of_type(self, ids, types) or ids[1]
   return id, self.name[id]
 end
