@@ -625,21 +625,28 @@ describe("graphmert page and extract's kg.html", function()
       assert.are_not.same(best, random)
     end)
 
+    -- a page of the triples and passages (no graph: the page's own search and marks), a search for
+    -- `query`: the entities suggested, and the head and tail marks of the first triple's evidence
+    local function searched_and_marked(triples, passages, query)
+      local path = files.tmpname() .. ".html"
+      assert(gm.kg.page.write(path, gm.kg.page.data { triples = triples, passages = passages }))
+      local r = browser.run(path, string.format([[
+        const box = document.getElementById("search");
+        box.value = %s; box.dispatchEvent(new Event("input"));
+        const found = [...document.querySelectorAll("#suggestions li")].map(li => li.dataset.id);
+        document.querySelector("#all-triples tr.triple button.evidence-toggle").click();
+        const marks = cls => [...document.querySelectorAll(".passage mark." + cls)].map(m => m.textContent);
+        return { found, heads: marks("head"), tails: marks("tail") };]], cjson.encode(query)))
+      os.remove(path)
+      return r
+    end
+
     it("folds case and accents in search and in the marked mentions, as the linker does", function()
       local triples = { { head = "Citroën gear", relation = "part_of", tail = "gearbox", score = -1, count = 2, sources = { 1, 2 },
         head_id = "G:1", tail_id = "G:2" } }
       -- line 2 has the accent decomposed (e + U+0308): the mark still covers the whole word
       local passages = { ["1"] = "A gearbox holds a CITROEN GEAR, a citroën gear too.", ["2"] = "The Citroe\u{308}n gear." }
-      local path = files.tmpname() .. ".html"
-      assert(gm.kg.page.write(path, gm.kg.page.data { triples = triples, passages = passages }))
-      local r = browser.run(path, [[
-        const box = document.getElementById("search");
-        box.value = "citroen"; box.dispatchEvent(new Event("input"));
-        const found = [...document.querySelectorAll("#suggestions li")].map(li => li.dataset.id);
-        document.querySelector("#all-triples tr.triple button.evidence-toggle").click();
-        const marks = cls => [...document.querySelectorAll(".passage mark." + cls)].map(m => m.textContent);
-        return { found, heads: marks("head"), tails: marks("tail") };]])
-      os.remove(path)
+      local r = searched_and_marked(triples, passages, "citroen")
       assert.same({ "G:1" }, r.found)
       assert.same({ "CITROEN GEAR", "Citroe\u{308}n gear" }, r.heads)
       assert.same({ "gearbox" }, r.tails)
@@ -649,16 +656,7 @@ describe("graphmert page and extract's kg.html", function()
       local triples = { { head = "Crohn's disease", relation = "part_of", tail = "AD", score = -1, count = 1, sources = { 1 },
         head_id = "D:1", tail_id = "D:2" } }
       local passages = { ["1"] = "In Crohn’s disease and lung adenocarcinoma." }
-      local path = files.tmpname() .. ".html"
-      assert(gm.kg.page.write(path, gm.kg.page.data { triples = triples, passages = passages })) -- (no graph: the page's own search)
-      local r = browser.run(path, [[
-        const box = document.getElementById("search");
-        box.value = "crohn’s"; box.dispatchEvent(new Event("input"));
-        const found = [...document.querySelectorAll("#suggestions li")].map(li => li.dataset.id);
-        document.querySelector("#all-triples tr.triple button.evidence-toggle").click();
-        const marks = cls => [...document.querySelectorAll(".passage mark." + cls)].map(m => m.textContent);
-        return { found, heads: marks("head"), tails: marks("tail") };]])
-      os.remove(path)
+      local r = searched_and_marked(triples, passages, "crohn’s")
       assert.same({ "D:1" }, r.found)
       assert.same({ "Crohn’s disease" }, r.heads)
       assert.same({}, r.tails)

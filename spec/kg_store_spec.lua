@@ -200,5 +200,15 @@ describe("kg.sqlite", function()
     assert.is_truthy(dump(path):find(before:match("^[^\n]*\n"), 1, true), "the old triples are gone")
   end)
 
+  it("names a passage another run added meanwhile, not a UNIQUE constraint", function()
+    local path = dir .. "/twice.sqlite"
+    local store = gm.kg.store.open(path, { create = true })
+    store:add_passage({ id = 7, source = "x.txt", line = 7, text = "a passage" }, {})
+    local ok, err = pcall(store.add_passage, store, { id = 7, source = "x.txt", line = 7, text = "a passage" }, {})
+    assert.is_false(ok)
+    assert.matches("passage 7 was added meanwhile: another graphmert extract is writing this store", tostring(err))
+    store:close()
+  end)
+
   teardown(function() os.execute("rm -rf " .. dir) end)
 end)

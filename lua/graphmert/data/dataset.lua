@@ -30,7 +30,8 @@
 -- triples ({head, relation, tail} entity ids, in file order), passages ({id, text, entity,
 -- triples, source = "file:line"}), relation_names (sorted), schema (relation → {head = set of
 -- types, tail = set: all its rows', or "*"; rows = {{head, tail, where}, ...}: the pairs it
--- allows; where = its first row's file:line}), link (the linker's options), report ({skipped = reason → count, messages}).
+-- allows; where = its first row's file:line}), link (the linker's options), report ({skipped =
+-- reason → count, messages}).
 -- ds:summary() says it all in one paragraph.
 local gm = require "graphmert"
 local cjson = require "cjson"

@@ -4,8 +4,8 @@
 -- gm.data.bert_text — case folded, accents stripped (NFD, no combining marks), every punctuation
 -- mark its own word; typographic apostrophes, quotes, hyphens and dashes (’ ‘ “ ” ‐ ‑ ‒ –) as
 -- their ASCII twins, the micro sign as mu), so "Glycolytic-Process", "glycolytic - process" and
--- "Glycolytic‐process" are one name, and "Ménière’s" is "Meniere's". A mention is a run of whole words equal to a name: never
--- inside a word. Scanning left to right, the longest name starting at a word wins (multi-word
+-- "Glycolytic‐process" are one name, and "Ménière’s" is "Meniere's". A mention is a run of whole
+-- words equal to a name: never inside a word. Scanning left to right, the longest name starting at a word wins (multi-word
 -- names first), and the scan goes on after it; a one-word match that is a stop word ("a", "in",
 -- "or", ...: also the letter A, Indiana and Oregon in WordNet) is not a mention, nor is a name
 -- without a letter (ASCII digits and marks only: "42", "(+)"). Nor are the parts of English
@@ -35,6 +35,8 @@
 --   linker.pieces(text) → the text's pieces {s, e, words}: where each normalised word is in it
 --   linker.word_spans(text) → the text's normalised words, and each word's first byte and the
 --     byte after it (what `mentions` takes, and where its mentions are in the text)
+--   linker.surface(text, span) → mentions' surface for words whose bytes span(i) gives (first,
+--     after): word i as written; nil when the text has no capital A–Z (the acronym rule is off)
 --   l:heads(text) → the distinct phrases mentioned, in order of first mention
 --   l:candidates(phrase) → the ranked entity ids of a normalised phrase (or nil)
 --   linker.normalize(text) → the normalised phrase ("Hot-Dog" → "hot - dog")
@@ -215,13 +217,20 @@ function Linker:candidates(phrase)
   return M.split(c)
 end
 
--- surface(i) for text's words as M.words gives them, or nil when the text has no capital (the
--- acronym rule is off) or its pieces part words otherwise (control characters)
-local function surface_of(text, count)
+function M.surface(text, span)
   if not text:find("%u") then return nil end
+  return function(i)
+    local first, after = span(i)
+    return text:sub(first, after - 1)
+  end
+end
+
+-- surface(i) for text's words as M.words gives them, or nil when the text has no capital or its
+-- pieces part words otherwise (control characters)
+local function surface_of(text, count)
   local words, first, after = M.word_spans(text)
   if #words ~= count then return nil end
-  return function(i) return text:sub(first[i], after[i] - 1) end
+  return M.surface(text, function(i) return first[i], after[i] end)
 end
 
 function Linker:mentions(text, words, surface)

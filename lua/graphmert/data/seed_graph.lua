@@ -5,8 +5,8 @@
 --   local g = seed_graph.new(dataset)
 --   g:heads(text) → the distinct entity phrases mentioned in the text (normalised), in order
 --   g:candidates(phrase) → the ranked entity ids a name or alias denotes (nil: none)
---   g:entity(text[, relation, role, head_id]) → the entity a name or alias (any case, not normalised)
---     denotes first, and its preferred name (nil: none) — how a knowledge graph names what
+--   g:entity(text[, relation, role, head_id]) → the entity a name or alias (any case, not
+--     normalised) denotes first, and its preferred name (nil: none) — how a knowledge graph names what
 --     extraction found; with a relation, the first the relation's schema allows as its role
 --     ("head" or "tail"), so that an alias two entities share names the one the triple can join
 --     (the first of all when none fits); for a tail, with the head's id, the types the relation
@@ -17,8 +17,9 @@
 --   g:known_tails(tok, relations, leaves) → relation id → the names and aliases of the types
 --     the relation reaches that fit the leaves, as a gm.data.tail_list (constrained decoding's
 --     list; relations reaching the same types share one), with .by_key (every list, by the types
---     it holds; in the metatable, so that pairs() gives the relations' lists only), and "stored" when they come from the index (saved with this tokenizer and leaf
---     count) or "built" (tokenizing every name: seconds)
+--     it holds; in the metatable, so that pairs() gives the relations' lists only), and "stored"
+--     when they come from the index (saved with this tokenizer and leaf count) or "built"
+--     (tokenizing every name: seconds)
 --   g:tail_types_of(relation, head type) → the types the relation reaches from a head of that type
 --     (a set, or "*"; nil: none): a schema of several rows pairs them (is_a: a process of a
 --     process), else they are the relation's
@@ -144,12 +145,12 @@ end
 -- are for.
 -- Version 1 had no known tails, version 2 no aliases as written (the linker holds them folded);
 -- before version 4 a name's typographic apostrophes, quotes and hyphens were kept in its phrase
--- (such a name links only where the text writes those marks). Version 5 adds `pair_tails` ("<relation>\0<head type>" → the tail
--- types, for a relation whose schema has several rows), `cased` (the linker's acronyms, matched
--- only as written in capitals), and its phrases fold en and figure dashes and the micro sign
--- (gm.data.linker). An earlier version still loads (g.version says
--- which); a run's index of an earlier version is built again from its seed graph
--- (gm.experiment.run_graph).
+-- (such a name links only where the text writes those marks). Version 5 adds `pair_tails`
+-- ("<relation>\0<head type>" → the tail types, for a relation whose schema has several rows),
+-- `cased` (the linker's acronyms, matched only as written in capitals), and its phrases fold en
+-- and figure dashes and the micro sign (gm.data.linker). An earlier version still loads
+-- (g.version says which); a run's index of an earlier version is built again from its seed
+-- graph (gm.experiment.run_graph).
 local FORMAT, VERSION = "graphmert seed graph index", "5"
 M.VERSION = VERSION
 local READS = { ["1"] = true, ["2"] = true, ["3"] = true, ["4"] = true, ["5"] = true }

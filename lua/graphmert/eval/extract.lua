@@ -114,7 +114,7 @@ local function placed_heads(tok, graph, text)
     for _, id in ipairs(ids) do toks[#toks + 1] = id end
   end
   local heads, placed, inside = {}, {}, {}
-  local surface = text:find("%u") and function(i) return text:sub(where[i].s, where[i].e - 1) end
+  local surface = linker.surface(text, function(i) return where[i].s, where[i].e end)
   for _, m in ipairs(graph.linker:mentions(nil, words, surface)) do
     local from, to = where[m.first], where[m.first + m.words - 1]
     if not placed[m.phrase] and from.at and to.stop then

@@ -181,7 +181,7 @@ local function mention_marker(graph, passages)
         local before = text:sub(1, b - 1)
         return (utf8.len(before) or #before) + select(2, before:gsub("[\240-\247]", ""))
       end
-      local surface = text:find("%u") and function(i) return text:sub(first[i], after[i] - 1) end
+      local surface = linker.surface(text, function(i) return first[i], after[i] end)
       read[s] = { words = words, first = first, after = after, mentions = graph.linker:mentions(nil, words, surface),
         offset = offset }
     end

@@ -257,12 +257,14 @@ end
 -- A passage and its triples, in the current batch's transaction.
 function Store:add_passage(p, triples)
   self:begin()
-  -- (a passage found here after done() said it was not: another run is writing the same store)
-  if self:value("SELECT 1 FROM passages WHERE id = ?", tostring(p.id)) then
+  local added, err = pcall(self.run, self, "INSERT INTO passages (id, source, line, text) VALUES (?, ?, ?, ?)", tostring(p.id),
+    p.source, p.line, p.text)
+  if not added and tostring(err):find("UNIQUE constraint failed: passages.id", 1, true) then
+    -- (a passage done() did not hold when the chunk began: another run is writing the same store)
     fail(self.path, string.format("passage %s was added meanwhile: another graphmert extract is writing this store; " ..
       "one run at a time: let it end, then run again to continue", tostring(p.id)))
   end
-  self:run("INSERT INTO passages (id, source, line, text) VALUES (?, ?, ?, ?)", tostring(p.id), p.source, p.line, p.text)
+  if not added then error(err, 0) end
   for _, t in ipairs(triples) do
     if not t.head_id then error("add_passage: a triple without head_id (heads are seed-graph entities)", 2) end
     local tail_id = t.tail_id or ("new:" .. t.tail)
