@@ -345,12 +345,12 @@ local held, journal = {}, nil
 
 -- a journal line written whole, or the run stops at once naming the journal (a full disk): the
 -- journal keeps the chunks before it, which --resume continues once there is room
-local function journal_write(path, ...)
+local function journal_write(...)
   local ok, err = journal:write(...)
   if ok then ok, err = journal:flush() end
   if not ok then
     fail(string.format("%s: %s: the run stops; the journal keeps the passages before, and --resume continues once the " ..
-      "problem is solved", path, tostring(err)))
+      "problem is solved", journal_path(rank), tostring(err)))
   end
 end
 
@@ -361,14 +361,14 @@ if not storing then
     local newline
     held, newline = journal_chunks(path)
     journal = assert(io.open(path, "a"))
-    if not newline then journal_write(path, "\n") end -- a torn line stays a line of its own, never read
+    if not newline then journal_write("\n") end -- a torn line stays a line of its own, never read
   else
     if args.resume and rank == 0 then
       io.stderr:write(string.format("--resume: no journal %s to continue: extracting from the first passage\n", path))
     end
     journal = io.open(path, "w")
     if not journal then fail("cannot write " .. path) end
-    journal_write(path, settings, "\n")
+    journal_write(settings, "\n")
   end
 end
 
@@ -513,7 +513,7 @@ local ok, err = pcall(function()
               committed = gm.clock()
             end
           else
-            journal_write(journal_path(rank), journal_line(k, todo, by_passage, report))
+            journal_write(journal_line(k, todo, by_passage, report))
           end
         end)
       end
