@@ -78,3 +78,23 @@ describe("ops against PyTorch float64 references", function()
     end)
   end
 end)
+
+describe("softmax rows", function()
+  it("a contiguous row gives the same bits as the same row read at a stride", function()
+    gm.manual_seed(3)
+    local x = gm.randn(5, 2003) * 6 -- not a multiple of any vector width
+    x:set(-math.huge, 2, 7)
+    local columns = x:t() -- row i of x is column i here, read at a stride of 5
+    for _, name in ipairs { "softmax", "log_softmax" } do
+      local by_rows, by_columns = x[name](x, 2):totable(), columns[name](columns, 1):t():totable()
+      for i = 1, 5 do
+        for j = 1, 2003 do
+          if by_rows[i][j] ~= by_columns[i][j] then
+            error(string.format("%s: element (%d, %d) %.9g by rows, %.9g by columns", name, i, j, by_rows[i][j],
+              by_columns[i][j]))
+          end
+        end
+      end
+    end
+  end)
+end)
