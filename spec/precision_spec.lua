@@ -173,6 +173,35 @@ describe("float32 matmul precision", function()
     end)
   end)
 
+  it("'medium' with gradients off keeps a parameter's rounding for the next product, never a stale one", function()
+    -- 512 x 256 x 320 goes to oneDNN where it is installed (else to graphmert's kernel, which
+    -- rounds as it packs: the same bits either way). The weight's rounding is kept by its
+    -- storage and version: the product after an in-place change equals one with a new tensor
+    -- of the new values, and one after it with a copy of the old values the first.
+    gm.manual_seed(8)
+    local x, w = gm.randn(512, 256), gm.randn(320, 256):requires_grad(true)
+    local old, new = w:clone():requires_grad(false), gm.randn(320, 256)
+    local function same(p, q, what)
+      local d = p - q
+      local gap = (d * d):max():item()
+      assert.are.equal(0, gap, what .. string.format(": %g apart (squared)", gap))
+    end
+    with_precision("medium", function()
+      gm.no_grad(function()
+        local first = x:matmul(w, false, true)
+        same(x:matmul(w, false, true), first, "the same weight again")
+        w:copy_(new)
+        local changed = x:matmul(w, false, true)
+        same(changed, x:matmul(new, false, true), "after copy_")
+        assert.is_true(relative_gap(changed, first) > 0.1, "the change shows")
+        w:copy_(old)
+        same(x:matmul(w, false, true), first, "back to the old values")
+        w:mul_(2)
+        same(x:matmul(w, false, true), x:matmul(old * 2, false, true), "after mul_")
+      end)
+    end)
+  end)
+
   it("'medium' matmul gradients round G once for both products and equal the products taken apart", function()
     -- both gradients are oneDNN-sized here, and backward hands them one bf16 copy of G; a stale
     -- or misshapen copy would show as a difference from the same products computed on their own

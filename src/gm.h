@@ -214,6 +214,8 @@ typedef struct gm_storage {
   int refcount;
   uint32_t version; /* in-place changes so far (gm_tensor_check_writable counts them): backward
                      * checks that the values it reads are those the forward recorded */
+  uint64_t serial;  /* unique in the process (never reused, unlike the address): with version,
+                     * names these values for caches of what is derived from them */
 } gm_storage;
 
 typedef struct gm_tensor gm_tensor;

@@ -410,7 +410,7 @@ gm_status gm_backward(gm_tensor *root, gm_tensor *grad_root, int retain_graph) {
   node_list order = {0};
   gm_status st = topo_sort(root, &order);
   if (st == GM_OK) st = check_versions(&order);
-  int was_enabled = gm_set_grad_enabled(0);
+  int was_enabled = gm_set_grad_enabled(0), was_running = gm_set_backward_running(1);
   if (st == GM_OK) {
     root->grad_pending = grad_root ? shared_root_gradient(grad_root, &order)
                                    : gm_tensor_full(root->ndim, root->shape, 1.0f);
@@ -435,6 +435,7 @@ gm_status gm_backward(gm_tensor *root, gm_tensor *grad_root, int retain_graph) {
     gm_tensor_release(g);
   }
   gm_set_grad_enabled(was_enabled);
+  gm_set_backward_running(was_running);
   for (int64_t i = 0; i < order.count; i++) {
     gm_tensor *t = order.items[i];
     gm_tensor_release(t->grad_pending); /* only left over after a failure */

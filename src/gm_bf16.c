@@ -506,6 +506,63 @@ static int make_rounding(rounding *r, int box, const float *x, int64_t rows, int
   return 1;
 }
 
+/* The kept roundings of leaf matrices read with gradients off (gm_bf16_frozen_begin): at most
+ * FROZEN_SLOTS of them and FROZEN_BYTES in all, the least recently used replaced. Entries are
+ * named by their storage's serial and version, never by address alone (a freed weight's address
+ * is reused), and only ever read by the thread that made them. */
+#define FROZEN_SLOTS 16
+#define FROZEN_BYTES ((size_t)128 << 20)
+typedef struct frozen {
+  uint64_t serial, used;
+  uint32_t version;
+  rounding r;
+} frozen;
+static _Thread_local frozen frozen_cache[FROZEN_SLOTS];
+static _Thread_local struct {
+  const float *x;
+  uint64_t serial;
+  uint32_t version;
+} frozen_now;
+static _Thread_local uint64_t frozen_clock;
+
+void gm_bf16_frozen_begin(const gm_tensor *t) {
+  frozen_now.x = t->storage ? t->data : NULL;
+  frozen_now.serial = t->storage ? t->storage->serial : 0;
+  frozen_now.version = t->storage ? t->storage->version : 0;
+}
+
+void gm_bf16_frozen_end(void) { frozen_now.x = NULL; }
+
+/* The kept rounding of the matrix frozen_now names (made now on a miss); NULL without memory or
+ * room, and the product then rounds it as any other. */
+static const uint16_t *frozen_rounding(int64_t rows, int64_t cols, int64_t ld) {
+  size_t bytes = (size_t)(rows * cols) * sizeof(uint16_t), held = 0;
+  frozen *slot = &frozen_cache[0];
+  for (int i = 0; i < FROZEN_SLOTS; i++) {
+    frozen *f = &frozen_cache[i];
+    if (f->r.bf16 && f->serial == frozen_now.serial && f->version == frozen_now.version &&
+        rounds(&f->r, frozen_now.x, rows, cols, ld)) {
+      f->used = ++frozen_clock;
+      return f->r.bf16;
+    }
+    if (f->r.bf16) held += (size_t)(f->r.rows * f->r.cols) * sizeof(uint16_t);
+    if (!f->r.bf16 || (slot->r.bf16 && f->used < slot->used)) slot = f;
+  }
+  if (slot->r.bf16) held -= (size_t)(slot->r.rows * slot->r.cols) * sizeof(uint16_t);
+  if (held + bytes > FROZEN_BYTES) return NULL;
+  gm_free(slot->r.bf16);
+  memset(slot, 0, sizeof *slot);
+  slot->r.x = frozen_now.x;
+  if (!make_rounding(&slot->r, 0, frozen_now.x, rows, cols, ld)) {
+    memset(slot, 0, sizeof *slot);
+    return NULL;
+  }
+  slot->serial = frozen_now.serial;
+  slot->version = frozen_now.version;
+  slot->used = ++frozen_clock;
+  return slot->r.bf16;
+}
+
 /* x's rows x cols (leading dimension ld) as contiguous bf16: an offered, shared or kept
  * rounding of it (the shared and kept ones made now when they are asked for x for the first
  * time), else rounded into *own, allocated here (the caller frees it). NULL without memory. */
@@ -515,6 +572,10 @@ static const uint16_t *rounded(const float *x, int64_t rows, int64_t cols, int64
   if (rounds(&shared, x, rows, cols, ld)) return shared.bf16;
   if (kept.x == x && !kept.bf16 && make_rounding(&kept, 1, x, rows, cols, ld)) return kept.bf16;
   if (rounds(&kept, x, rows, cols, ld)) return kept.bf16;
+  if (frozen_now.x == x) {
+    const uint16_t *f = frozen_rounding(rows, cols, ld);
+    if (f) return f;
+  }
   *own = gm_malloc((size_t)(rows * cols) * sizeof(uint16_t));
   if (*own) round_matrix(x, rows, cols, ld, *own);
   return *own;

@@ -266,7 +266,13 @@ gm_tensor *gm_matmul(gm_tensor *a, gm_tensor *b, int trans_a, int trans_b) {
   int keep = gm_matmul_uses_bf16() && gm_grad_enabled() && b->requires_grad && b->ndim == 2 &&
              !trans_a && a->op != GM_OP_NONE && a->op != GM_OP_FREED;
   if (keep) gm_bf16_keep_begin(a->data);
+  /* inference: a parameter (a leaf that requires grad, read with gradients off) keeps its
+   * rounding for the next batch, instead of being rounded again by every product */
+  int frozen = gm_matmul_uses_bf16() && !gm_grad_enabled() && !gm_backward_running() && b->requires_grad &&
+               b->op == GM_OP_NONE;
+  if (frozen) gm_bf16_frozen_begin(b);
   gm_matmul_into(c, a, b, trans_a, trans_b, 0.0f);
+  if (frozen) gm_bf16_frozen_end();
   int64_t dims[3];
   gm_tensor *kept = keep ? gm_bf16_keep_end(dims) : NULL;
   gm_tensor *srcs[2] = {a, b};

@@ -92,7 +92,10 @@ static void stream_move(stream *s, float *buf, int64_t count, int to_buf) {
     gm_tensor *t = s->ts[s->i];
     int64_t k = t->numel - s->off < count ? t->numel - s->off : count;
     if (to_buf) memcpy(buf, t->data + s->off, (size_t)k * sizeof(float));
-    else memcpy(t->data + s->off, buf, (size_t)k * sizeof(float));
+    else {
+      memcpy(t->data + s->off, buf, (size_t)k * sizeof(float));
+      if (t->storage) __atomic_add_fetch(&t->storage->version, 1, __ATOMIC_RELAXED); /* new values */
+    }
     buf += k;
     count -= k;
     s->off += k;

@@ -19,6 +19,8 @@ static gm_storage *storage_new(int64_t numel) {
   s->numel = numel;
   s->refcount = 1;
   s->version = 0;
+  static uint64_t serials;
+  s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
   return s;
 }
 
@@ -241,6 +243,16 @@ int gm_grad_enabled(void) { return !grad_disabled; }
 int gm_set_grad_enabled(int on) {
   int previous = !grad_disabled;
   grad_disabled = !on;
+  return previous;
+}
+
+static _Thread_local int backward_running;
+
+int gm_backward_running(void) { return backward_running; }
+
+int gm_set_backward_running(int on) {
+  int previous = backward_running;
+  backward_running = on;
   return previous;
 }
 

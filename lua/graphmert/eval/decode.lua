@@ -262,7 +262,9 @@ local function constrained(model, tok, queries, opts)
     end
     for job, r in pairs(rows) do
       local slots, list = #job.slots, out[job.index]
-      local picked = lp:index_select(1, r)
+      local together = true -- (a job's rows follow one another when all its slots are masked: read in place)
+      for a = 2, slots do together = together and r[a] == r[1] + a - 1 end
+      local picked = together and lp:narrow(1, r[1], slots) or lp:index_select(1, r)
       local flat = picked:reshape { slots * V }
       local tails = job.query.tails or (opts.tails or {})[job.query.relation]
       local known = tails and tail_index(tails, slots, V, opts.tail_end)
