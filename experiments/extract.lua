@@ -4,6 +4,7 @@
 --   graphmert extract --checkpoint out/wordnet_10min --input passages.txt --out kg.jsonl
 --       [--relations all|hypernym,part_meronym] [--top 5] [--min-score S] [--batch 16]
 --       [--decoding open|constrained] [--data DIR | --config FILE] [--resume] [--overwrite] [--unpacked]
+--       [--precision highest|medium]
 --   mpirun -np K graphmert extract ...     the passages split over K processes, one output
 -- Input: plain text (one passage per line; blank lines and lines starting with # skipped) or,
 -- for a .jsonl file (or --format jsonl), the JSONL corpus format (a line per record with a
@@ -56,12 +57,14 @@ local args = ex.args.parse(arg, {
   { "overwrite", false, "replace a finished kg.jsonl and its .tsv (without it, an existing graph is kept)", flag = true },
   { "unpacked", false, "one (head, relation) query per sequence instead of a passage's heads together (slower)", flag = true },
   { "no-page", false, "do not write the KG page (kg.html) beside the output", flag = true },
+  ex.args.precision_option(),
 })
 local function fail(msg) ex.args.fail("extract.lua", msg) end
 if not args.checkpoint then fail("--checkpoint is required (see --help)") end
 if not args.input then fail("--input is required (see --help)") end
 if args.data and args.config then fail("give --data or --config, not both") end
 local min_score = args["min-score"]
+local precision = ex.args.apply_precision(args)
 local session <close> = dist.session()
 local rank, size = dist.rank(), dist.size()
 local storing = args.out:match("%.sqlite$") ~= nil
@@ -265,11 +268,11 @@ local settings_of = { journal = 4, extractor = 4, checkpoint = gm.realpath(args.
   input_file = stamp(args.input), weights = stamp(args.checkpoint .. "/checkpoint.safetensors"),
   input = gm.realpath(args.input), format = jsonl and "jsonl" or "text", relations = args.relations, top = args.top,
   batch = args.batch, decoding = args.decoding, unpacked = args.unpacked, data = args.data and gm.realpath(args.data),
-  config = args.config and gm.realpath(ex.commands.config_path(args.config)), min_score = min_score }
+  config = args.config and gm.realpath(ex.commands.config_path(args.config)), min_score = min_score, precision = precision }
 local settings = gm.json.object(settings_of, { "journal", "input", "input_file", "checkpoint", "weights", "format", "relations",
-  "top", "batch", "decoding", "unpacked", "data", "config", "processes" })
+  "top", "batch", "decoding", "unpacked", "data", "config", "processes", "precision" })
 local extraction = gm.json.object(settings_of, { "extractor", "input", "input_file", "weights", "format", "relations", "top",
-  "min_score", "batch", "decoding", "unpacked", "data", "config" })
+  "min_score", "batch", "decoding", "unpacked", "data", "config", "precision" })
 local function mine(k) return (k - 1) % size == rank end
 
 -- whether a journal line's passages are as extract writes them (a line edited by hand is not)

@@ -35,9 +35,11 @@ local args = ex.args.parse(arg, {
   { "out", nil, "output folder (default CHECKPOINT/extraction)" },
   { "config", nil, "the config the run was trained with (run.json records which)" },
   { "data", nil, "the dataset folder, when the run was trained with --data" },
+  ex.args.precision_option(),
 })
 local function fail(msg) ex.args.fail("extract_eval.lua", msg) end
 if not args.checkpoint then fail("--checkpoint is required (see --help)") end
+ex.args.apply_precision(args)
 local run = ex.args.try("extract_eval.lua", ex.read_run, args.checkpoint)
 local out_dir = args.out or args.checkpoint .. "/extraction"
 if not args.config then

@@ -1,13 +1,13 @@
 -- bench_extract.lua — extraction at corpus scale, timed as a user runs it (whole `graphmert extract`
 -- commands, each in a process of its own): passages per second on the held-out passages of a run
 -- (a passage's heads asked together, and one query per sequence as before, --unpacked), on 1 and 2
--- threads and on 2 MPI ranks × 1 thread; the start-up (a one-line corpus, end to end); the peak
+-- threads and on 2 MPI ranks × 1 thread, in float32 and with --precision medium (bf16 products); the start-up (a one-line corpus, end to end); the peak
 -- RSS on the held-out passages and on a corpus 25 times larger (the training glosses), both
 -- with --relations hypernym so that the long one stays short. Prints a Markdown table with the
 -- CPU, the date and every command.
 --   graphmert scripts/bench/bench_extract.lua [checkpoint=out/wordnet_long_extract]
 --       [config=experiments/configs/wordnet_long_extract.lua] [passages=2000] [unpacked=500]
---       [decoding=open] [large=50000] [rows=startup,two,one,mpi,unpacked,rss]  (make bench-extract)
+--       [decoding=open] [large=50000] [rows=startup,two,one,mpi,medium,unpacked,rss]  (make bench-extract)
 -- The run must exist (train it with the config first). Its held-out passages and the large
 -- corpus are written once under build/bench/ (building them loads the whole dataset: minutes).
 -- Nothing else may run on the machine meanwhile.
@@ -22,7 +22,7 @@ local n_unpacked = math.tointeger(tonumber(arg[4] or 500))
 local decoding = arg[5] or "open"
 local n_large = math.tointeger(tonumber(arg[6] or 50000))
 local wanted = {}
-for key in (arg[7] or "startup,two,one,mpi,unpacked,rss"):gmatch("[^,]+") do wanted[key] = true end
+for key in (arg[7] or "startup,two,one,mpi,medium,unpacked,rss"):gmatch("[^,]+") do wanted[key] = true end
 local BIN = "./build/bin/graphmert"
 local dir = "build/bench"
 os.execute("mkdir -p " .. dir)
@@ -98,6 +98,13 @@ if wanted.two then row("heads together, 2 threads", held, timed("OMP_NUM_THREADS
 if wanted.one then row("heads together, 1 thread", held, timed("OMP_NUM_THREADS=1 ", held_path)) end
 if wanted.mpi and gm.distributed.compiled() and os.execute("command -v mpirun > /dev/null") then
   row("heads together, 2 MPI ranks × 1 thread", held, timed(mpirun, held_path))
+end
+if wanted.medium then -- bf16 products (--precision medium): on a CPU without avx512_bf16 the same as float32
+  local bf16 = gm.config().bf16_available and "" or " (no avx512_bf16 here: float32)"
+  row("heads together, --precision medium, 2 threads" .. bf16, held, timed("OMP_NUM_THREADS=2 ", held_path, " --precision medium"))
+  if gm.distributed.compiled() and os.execute("command -v mpirun > /dev/null") then
+    row("heads together, --precision medium, 2 MPI ranks × 1 thread" .. bf16, held, timed(mpirun, held_path, " --precision medium"))
+  end
 end
 if wanted.unpacked then
   row("one query per sequence (--unpacked), 2 threads", lines_of(unpacked_path), timed("OMP_NUM_THREADS=2 ", unpacked_path, " --unpacked"))

@@ -14,8 +14,10 @@
 -- and M.try(script, fn, ...) give scripts the same ending for what they check themselves;
 -- M.writable(script, path) checks an output can be written before the work starts, M.folder(script,
 -- dir, make) that an output folder can be (and makes it), M.apart(script, outputs, inputs) that no
--- output would write over an input.
+-- output would write over an input. M.precision_option() and M.apply_precision(args): --precision
+-- for the scripts that run a trained model.
 local errors = require "graphmert.errors"
+local gm = require "graphmert"
 
 local M = {}
 
@@ -152,6 +154,20 @@ function M.usage(spec)
 end
 
 M.DEFAULT_CONFIG = "wordnet_small"
+
+-- --precision for the scripts that run a trained model (extract, evaluate): the matrix products'
+-- precision, as gm.set_float32_matmul_precision names it (a training config's `precision` key)
+function M.precision_option()
+  return { "precision", nil, "matrix products: highest (float32, the default) or medium (bf16 inputs and float32 sums where " ..
+    "the CPU has avx512_bf16: faster, scores move by rounding)", choices = { "highest", "high", "medium" } }
+end
+
+-- applies --precision when given → "medium" when the products run in it, nil when in float32
+-- ("high" is "highest" on a CPU): what a run records of it
+function M.apply_precision(args)
+  if args.precision then gm.set_float32_matmul_precision(args.precision) end
+  return gm.get_float32_matmul_precision() == "medium" and "medium" or nil
+end
 
 -- The spec of a script that trains from a config: --config, --data, --out and --steps, then `extra`.
 -- (--config has no default here: M.training_config gives it, and says so when --data is given)
