@@ -1,9 +1,10 @@
 -- bench_extract.lua — extraction at corpus scale, timed as a user runs it (whole `graphmert extract`
 -- commands, each in a process of its own): passages per second on the held-out passages of a run
 -- (a passage's heads asked together, and one query per sequence as before, --unpacked), on 1 and 2
--- threads and on 2 MPI ranks × 1 thread, in float32 and with --precision medium (bf16 products); the start-up (a one-line corpus, end to end); the peak
--- RSS on the held-out passages and on a corpus 25 times larger (the training glosses), both
--- with --relations hypernym so that the long one stays short. Prints a Markdown table with the
+-- threads and on 2 MPI ranks × 1 thread, in float32 and with --precision medium (bf16 products);
+-- the start-up (a one-line corpus, end to end); the peak RSS on the held-out passages and on a
+-- corpus 25 times larger (the training glosses), both with --relations hypernym so that the long
+-- one stays short. Prints a Markdown table with the
 -- CPU, the date and every command.
 --   graphmert scripts/bench/bench_extract.lua [checkpoint=out/wordnet_long_extract]
 --       [config=experiments/configs/wordnet_long_extract.lua] [passages=2000] [unpacked=500]
