@@ -98,7 +98,9 @@ local function forward_masked(model, tok, sequences, batch, take)
     end
     if #blocks[1].positions > 0 then
       model:evaluating(function()
-        local hidden = model(layout:batch(seqs))
+        local batch = layout:batch(seqs)
+        local hidden = model(batch)
+        batch.ids:release(); batch.valid:release()
         for _, block in ipairs(blocks) do
           if #block.positions > 0 then
             local lp = model:logits(hidden, block.positions):log_softmax(2)
@@ -270,8 +272,9 @@ local function constrained(model, tok, queries, opts)
       local known = tails and tail_index(tails, slots, V, opts.tail_end)
       if known and known.set then
         -- the `top` best tails' summed log-probabilities, found in C without reading every tail
-        local values, which = known.set:top(flat, top)
-        values, which = values:totable(), which:totable()
+        local best, rank = known.set:top(flat, top)
+        local values, which = best:totable(), rank:totable()
+        best:release(); rank:release()
         for i, v in ipairs(values) do
           local k = math.tointeger(which[i])
           keep(list, top, { ids = tails:tail(known.rows and known.rows[k] or k), score = v / slots })

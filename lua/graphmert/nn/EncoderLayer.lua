@@ -32,12 +32,18 @@ function EncoderLayer:forward(x, opts)
 end
 
 -- The same layer on packed rows x [T, dim] (see MultiheadAttention:forward_packed): every
--- token-wise step runs on real tokens only.
+-- token-wise step runs on real tokens only. Its intermediates are released as the layer ends
+-- (<close>; a recorded graph keeps what its backward reads): at inference they would otherwise
+-- wait for the collector, and each full collection they brought on walked the whole Lua heap.
 function EncoderLayer:forward_packed(x, segments, opts_list)
-  local a = self.self_attn:forward_packed(x, segments, opts_list)
-  x = self.self_attn_layer_norm(x + a:dropout(self.dropout, self.training))
-  local h = self.fc1(x):gelu():dropout(self.dropout, self.training)
-  return self.final_layer_norm(x + self.fc2(h):dropout(self.dropout, self.training))
+  local a <close> = self.self_attn:forward_packed(x, segments, opts_list)
+  local attended <close> = x + a:dropout(self.dropout, self.training)
+  local y <close> = self.self_attn_layer_norm(attended)
+  local up <close> = self.fc1(y)
+  local h <close> = up:gelu():dropout(self.dropout, self.training)
+  local down <close> = self.fc2(h)
+  local out <close> = y + down:dropout(self.dropout, self.training)
+  return self.final_layer_norm(out)
 end
 
 return EncoderLayer

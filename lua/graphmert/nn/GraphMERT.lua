@@ -265,7 +265,14 @@ function GraphMERT:forward(batch, need_weights)
     error(string.format("GraphMERT: valid has shape %s, ids %s", batch.valid:shape_string(), batch.ids:shape_string()), 2)
   end
   local B = batch.ids:size(1)
-  local x = self.embed_tokens(batch.ids):reshape(B * N, H)
+  -- each step's input is released as its output replaces it (a recorded graph keeps what its
+  -- backward reads), so that inference leaves no garbage tensors to the collector
+  local function replaced(old, new)
+    if new ~= old then old:release() end
+    return new
+  end
+  local embedded = self.embed_tokens(batch.ids)
+  local x = replaced(embedded, embedded:reshape(B * N, H))
   local valid = batch.valid:totable()
   if c.hgat then
     local tails, heads, rel, start, count = self:_triples(batch, B, valid)
@@ -276,29 +283,34 @@ function GraphMERT:forward(batch, need_weights)
       else
         W, a = W:dropout(c.relation_dropout, self.training), a:dropout(c.relation_dropout, self.training)
       end
-      local delta = gm.hgat(x:index_select(1, tails), x:index_select(1, heads), W, a, rel, start, count, opts)
-      x = gm.index_add(x, tails, delta)
+      local tail_rows <close> = x:index_select(1, tails)
+      local head_rows <close> = x:index_select(1, heads)
+      local delta <close> = gm.hgat(tail_rows, head_rows, W, a, rel, start, count, opts)
+      x = replaced(x, gm.index_add(x, tails, delta))
     end
   end
-  x = x:reshape(B, N, H)
-  if c.positions then x = x + self.embed_positions.weight end
-  local decay, key_mask, attn_mask = self.decay(self.graph:distances()), batch.valid, nil
+  x = replaced(x, x:reshape(B, N, H))
+  if c.positions then x = replaced(x, x + self.embed_positions.weight) end
+  local node_decay <close> = self.decay(self.graph:distances())
+  local decay, key_mask, attn_mask = node_decay, batch.valid, nil
   local n = N
   if c.graph_token then
-    x = gm.cat({ gm.ones(B, 1, 1) * self.graph_token, x }, 2)
+    x = replaced(x, gm.cat({ gm.ones(B, 1, 1) * self.graph_token, x }, 2))
     for b = 1, B do table.insert(valid[b], 1, 1) end
     decay, key_mask, attn_mask = self:_graph_token_decay(decay), gm.tensor(valid), self:_graph_token_mask(N + 1)
     n = N + 1
   end
-  x = x:dropout(c.dropout, self.training)
+  x = replaced(x, x:dropout(c.dropout, self.training))
   local weights
   if c.compact and not need_weights then
-    x = self:_forward_packed(x, valid, decay, B, n)
+    x = replaced(x, self:_forward_packed(x, valid, decay, B, n))
   else
     local opts = { decay = decay, key_mask = key_mask, attn_mask = attn_mask, need_weights = need_weights }
     weights = {}
     for i = 1, c.layers do
-      x, weights[i] = self.layers[tostring(i - 1)](x, opts)
+      local y
+      y, weights[i] = self.layers[tostring(i - 1)](x, opts)
+      x = replaced(x, y)
     end
   end
   if not c.graph_token then return x, nil, weights end
@@ -323,11 +335,16 @@ function GraphMERT:_forward_packed(x, valid, decay, B, n)
     end
   end
   if #rows == 0 then return gm.zeros(B, n, H) end
-  local packed = x:reshape(B * n, H):index_select(1, rows)
+  local flat <close> = x:reshape(B * n, H)
+  local packed = flat:index_select(1, rows)
   for i = 1, self.config.layers do
-    packed = self.layers[tostring(i - 1)]:forward_packed(packed, segments, opts_list)
+    local input <close> = packed -- (released as the next layer's output replaces it)
+    packed = self.layers[tostring(i - 1)]:forward_packed(input, segments, opts_list)
   end
-  return gm.index_add(gm.zeros(B * n, H), rows, packed):reshape(B, n, H)
+  local result <close> = packed
+  local zeros <close> = gm.zeros(B * n, H)
+  local scattered <close> = gm.index_add(zeros, rows, result)
+  return scattered:reshape(B, n, H)
 end
 
 -- The rows of hidden at flat 1-based positions of [B·N], as the heads read them: through the
@@ -340,8 +357,10 @@ end
 
 -- Vocabulary logits at flat 1-based positions of [B·N] (only where there are labels).
 function GraphMERT:logits(hidden, positions)
-  local h = self.lm_head(self:_head_input(hidden, positions))
-  return h:matmul(self.embed_tokens.weight, false, true) + self.lm_head.bias
+  local rows <close> = self:_head_input(hidden, positions)
+  local h <close> = self.lm_head(rows)
+  local product <close> = h:matmul(self.embed_tokens.weight, false, true)
+  return product + self.lm_head.bias
 end
 
 -- Span-boundary logits [n, vocab] for sbo = {left, right, offset} (flat positions of the span's

@@ -78,23 +78,35 @@ end
 -- Self-attention over packed sequences: x [T, E] holds the rows of several sequences one after
 -- another (segments: { {first_row, length}, ... }); each attends only within itself, with its
 -- own options (opts_list[i], e.g. its own decay). Padding never enters any product.
+-- (Intermediates are released as they are done with, as in EncoderLayer:forward_packed.)
 function MultiheadAttention:forward_packed(x, segments, opts_list)
   local E, H, hd = self.dim, self.heads, self.head_dim
-  local qkv = x:matmul(self.in_proj_weight, false, true)
-  if self.in_proj_bias then qkv = qkv + self.in_proj_bias end
+  local product <close> = x:matmul(self.in_proj_weight, false, true)
+  local qkv <close> = self.in_proj_bias and product + self.in_proj_bias or product
   local outs = {}
   for i, seg in ipairs(segments) do
     local n = seg[2]
-    local part = qkv:narrow(1, seg[1], n):reshape(1, n, 3, H, hd):permute(3, 1, 4, 2, 5)
-    local q = part:narrow(1, 1, 1):reshape(1, H, n, hd)
-    local k = part:narrow(1, 2, 1):reshape(1, H, n, hd)
-    local v = part:narrow(1, 3, 1):reshape(1, H, n, hd)
+    local rows <close> = qkv:narrow(1, seg[1], n)
+    local split <close> = rows:reshape(1, n, 3, H, hd)
+    local part <close> = split:permute(3, 1, 4, 2, 5)
+    local function take(j) -- q, k or v [1, H, n, hd]: views of part
+      local one <close> = part:narrow(1, j, 1)
+      return one:reshape(1, H, n, hd)
+    end
+    local q <close> = take(1)
+    local k <close> = take(2)
+    local v <close> = take(3)
     local o = {}
     for name, val in pairs(opts_list[i] or {}) do o[name] = val end
     o.dropout, o.training = self.dropout, self.training
-    outs[i] = gm.attention(q, k, v, o):permute(1, 3, 2, 4):reshape(n, E)
+    local heads <close> = gm.attention(q, k, v, o)
+    local merged <close> = heads:permute(1, 3, 2, 4)
+    outs[i] = merged:reshape(n, E)
   end
-  return self.out_proj(#outs == 1 and outs[1] or gm.cat(outs, 1))
+  if #outs == 1 then return self.out_proj(outs[1]) end
+  local all <close> = gm.cat(outs, 1)
+  for _, o in ipairs(outs) do o:release() end
+  return self.out_proj(all)
 end
 
 function MultiheadAttention:extra_repr()
