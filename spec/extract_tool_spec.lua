@@ -139,9 +139,11 @@ describe("experiments/extract.lua", function()
     out, code = run(cmd .. dir .. "/killed.jsonl --resume --unpacked") -- named by the option
     assert.equal(2, code, out)
     assert.matches("journal of another run %(unpacked false, here true%)", out)
-    out, code = run(cmd .. dir .. "/killed.jsonl --resume --precision medium") -- bf16 products give other scores
-    assert.equal(2, code, out)
-    assert.matches("journal of another run %(precision [^,]*, here medium%)", out)
+    if gm.config().bf16_available then -- bf16 products give other scores (float32 without avx512_bf16: the same run)
+      out, code = run(cmd .. dir .. "/killed.jsonl --resume --precision medium")
+      assert.equal(2, code, out)
+      assert.matches("journal of another run %(precision [^,]*, here medium%)", out)
+    end
     -- a corpus rewritten under the same name is another input (its lines are other passages)
     os.execute("cp -p " .. dir .. "/long.txt " .. dir .. "/long.bak && echo 'one more passage' >> " .. dir .. "/long.txt")
     out, code = run(cmd .. dir .. "/killed.jsonl --resume")

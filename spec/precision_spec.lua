@@ -198,6 +198,50 @@ describe("float32 matmul precision", function()
         same(x:matmul(w, false, true), first, "back to the old values")
         w:mul_(2)
         same(x:matmul(w, false, true), x:matmul(old * 2, false, true), "after mul_")
+        -- a weight freed and another made (often at the same address): the new one's values
+        for seed = 1, 3 do
+          gm.manual_seed(20 + seed)
+          local fresh = gm.randn(320, 256):requires_grad(true)
+          same(x:matmul(fresh, false, true), x:matmul(fresh:clone(), false, true), "a new weight " .. seed)
+          fresh:release()
+        end
+      end)
+    end)
+  end)
+
+  it("'medium' inference holds one rounding per weight and version, and gm.release_memory_cache frees them", function()
+    -- observable only where the products go to oneDNN (the kept roundings are for its operands)
+    local onednn = bf16 and tostring(gm.config().bf16_large_products):match("oneDNN") ~= nil
+    if not onednn then
+      pending("no avx512_bf16 or no oneDNN here: 'medium' keeps no rounding")
+      return
+    end
+    gm.manual_seed(9)
+    local x, w = gm.randn(512, 256), gm.randn(320, 256):requires_grad(true)
+    local rounding = 320 * 256 * 2
+    with_precision("medium", function()
+      gm.no_grad(function()
+        gm.release_memory_cache()
+        collectgarbage(); collectgarbage()
+        local function grown_by(fn)
+          local before = gm.memory().live
+          fn()
+          collectgarbage(); collectgarbage()
+          return gm.memory().live - before
+        end
+        local function product() x:matmul(w, false, true):release() end
+        assert.equal(rounding, grown_by(product), "the first product keeps the weight's rounding")
+        assert.equal(0, grown_by(product), "the second finds it")
+        w:mul_(0.5)
+        assert.equal(rounding, grown_by(product), "a new version, a new rounding")
+        assert.equal(-2 * rounding, grown_by(gm.release_memory_cache), "released")
+        assert.equal(0, grown_by(function() -- a training step's products (and its backward's) keep nothing
+          gm.set_grad_enabled(true)
+          local ok, err = pcall(function() x:matmul(w, false, true):sum():backward() end)
+          gm.set_grad_enabled(false)
+          assert(ok, err)
+          w:zero_grad()
+        end))
       end)
     end)
   end)

@@ -134,6 +134,10 @@ void gm_set_matmul_precision(gm_matmul_precision p);
 gm_matmul_precision gm_get_matmul_precision(void);
 int gm_matmul_uses_bf16(void); /* 1 when matrix products run in bf16 now */
 int gm_bf16_available(void);   /* 1 when the CPU can (avx512_bf16) */
+/* Frees the calling thread's kept bf16 roundings of parameters (MEDIUM with gradients off keeps
+ * them from one product to the next: see gm_internal.h); gm.release_memory_cache and the
+ * out-of-memory hook call it. */
+void gm_bf16_release_kept_weights(void);
 /* What runs the large bf16 products: "oneDNN x.y.z (libdnnl.so.2)", or why oneDNN is not used
  * (then every product runs on graphmert's own bf16 kernel). */
 const char *gm_dnnl_status(void);

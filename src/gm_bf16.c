@@ -510,7 +510,7 @@ static int make_rounding(rounding *r, int box, const float *x, int64_t rows, int
  * FROZEN_SLOTS of them and FROZEN_BYTES in all, the least recently used replaced. Entries are
  * named by their storage's serial and version, never by address alone (a freed weight's address
  * is reused), and only ever read by the thread that made them. */
-#define FROZEN_SLOTS 16
+#define FROZEN_SLOTS 64 /* the official 12-layer model reads about 50 matrices a batch */
 #define FROZEN_BYTES ((size_t)128 << 20)
 typedef struct frozen {
   uint64_t serial, used;
@@ -533,11 +533,23 @@ void gm_bf16_frozen_begin(const gm_tensor *t) {
 
 void gm_bf16_frozen_end(void) { frozen_now.x = NULL; }
 
-/* The kept rounding of the matrix frozen_now names (made now on a miss); NULL without memory or
- * room, and the product then rounds it as any other. */
+static size_t frozen_bytes(const frozen *f) { return (size_t)(f->r.rows * f->r.cols) * sizeof(uint16_t); }
+
+static void frozen_drop(frozen *f) {
+  gm_free(f->r.bf16);
+  memset(f, 0, sizeof *f);
+}
+
+void gm_bf16_frozen_clear(void) {
+  for (int i = 0; i < FROZEN_SLOTS; i++) frozen_drop(&frozen_cache[i]);
+}
+
+/* The kept rounding of the matrix frozen_now names (made now on a miss, the least recently used
+ * dropped until it fits); NULL for a matrix larger than all the room or without memory, and the
+ * product then rounds it as any other. */
 static const uint16_t *frozen_rounding(int64_t rows, int64_t cols, int64_t ld) {
   size_t bytes = (size_t)(rows * cols) * sizeof(uint16_t), held = 0;
-  frozen *slot = &frozen_cache[0];
+  if (bytes > FROZEN_BYTES) return NULL;
   for (int i = 0; i < FROZEN_SLOTS; i++) {
     frozen *f = &frozen_cache[i];
     if (f->r.bf16 && f->serial == frozen_now.serial && f->version == frozen_now.version &&
@@ -545,13 +557,21 @@ static const uint16_t *frozen_rounding(int64_t rows, int64_t cols, int64_t ld) {
       f->used = ++frozen_clock;
       return f->r.bf16;
     }
-    if (f->r.bf16) held += (size_t)(f->r.rows * f->r.cols) * sizeof(uint16_t);
-    if (!f->r.bf16 || (slot->r.bf16 && f->used < slot->used)) slot = f;
+    held += frozen_bytes(f);
   }
-  if (slot->r.bf16) held -= (size_t)(slot->r.rows * slot->r.cols) * sizeof(uint16_t);
-  if (held + bytes > FROZEN_BYTES) return NULL;
-  gm_free(slot->r.bf16);
-  memset(slot, 0, sizeof *slot);
+  frozen *slot = NULL;
+  for (;;) { /* the least recently used, until one slot is free and the bytes fit */
+    frozen *oldest = NULL;
+    slot = NULL;
+    for (int i = 0; i < FROZEN_SLOTS; i++) {
+      frozen *f = &frozen_cache[i];
+      if (!f->r.bf16) slot = slot ? slot : f;
+      else if (!oldest || f->used < oldest->used) oldest = f;
+    }
+    if (slot && held + bytes <= FROZEN_BYTES) break;
+    held -= frozen_bytes(oldest);
+    frozen_drop(oldest);
+  }
   slot->r.x = frozen_now.x;
   if (!make_rounding(&slot->r, 0, frozen_now.x, rows, cols, ld)) {
     memset(slot, 0, sizeof *slot);

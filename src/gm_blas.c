@@ -114,6 +114,11 @@ gm_matmul_precision gm_get_matmul_precision(void) {
 
 int gm_bf16_available(void) { return (gm_cpu_features() & GM_CPU_AVX512_BF16) != 0; }
 
+/* (gm_bf16.c is compiled for AVX-512: entered only on a CPU that has it) */
+void gm_bf16_release_kept_weights(void) {
+  if (gm_bf16_available()) gm_bf16_frozen_clear();
+}
+
 int gm_matmul_uses_bf16(void) {
   return gm_get_matmul_precision() == GM_MATMUL_MEDIUM && gm_bf16_available();
 }

@@ -114,14 +114,16 @@ void gm_bf16_share_end(void);
 /* While gradients are off (inference), a parameter's rounding is kept across products: between
  * gm_bf16_frozen_begin(t) and _end, a product that goes to oneDNN and reads t's data rounds it
  * once per (storage serial, version, shape) and finds it again in later products (a model's
- * weights, read by every batch). A few such roundings are held, the least recently used dropped;
- * an in-place change bumps the version, so a changed matrix is never read stale. */
+ * weights, read by every batch). Up to FROZEN_SLOTS of them and FROZEN_BYTES are held, the least
+ * recently used dropped (gm_bf16_release_kept_weights drops them all); an in-place change bumps
+ * the version, so a changed matrix is never read stale. */
 void gm_bf16_frozen_begin(const gm_tensor *t);
+void gm_bf16_frozen_end(void);
+void gm_bf16_frozen_clear(void); /* (gm_bf16_release_kept_weights, on a CPU with bf16) */
 /* 1 while gm_backward runs its nodes (gradients off there too, but a training step's products,
  * whose weights change at every step: not inference). Set by gm_autograd.c, read by gm_blas.c. */
 int gm_backward_running(void);
 int gm_set_backward_running(int on); /* returns the previous setting (thread-local) */
-void gm_bf16_frozen_end(void);
 void gm_bf16_keep_begin(const float *a);
 gm_tensor *gm_bf16_keep_end(int64_t dims[3]);
 void gm_bf16_offer(const float *x, const gm_tensor *kept, const int64_t dims[3]);

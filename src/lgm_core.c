@@ -7,7 +7,10 @@
 #include "lgm.h"
 
 /* The core's out-of-memory hook: a full collection may free enough for a retry. */
-static void collect_garbage(void *ud) { lua_gc((lua_State *)ud, LUA_GCCOLLECT); }
+static void collect_garbage(void *ud) {
+  gm_bf16_release_kept_weights();
+  lua_gc((lua_State *)ud, LUA_GCCOLLECT);
+}
 
 static int l_memory(lua_State *L) {
   lua_createtable(L, 0, 4);
@@ -37,6 +40,7 @@ static int l_set_memory_limit(lua_State *L) {
 
 static int l_release_memory_cache(lua_State *L) {
   (void)L;
+  gm_bf16_release_kept_weights();
   gm_memory_release_cache();
   return 0;
 }

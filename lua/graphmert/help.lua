@@ -44,7 +44,7 @@ return {
   ["gm.memory"] = "gm.memory() — {live, peak, cached, limit} bytes of tensor memory",
   ["gm.reset_peak_memory"] = "gm.reset_peak_memory() — sets the peak to the live bytes",
   ["gm.set_memory_limit"] = "gm.set_memory_limit(bytes) — allocations above this many live bytes fail (0: no limit)",
-  ["gm.release_memory_cache"] = "gm.release_memory_cache() — returns the blocks kept for reuse to the system",
+  ["gm.release_memory_cache"] = "gm.release_memory_cache() — returns the blocks kept for reuse to the system (and the bf16 roundings of weights \"medium\" inference keeps)",
   ["gm.set_memory_cache_limit"] = "gm.set_memory_cache_limit(bytes) — caps the bytes kept for reuse",
   -- graphs
   ["gm.graph"] = "gm.graph(n, {{u, v}, ...}[, {directed = false}]) — a graph on nodes 1..n",

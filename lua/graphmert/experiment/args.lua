@@ -162,11 +162,11 @@ function M.precision_option()
     "the CPU has avx512_bf16: faster, scores move by rounding)", choices = { "highest", "high", "medium" } }
 end
 
--- applies --precision when given → "medium" when the products run in it, nil when in float32
--- ("high" is "highest" on a CPU): what a run records of it
+-- applies --precision when given → "medium" when the products run in bf16, nil when in float32
+-- ("high" is "highest" on a CPU, and "medium" too without avx512_bf16): what a run records of it
 function M.apply_precision(args)
   if args.precision then gm.set_float32_matmul_precision(args.precision) end
-  return gm.get_float32_matmul_precision() == "medium" and "medium" or nil
+  return gm.get_float32_matmul_precision() == "medium" and gm.config().bf16_available and "medium" or nil
 end
 
 -- The spec of a script that trains from a config: --config, --data, --out and --steps, then `extra`.

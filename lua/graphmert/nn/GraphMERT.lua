@@ -266,7 +266,7 @@ function GraphMERT:forward(batch, need_weights)
   end
   local B = batch.ids:size(1)
   -- each step's input is released as its output replaces it (a recorded graph keeps what its
-  -- backward reads), so that inference leaves no garbage tensors to the collector
+  -- backward reads), so that inference leaves few tensors to the collector
   local function replaced(old, new)
     if new ~= old then old:release() end
     return new

@@ -103,9 +103,10 @@ function MultiheadAttention:forward_packed(x, segments, opts_list)
     local merged <close> = heads:permute(1, 3, 2, 4)
     outs[i] = merged:reshape(n, E)
   end
-  if #outs == 1 then return self.out_proj(outs[1]) end
-  local all <close> = gm.cat(outs, 1)
-  for _, o in ipairs(outs) do o:release() end
+  local all <close> = #outs == 1 and outs[1] or gm.cat(outs, 1)
+  if #outs > 1 then
+    for _, o in ipairs(outs) do o:release() end
+  end
   return self.out_proj(all)
 end
 
