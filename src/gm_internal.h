@@ -184,7 +184,7 @@ static inline float gm_exp_nonpositive(float x) {
 }
 
 /* The softmax (log_form = 0) or log-softmax of a row of n floats x[0], x[stride], ... into y at the
- * same stride; returns the log-normaliser log Σ e^x. Out of line and vectorised (gm_reduce.c): every
+ * same stride (y apart from x); returns the log-normaliser log Σ e^x. Out of line and vectorised (gm_reduce.c): every
  * x − max and x − log Σ e^x is ≤ 0, gm_exp_nonpositive's domain, where libm's expf was a call per
  * element; Σ e^x is summed in double by GM_SUM8; NaN is skipped by the max as by fmaxf. Shared by
  * softmax, log_softmax and cross-entropy. */
