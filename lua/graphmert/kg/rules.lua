@@ -1,0 +1,334 @@
+-- rules.lua — an extractor with no model: triples proposed by string rules, each rule scored by
+-- how often what it proposes on the seed graph's own entities holds there.
+--
+-- A dataset's patterns file (patterns.tsv; docs/datasets.md has the format) holds rules, one a
+-- line, relation<TAB>on<TAB>pattern<TAB>tail[<TAB>label]:
+--   on       "name": the pattern is matched against the head entity's name, from its start;
+--            "passage": against the passage, from the end of a mention of the head
+--   pattern  an LPeg `re` pattern (re.compile's syntax), matched against the text in lower case;
+--            its simple captures {...} are numbered 1, 2, ... in order; !. anchors the end
+--   tail     the tail's name, a template where {1}, {2}, ... stand for the captures
+--   label    the rule's name in the outputs (default relation:line)
+-- e.g. `regulates<TAB>name<TAB>'regulation of ' {.+}<TAB>{1}` proposes, for the head "regulation
+-- of cell growth", the tail "cell growth". A proposed tail must name an entity (name or alias) of
+-- a type the schema lets the relation reach from the head's type; with open = true a tail naming
+-- no entity is kept as a new one. A tail matched in a passage may run on past the name: its
+-- longest first words that name such an entity are taken.
+--
+-- Two rules need no file (generic(relation), for the dataset's subsumption relation: is_a,
+-- hypernym):
+--   subsumption  lexical subsumption: the entity named by the head's name without its first
+--                words (its longest such proper word-suffix: "mitochondrial inner membrane" →
+--                "inner membrane" → "membrane"), else without one modifier word ("mitochondrial
+--                inner membrane" → "mitochondrial membrane")
+--   genus        definition genus: in a passage about an entity (corpus.jsonl's `entity`), the
+--                first entity named in its first clause (after the entity's own mention, if any)
+--                of a type the relation reaches: "A protein that binds ..." → protein
+--
+--   rules.read(path, graph) → the file's rules, or an error listing every bad line as
+--     `file:line: reason` (unknown relation, a pattern re cannot compile, a template naming a
+--     capture the pattern lacks, ...) before any work
+--   rules.generic(relation) → the two generic rules for that relation
+--   rules.propose(list, graph, passage, opts) → the triples the rules propose for one passage
+--     {id, text, entity}: {head, head_id, relation, tail, tail_id, rule (its label), source (the
+--     passage id)}, for the passage's entity and every entity mentioned in it; opts.open keeps
+--     tails naming no entity
+--   rules.measure(list, graph, passages) → label → {proposed, held, precision, matched, tried}:
+--     each rule's distinct proposals over the passages, the share the seed graph holds, and its
+--     precision smoothed ((held + 1) / (proposed + 2): a rule seen once is not "certain"); and
+--     warnings for rules that match nearly everything they are tried on
+--   rules.score(list, measured) → sets each rule's score to its measured precision
+local re = require "re"
+local linker = require "graphmert.data.linker"
+local normalize = linker.normalize
+
+local M = {}
+
+local MESSAGES = 20 -- bad lines listed in one error
+
+-- the number of simple captures {p} of an re pattern (not {: :}, {~ ~}, {| |}, {} or a {name}
+-- back reference), skipping quoted strings and character classes
+local function simple_captures(pattern)
+  local n, i = 0, 1
+  while i <= #pattern do
+    local c = pattern:sub(i, i)
+    if c == "'" or c == '"' then
+      i = (pattern:find(c, i + 1, true) or #pattern) + 1
+    elseif c == "[" then
+      local close = pattern:find("]", i + 2, true) -- (a ] right after [ or [^ is a member)
+      if pattern:sub(i + 1, i + 1) == "^" then close = pattern:find("]", i + 3, true) end
+      i = (close or #pattern) + 1
+    elseif c == "-" and pattern:sub(i + 1, i + 1) == "-" then -- a comment, to the end of the line
+      i = (pattern:find("\n", i, true) or #pattern) + 1
+    else
+      if c == "{" and not pattern:sub(i + 1, i + 1):match("[:~|}]") then n = n + 1 end
+      i = i + 1
+    end
+  end
+  return n
+end
+
+-- the closest of `names` to `word` (edit distance at most 3), for "did you mean"
+local function closest(word, names)
+  local best, best_d = nil, 4
+  for _, name in ipairs(names) do
+    local a, b = word, name
+    local prev = {}
+    for j = 0, #b do prev[j] = j end
+    for i = 1, #a do
+      local cur = { [0] = i }
+      for j = 1, #b do
+        cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a:byte(i) == b:byte(j) and 0 or 1))
+      end
+      prev = cur
+    end
+    if prev[#b] < best_d then best, best_d = name, prev[#b] end
+  end
+  return best
+end
+
+local function tsv_fields(line)
+  local fields = {}
+  for f in (line .. "\t"):gmatch("([^\t]*)\t") do fields[#fields + 1] = f end
+  return fields
+end
+
+-- one line of a patterns file → a rule, or nil and the reason
+local function parse(fields, graph, where)
+  if #fields < 4 or #fields > 5 then
+    return nil, "expected relation, on, pattern, tail and an optional label separated by tabs, found "
+      .. #fields .. " field" .. (#fields == 1 and "" or "s")
+  end
+  local relation, on, source, tail, label = fields[1], fields[2], fields[3], fields[4], fields[5]
+  if not graph.tail_types[relation] then
+    local guess = closest(relation, graph.relation_names)
+    return nil, "unknown relation '" .. relation .. "'" .. (guess and (" (did you mean '" .. guess .. "'?)") or "")
+  end
+  if on ~= "name" and on ~= "passage" then
+    return nil, "'" .. on .. "': the second field is name or passage"
+  end
+  local ok, pattern = pcall(re.compile, source)
+  if not ok then return nil, "bad pattern: " .. tostring(pattern):gsub("\n", " ") end
+  local captures = simple_captures(source)
+  for k in tail:gmatch("{(%d+)}") do
+    if tonumber(k) < 1 or tonumber(k) > captures then
+      return nil, "the tail names capture {" .. k .. "} but the pattern has " .. captures .. " capture"
+        .. (captures == 1 and "" or "s")
+    end
+  end
+  if tail:gsub("{%d+}", ""):find("[{}]") then return nil, "the tail has a brace that is not {N}" end
+  if not tail:match("%S") then return nil, "empty tail" end
+  return { relation = relation, on = on, pattern = pattern, source = source, tail = tail,
+    label = label and label ~= "" and label or relation .. ":" .. where:match("(%d+)$"), where = where }
+end
+
+function M.read(path, graph)
+  local f, err = io.open(path, "rb")
+  if not f then error("rules: " .. err, 0) end
+  local list, bad, n = {}, {}, 0
+  for line in f:lines() do
+    n = n + 1
+    line = line:gsub("\r$", "")
+    local where = path .. ":" .. n
+    if line:match("%S") and not line:match("^#") and not (n == 1 and line:lower():match("^relation\t")) then
+      local rule, why = parse(tsv_fields(line), graph, where)
+      if rule then list[#list + 1] = rule else bad[#bad + 1] = where .. ": " .. why end
+    end
+  end
+  f:close()
+  if #bad > 0 then
+    local shown = { table.unpack(bad, 1, math.min(#bad, MESSAGES)) }
+    if #bad > MESSAGES then shown[#shown + 1] = "(and " .. (#bad - MESSAGES) .. " more)" end
+    error(table.concat(shown, "\n"), 0)
+  end
+  return list
+end
+
+function M.generic(relation)
+  return { { relation = relation, on = "generic", label = "subsumption", generic = "subsumption" },
+    { relation = relation, on = "generic", label = "genus", generic = "genus" } }
+end
+
+-- whether the relation may reach entity `id` from the head (the schema's types for the pair)
+local function fits(graph, relation, head_id, id)
+  if id == head_id then return false end
+  local types = graph:tail_types_of(relation, graph.type[head_id])
+  return types == "*" or (types ~= nil and types[graph.type[id]] ~= nil)
+end
+
+-- the first entity a name denotes that the relation may reach from the head (nil: none)
+local function tail_entity(graph, relation, head_id, name)
+  for _, id in ipairs(graph:candidates(normalize(name)) or {}) do
+    if fits(graph, relation, head_id, id) then return id end
+  end
+end
+
+-- a captured tail that may run on: its longest first words that name an entity
+local function longest_prefix(graph, relation, head_id, text)
+  local words = {}
+  for w in normalize(text):gmatch("%S+") do words[#words + 1] = w end
+  for n = #words, 1, -1 do
+    local id = tail_entity(graph, relation, head_id, table.concat(words, " ", 1, n))
+    if id then return id end
+  end
+end
+
+local function expand(template, captures)
+  return (template:gsub("{(%d+)}", function(k) return captures[tonumber(k)] or "" end))
+end
+
+-- the heads of a passage: its entity, then each entity first mentioned, with where its first
+-- mention ends (a byte offset in the text) and the byte after each word
+local function heads_of(graph, passage)
+  local words, first, after = linker.word_spans(passage.text)
+  local out, seen = {}, {}
+  if passage.entity and graph.type[passage.entity] then
+    out[1] = { id = passage.entity }
+    seen[passage.entity] = out[1]
+  end
+  for _, m in ipairs(graph.linker:mentions(passage.text, words, linker.surface(passage.text, function(i)
+      return first[i], after[i] end))) do
+    local id = graph.linker:candidates(m.phrase)[1]
+    local h = seen[id]
+    if not h then
+      h = { id = id }
+      seen[id] = h
+      out[#out + 1] = h
+    end
+    h.ends = h.ends or {}
+    h.ends[#h.ends + 1] = after[m.first + m.words - 1]
+    h.first_word = h.first_word or m.first
+  end
+  return out, words, first, after
+end
+
+-- the first clause of a passage from word `from` on: up to a mark that ends one or a relative word
+local CLAUSE_END = { [","] = true, [";"] = true, [":"] = true, ["."] = true, ["("] = true, that = true,
+  which = true, who = true, whose = true, where = true, whereby = true }
+
+local function genus(graph, relation, head, words)
+  local from = 1
+  if head.first_word then from = head.first_word + 1 end -- (after the entity's own mention)
+  local last = #words
+  for i = from + 1, #words do -- (the first word itself never ends it: "A protein that ...")
+    if CLAUSE_END[words[i]] then last = i - 1 break end
+  end
+  local mentions = graph.linker:mentions(table.concat(words, " ", from, last))
+  for _, m in ipairs(mentions) do
+    for _, id in ipairs(graph.linker:candidates(m.phrase)) do
+      if fits(graph, relation, head.id, id) then return id end
+    end
+  end
+end
+
+local function subsumption(graph, relation, name, head_id)
+  local words = {}
+  for w in normalize(name):gmatch("%S+") do words[#words + 1] = w end
+  for k = 2, #words do
+    local id = tail_entity(graph, relation, head_id, table.concat(words, " ", k))
+    if id then return id end
+  end
+  for k = 1, #words - 1 do
+    local rest = {}
+    for j, w in ipairs(words) do if j ~= k then rest[#rest + 1] = w end end
+    local id = #rest > 0 and tail_entity(graph, relation, head_id, table.concat(rest, " "))
+    if id then return id end
+  end
+end
+
+-- whether the relation takes this head (its type among the relation's head types)
+local function takes(graph, relation, head_id)
+  local types = graph.head_types[relation]
+  return types == "*" or (types and types[graph.type[head_id]])
+end
+
+-- rule × head → the tails it proposes (ids, or names for new entities under open); `hits`
+-- counts the pattern's matches, for measure's warning
+local function apply(rule, graph, head, text, words, opts, hits)
+  local name = graph.name[head.id]
+  if rule.generic == "subsumption" then
+    return { subsumption(graph, rule.relation, name, head.id) }
+  elseif rule.generic == "genus" then
+    return head.about and { genus(graph, rule.relation, head, words) } or {}
+  end
+  local out = {}
+  local function take(captures, run_on)
+    hits.matched = hits.matched + 1
+    local tail = expand(rule.tail, captures)
+    local id = tail_entity(graph, rule.relation, head.id, tail)
+      or (run_on and longest_prefix(graph, rule.relation, head.id, tail))
+    if id then out[#out + 1] = id elseif opts.open and tail:match("%a") then out[#out + 1] = { new = tail } end
+  end
+  if rule.on == "name" then
+    hits.tried = hits.tried + 1
+    local captures = { rule.pattern:match(name:lower()) }
+    if captures[1] ~= nil then take(captures, false) end
+  else
+    hits.tried = hits.tried + 1
+    local lower = text:lower()
+    for _, at in ipairs(head.ends or {}) do
+      local captures = { rule.pattern:match(lower, at) }
+      if captures[1] ~= nil then take(captures, true) break end
+    end
+  end
+  return out
+end
+
+local function proposals(list, graph, passage, opts, hits)
+  local heads, words = heads_of(graph, passage)
+  local out = {}
+  for _, head in ipairs(heads) do
+    head.about = head.id == passage.entity
+    for _, rule in ipairs(list) do
+      if takes(graph, rule.relation, head.id) then
+        local h = hits[rule] or { matched = 0, tried = 0 }
+        hits[rule] = h
+        for _, t in ipairs(apply(rule, graph, head, passage.text, words, opts, h)) do
+          local tail_id = type(t) == "string" and t or nil
+          out[#out + 1] = { head = graph.name[head.id], head_id = head.id, relation = rule.relation,
+            tail = tail_id and graph.name[tail_id] or t.new, tail_id = tail_id, rule = rule.label,
+            score = rule.score, source = passage.id }
+        end
+      end
+    end
+  end
+  return out
+end
+
+function M.propose(list, graph, passage, opts)
+  return proposals(list, graph, passage, opts or {}, {})
+end
+
+function M.measure(list, graph, passages)
+  local stats, seen, hits = {}, {}, {}
+  for _, rule in ipairs(list) do stats[rule.label] = stats[rule.label] or { proposed = 0, held = 0 } end
+  for _, p in ipairs(passages) do
+    for _, t in ipairs(proposals(list, graph, p, {}, hits)) do
+      local key = t.rule .. "\0" .. t.head_id .. "\0" .. t.relation .. "\0" .. t.tail_id
+      if not seen[key] then
+        seen[key] = true
+        local s = stats[t.rule]
+        s.proposed = s.proposed + 1
+        if graph:holds(t) then s.held = s.held + 1 end
+      end
+    end
+  end
+  local warnings = {}
+  for _, rule in ipairs(list) do
+    local s, h = stats[rule.label], hits[rule] or { matched = 0, tried = 0 }
+    s.precision = (s.held + 1) / (s.proposed + 2)
+    s.matched, s.tried = (s.matched or 0) + h.matched, (s.tried or 0) + h.tried
+    if rule.where and h.tried >= 20 and h.matched >= 0.9 * h.tried then
+      warnings[#warnings + 1] = string.format("%s: the pattern matches %d of the %d %s it was tried on", rule.where,
+        h.matched, h.tried, rule.on == "name" and "names" or "passages")
+    end
+  end
+  return stats, warnings
+end
+
+function M.score(list, measured)
+  for _, rule in ipairs(list) do rule.score = measured[rule.label].precision end
+  return list
+end
+
+return M
