@@ -177,8 +177,8 @@ local function expand(template, captures)
   return (template:gsub("{(%d+)}", function(k) return captures[tonumber(k)] or "" end))
 end
 
--- the heads of a passage: its entity, then each entity first mentioned, with where its first
--- mention ends (a byte offset in the text) and the byte after each word
+-- the heads of a passage: its entity, then each entity mentioned, with where each of its
+-- mentions ends (a byte offset in the text) and the word after its first
 local function heads_of(graph, passage)
   local words, first, after = linker.word_spans(passage.text)
   local out, seen = {}, {}
@@ -197,7 +197,7 @@ local function heads_of(graph, passage)
     end
     h.ends = h.ends or {}
     h.ends[#h.ends + 1] = after[m.first + m.words - 1]
-    h.first_word = h.first_word or m.first
+    h.after_word = h.after_word or m.first + m.words
   end
   return out, words, first, after
 end
@@ -207,10 +207,10 @@ local CLAUSE_END = { [","] = true, [";"] = true, [":"] = true, ["."] = true, ["(
   which = true, who = true, whose = true, where = true, whereby = true }
 
 local function genus(graph, relation, head, words)
-  local from = 1
-  if head.first_word then from = head.first_word + 1 end -- (after the entity's own mention)
+  local from = head.after_word or 1 -- (after the entity's own mention: "mitochondrion: An organelle ...")
+  while CLAUSE_END[words[from]] and not words[from]:match("%a") do from = from + 1 end
   local last = #words
-  for i = from + 1, #words do -- (the first word itself never ends it: "A protein that ...")
+  for i = from + 1, #words do -- (its first word never ends it: "That which ...")
     if CLAUSE_END[words[i]] then last = i - 1 break end
   end
   local mentions = graph.linker:mentions(table.concat(words, " ", from, last))

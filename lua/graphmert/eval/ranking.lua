@@ -1,0 +1,92 @@
+-- ranking.lua — how well a system's own score ranks its triples: the precision–recall curve over
+-- score thresholds, and the precision it reaches at a fixed recall, with a bootstrap interval
+-- over passages. Each system is ranked by its own score, so systems whose scores mean different
+-- things (a log-probability, a rule's precision) are compared where it matters to a user: how
+-- many of the triples kept hold, for a given share of the facts found.
+--
+-- A system's units are its passages, as eval.extract.score_passage gives them: unit.scored =
+-- {{score, held = true|false} (an extracted triple), {score, recall = true} (a fact it found,
+-- at its triple's score)}, unit.gold = the facts there were to find.
+--
+--   ranking.curve(units) → the points {threshold, precision, recall} for each distinct score,
+--     best first (a point once at least one triple is kept)
+--   ranking.precision_at(units, recall) → the best precision over the thresholds that reach the
+--     recall (the operating point a user would pick on this data), or nil when none does
+--   ranking.precision_at_interval(units, recall, opts) → low, high, value: the same with a 95%
+--     percentile bootstrap over passages (gm.eval.stats; opts as its bootstrap's); a resample
+--     whose triples never reach the recall counts as precision 0 (no threshold gives it), and
+--     all three are nil when the passages themselves do not reach it
+local stats = require "graphmert.eval.stats"
+
+local M = {}
+
+-- every scored entry with its unit's index, best score first (ties by unit and place: stable)
+local function entries(units)
+  local all = {}
+  for k, u in ipairs(units) do
+    for i, e in ipairs(u.scored) do all[#all + 1] = { score = e.score, held = e.held, recall = e.recall, unit = k, i = i } end
+  end
+  table.sort(all, function(a, b)
+    if a.score ~= b.score then return a.score > b.score end
+    if a.unit ~= b.unit then return a.unit < b.unit end
+    return a.i < b.i
+  end)
+  return all
+end
+
+-- the curve for the units weighted by `weight[k]` (how often unit k is drawn), over the sorted
+-- entries; visit(threshold, precision, recall) at each distinct score
+local function walk(all, units, weight, visit)
+  local gold = 0
+  for k, u in ipairs(units) do gold = gold + (weight[k] or 0) * u.gold end
+  local n, correct, recalled = 0, 0, 0
+  for i, e in ipairs(all) do
+    local w = weight[e.unit] or 0
+    if e.recall then recalled = recalled + w else n = n + w; if e.held then correct = correct + w end end
+    if (i == #all or all[i + 1].score < e.score) and n > 0 then
+      visit(e.score, correct / n, gold > 0 and recalled / gold or 0)
+    end
+  end
+end
+
+local function ones(units)
+  local w = {}
+  for k = 1, #units do w[k] = 1 end
+  return w
+end
+
+function M.curve(units)
+  local points = {}
+  walk(entries(units), units, ones(units), function(threshold, precision, recall)
+    points[#points + 1] = { threshold = threshold, precision = precision, recall = recall }
+  end)
+  return points
+end
+
+local function best_at(all, units, weight, recall)
+  local best
+  walk(all, units, weight, function(_, p, r)
+    if r >= recall - 1e-12 and (not best or p > best) then best = p end
+  end)
+  return best
+end
+
+function M.precision_at(units, recall)
+  return best_at(entries(units), units, ones(units), recall)
+end
+
+function M.precision_at_interval(units, recall, opts)
+  local all = entries(units)
+  local value = best_at(all, units, ones(units), recall)
+  if not value then return nil, nil, nil end
+  local index = {}
+  for k = 1, #units do index[k] = k end
+  local low, high = stats.bootstrap(index, function(sample)
+    local weight = {}
+    for _, k in ipairs(sample) do weight[k] = (weight[k] or 0) + 1 end
+    return best_at(all, units, weight, recall) or 0
+  end, opts)
+  return low, high, value
+end
+
+return M
