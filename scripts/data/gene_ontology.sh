@@ -1,9 +1,10 @@
 #!/bin/sh
 # gene_ontology.sh — exports the Gene Ontology shipped by Debian's r-bioc-go.db (GO.sqlite,
 # release 2022-07-01) into graphmert's dataset folder: entities.tsv, triples.tsv, corpus.jsonl,
-# relations.tsv and README.md, without installing R or the package itself.
+# relations.tsv and README.md, without installing R or the package itself; and GO's string rules
+# (gene_ontology_patterns.tsv, beside this script) as patterns.tsv.
 #   sh scripts/data/gene_ontology.sh [OUT_DIR] [--force]     (OUT_DIR: experiments/data/gene_ontology)
-# Idempotent: a folder holding a complete export (the four files and a .complete marker, written
+# Idempotent: a folder holding a complete export (the five files and a .complete marker, written
 # last) is left alone unless --force. Files are written to temporary names in OUT_DIR and renamed
 # at the end, so a killed run never leaves a half export that looks complete.
 # The export uses Debian's sqlite3 command-line tool rather than a Lua binding: an export run once
@@ -20,7 +21,7 @@ for a in "$@"; do
   esac
 done
 OUT=${OUT:-$ROOT/experiments/data/gene_ontology}
-FILES="entities.tsv triples.tsv corpus.jsonl relations.tsv"
+FILES="entities.tsv triples.tsv corpus.jsonl relations.tsv patterns.tsv"
 
 complete=1
 for f in $FILES .complete; do [ -f "$OUT/$f" ] || complete=0; done
@@ -127,12 +128,14 @@ EOF
 # counts holds name=value lines with integer or double-quoted [a-z_ 0-9,-] values only.
 . "$TMP/counts"
 
+cp "$ROOT/scripts/data/gene_ontology_patterns.tsv" "$OUT/.patterns.tsv$T" || die "cannot write $OUT/patterns.tsv"
+
 cat >"$OUT/.README.md$T" <<EOF || die "cannot write $OUT/README.md"
 # Gene Ontology (release $release)
 
 Exported from the GO.sqlite file of Debian's package r-bioc-go.db, version $VERSION (Bioconductor GO.db; GO release $release, go-basic.obo), by \`$CMD\` run from the repository root. Obsolete terms and GO.db's "all" root are left out; relation names are GO's OBO ids (GO.sqlite spells them isa, part of, ...).
 
-entities.tsv: $terms terms ($namespaces), with $kept synonyms kept as aliases out of $synonyms ($secondary_ids secondary GO ids, $same_as_name equal to the name and $duplicates case-insensitive duplicates dropped; $cleaned cleaned of |, TAB or newline). triples.tsv: $triples child→parent edges ($per_relation; $dropped_edges dropped for an end outside entities.tsv). corpus.jsonl: $passages passages "name: definition" ($no_definition terms have no definition in GO.sqlite).
+entities.tsv: $terms terms ($namespaces), with $kept synonyms kept as aliases out of $synonyms ($secondary_ids secondary GO ids, $same_as_name equal to the name and $duplicates case-insensitive duplicates dropped; $cleaned cleaned of |, TAB or newline). triples.tsv: $triples child→parent edges ($per_relation; $dropped_edges dropped for an end outside entities.tsv). corpus.jsonl: $passages passages "name: definition" ($no_definition terms have no definition in GO.sqlite). patterns.tsv: string rules read off GO's names (regulation of X, catabolic and biosynthetic processes, involved in), for \`graphmert extract --extractor rules\`.
 EOF
 
 # Rename into place; the marker goes first (removed) and last (written), so a folder without it is

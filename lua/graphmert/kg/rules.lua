@@ -202,22 +202,40 @@ local function heads_of(graph, passage)
   return out, words, first, after
 end
 
--- the first clause of a passage from word `from` on: up to a mark that ends one or a relative word
+-- A definition's genus is the head noun of its first noun phrase ("A small membrane-bounded
+-- organelle of the cell that ..." → organelle, not membrane): the last entity named before the
+-- first preposition, conjunction or relative word of the first clause; failing that, the first
+-- one the clause names.
 local CLAUSE_END = { [","] = true, [";"] = true, [":"] = true, ["."] = true, ["("] = true, that = true,
   which = true, who = true, whose = true, where = true, whereby = true }
+local PHRASE_END = { of = true, ["in"] = true, ["for"] = true, with = true, by = true, from = true, to = true,
+  on = true, at = true, into = true, within = true, between = true, during = true, as = true, ["and"] = true,
+  ["or"] = true, ["not"] = true, is = true, are = true, used = true, having = true }
 
 local function genus(graph, relation, head, words)
   local from = head.after_word or 1 -- (after the entity's own mention: "mitochondrion: An organelle ...")
-  while CLAUSE_END[words[from]] and not words[from]:match("%a") do from = from + 1 end
-  local last = #words
+  while words[from] and CLAUSE_END[words[from]] and not words[from]:match("%a") do from = from + 1 end
+  local clause_last, phrase_last = #words, nil
   for i = from + 1, #words do -- (its first word never ends it: "That which ...")
-    if CLAUSE_END[words[i]] then last = i - 1 break end
+    if not phrase_last and PHRASE_END[words[i]] then phrase_last = i - 1 end
+    if CLAUSE_END[words[i]] then clause_last = i - 1 break end
   end
-  local mentions = graph.linker:mentions(table.concat(words, " ", from, last))
-  for _, m in ipairs(mentions) do
+  phrase_last = math.min(phrase_last or clause_last, clause_last)
+  local function fitting(m)
     for _, id in ipairs(graph.linker:candidates(m.phrase)) do
       if fits(graph, relation, head.id, id) then return id end
     end
+  end
+  local mentions = graph.linker:mentions(table.concat(words, " ", from, clause_last))
+  local last_in_phrase
+  for _, m in ipairs(mentions) do
+    if from + m.first + m.words - 2 > phrase_last then break end
+    last_in_phrase = fitting(m) or last_in_phrase
+  end
+  if last_in_phrase then return last_in_phrase end
+  for _, m in ipairs(mentions) do
+    local id = fitting(m)
+    if id then return id end
   end
 end
 
