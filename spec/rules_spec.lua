@@ -51,7 +51,7 @@ describe("a patterns file", function()
   local graph = ontology()
 
   it("gives one rule a line, its captures in the tail's template", function()
-    local path = write("relation\ton\tpattern\ttail\tlabel\n# GO's regulation terms\n"
+    local path = write("# GO's regulation terms\nrelation\ton\tpattern\ttail\tlabel\n"
       .. "regulates\tname\t'positive '? 'regulation of ' {.+}\t{1}\tregulation of X\n\n"
       .. "is_a\tname\t{[a-z]+} ' catabolic process' !.\t{1} metabolic process\n")
     local list = rules.read(path, graph)

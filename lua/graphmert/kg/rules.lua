@@ -125,14 +125,17 @@ end
 function M.read(path, graph)
   local f, err = io.open(path, "rb")
   if not f then error("rules: " .. err, 0) end
-  local list, bad, n = {}, {}, 0
+  local list, bad, n, first = {}, {}, 0, true
   for line in f:lines() do
     n = n + 1
     line = line:gsub("\r$", "")
     local where = path .. ":" .. n
-    if line:match("%S") and not line:match("^#") and not (n == 1 and line:lower():match("^relation\t")) then
-      local rule, why = parse(tsv_fields(line), graph, where)
-      if rule then list[#list + 1] = rule else bad[#bad + 1] = where .. ": " .. why end
+    if line:match("%S") and not line:match("^#") then
+      if not (first and line:lower():match("^relation\ton\t")) then -- (a first line naming the columns)
+        local rule, why = parse(tsv_fields(line), graph, where)
+        if rule then list[#list + 1] = rule else bad[#bad + 1] = where .. ": " .. why end
+      end
+      first = false
     end
   end
   f:close()
