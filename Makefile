@@ -49,6 +49,9 @@ endif
 CORE_SRC := $(wildcard src/gm_*.c)
 BIND_SRC := $(wildcard src/lgm_*.c)
 LUA_SRC  := $(shell find lua -name '*.lua' | sort)
+# the files the modules read as text (the KG page's HTML, CSS, JavaScript): built into the binary
+# and installed beside the modules, as the modules are (lua/graphmert/assets.lua)
+LUA_ASSETS := $(shell find lua -path '*/assets/*' -type f | sort)
 CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 BIND_OBJ := $(patsubst src/%.c,build/obj/%.o,$(BIND_SRC))
 HEADERS  := $(wildcard src/*.h)
@@ -76,8 +79,8 @@ build/obj/mpi-$(MPI).stamp: | build/obj
 build/graphmert/core.so: $(CORE_OBJ) $(BIND_OBJ) | build/graphmert
 	$(CC) -shared -Wl,-z,nodelete -o $@ $^ $(LDLIBS)
 
-build/gen/embedded_lua.c: scripts/build/embed_lua.lua $(LUA_SRC) | build/gen
-	$(LUA) scripts/build/embed_lua.lua $@ $(LUA_SRC)
+build/gen/embedded_lua.c: scripts/build/embed_lua.lua $(LUA_SRC) $(LUA_ASSETS) | build/gen
+	$(LUA) scripts/build/embed_lua.lua $@ $(LUA_SRC) $(LUA_ASSETS)
 
 # -Wl,-E exports the Lua API so that C modules such as lpeg still load in the binary.
 # BUILT_DATADIR: one more folder the binary looks in for the shipped files, wherever it is copied
@@ -216,7 +219,7 @@ fuzz-smoke: build/fuzz/fuzz_lua $(FUZZ_CORE_TARGETS:%=build/fuzz/fuzz_%)
 install: all
 	install -d $(DESTDIR)$(LIBDIR)/graphmert $(DESTDIR)$(LUADIR) $(DESTDIR)$(BINDIR)
 	install -m 755 build/graphmert/core.so $(DESTDIR)$(LIBDIR)/graphmert/core.so
-	cd lua && for f in $$(find graphmert -name '*.lua'); do \
+	cd lua && for f in $(patsubst lua/%,%,$(LUA_SRC) $(LUA_ASSETS)); do \
 	  install -D -m 644 $$f $(DESTDIR)$(LUADIR)/$$f; done
 	install -m 755 build/bin/graphmert $(DESTDIR)$(BINDIR)/graphmert
 	for f in experiments/*.lua experiments/configs/*.lua experiments/data/tiny/*; do \

@@ -1,5 +1,6 @@
 -- luarocks --lua-version 5.4 make    (from a clone; builds with the Makefile, installs the module
--- graphmert (graphmert.core + the Lua files) and the graphmert interpreter into the rocks tree)
+-- graphmert (graphmert.core + the Lua files and the files they read, lua/graphmert/kg/assets/) and the
+-- graphmert interpreter into the rocks tree)
 rockspec_format = "3.0"
 package = "graphmert"
 version = "scm-1"

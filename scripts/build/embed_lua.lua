@@ -1,6 +1,8 @@
 -- embed_lua.lua — build helper: writes a C file that preloads lua/**/*.lua into the
--- graphmert binary as source text (bytecode would tie the binary to one Lua build).
---   lua5.4 scripts/build/embed_lua.lua OUT.c lua/graphmert/init.lua lua/graphmert/nn/Linear.lua ...
+-- graphmert binary as source text (bytecode would tie the binary to one Lua build), and the
+-- files the modules read (any other file given: lua/graphmert/kg/assets/page.html, ...) as the
+-- preload "graphmert.embedded_assets", a table of path under lua/ → text (graphmert.assets).
+--   lua5.4 scripts/build/embed_lua.lua OUT.c lua/graphmert/init.lua ... lua/graphmert/kg/assets/page.css ...
 local out_path = assert(arg[1], "usage: embed_lua.lua OUT.c FILE...")
 local out = {}
 local function emit(s) out[#out + 1] = s end
@@ -10,20 +12,31 @@ emit('#include <lauxlib.h>')
 emit('#include <lua.h>')
 emit("void lgm_preload_lua(lua_State *L);")
 
-local modules = {}
-for i = 2, #arg do
-  local path = arg[i]
-  local name = path:gsub("^lua/", ""):gsub("%.lua$", ""):gsub("/init$", ""):gsub("/", ".")
+-- a file's bytes as a C array named `id` (the text's length is known: the closing 0 is for C)
+local function emit_bytes(id, path)
   local f = assert(io.open(path, "rb"))
   local src = f:read("a")
   f:close()
-  local id = "src_" .. name:gsub("[^%w]", "_")
   local bytes = {}
   for j = 1, #src do bytes[#bytes + 1] = string.format("%d,", src:byte(j)) end
   emit(string.format("static const char %s[] = {", id))
   for j = 1, #bytes, 24 do emit(table.concat(bytes, "", j, math.min(j + 23, #bytes))) end
   emit("0};")
-  modules[#modules + 1] = { name = name, id = id, path = path, size = #src }
+  return #src
+end
+
+local modules, assets = {}, {}
+for i = 2, #arg do
+  local path = arg[i]
+  local relative = path:gsub("^lua/", "")
+  local id = "src_" .. relative:gsub("[^%w]", "_")
+  local size = emit_bytes(id, path)
+  if path:match("%.lua$") then
+    local name = relative:gsub("%.lua$", ""):gsub("/init$", ""):gsub("/", ".")
+    modules[#modules + 1] = { name = name, id = id, path = path, size = size }
+  else
+    assets[#assets + 1] = { path = relative, id = id, size = size }
+  end
 end
 
 emit([[
@@ -44,6 +57,23 @@ static int load_embedded(lua_State *L) {
   return 1;
 }
 
+/* The loader of "graphmert.embedded_assets": the files' texts by their paths under lua/. */
+typedef struct { const char *path, *text; size_t size; } embedded_asset;
+static const embedded_asset assets[] = {]])
+for _, a in ipairs(assets) do
+  emit(string.format('  {"%s", %s, %d},', a.path, a.id, a.size))
+end
+emit([[  {0, 0, 0}};
+
+static int load_assets(lua_State *L) {
+  lua_newtable(L);
+  for (const embedded_asset *a = assets; a->path; a++) {
+    lua_pushlstring(L, a->text, a->size);
+    lua_setfield(L, -2, a->path);
+  }
+  return 1;
+}
+
 void lgm_preload_lua(lua_State *L) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   for (const embedded_module *m = embedded; m->name; m++) {
@@ -51,6 +81,8 @@ void lgm_preload_lua(lua_State *L) {
     lua_pushcclosure(L, load_embedded, 1);
     lua_setfield(L, -2, m->name);
   }
+  lua_pushcfunction(L, load_assets);
+  lua_setfield(L, -2, "graphmert.embedded_assets");
   lua_pop(L, 1);
 }]])
 
