@@ -44,7 +44,7 @@ describe("gm.data.dataset", function()
   it("counts each bad line by reason, naming file and line, and keeps the rest", function()
     local dir = folder {
       ["entities.tsv"] = ENTITIES .. "E5\n" .. "E1\tduplicate\torgan\t\n" .. "E6\tspleen\torgan\tlien\tmilt\n",
-      ["relations.tsv"] = RELATIONS .. "stores\torgan\tsubstance\textra\n" .. "contains\torgan\torgan\t\t\n", -- padded: kept
+      ["relations.tsv"] = RELATIONS .. "stores\torgan\tsubstance\tsubsumption\textra\n" .. "contains\torgan\torgan\t\t\n", -- padded: kept
       ["triples.tsv"] = "head\trelation\ttail\n" ..
         "E1\tproduces\tE2\n" ..        -- 2: fine
         "E1\tproduces\n" ..            -- 3: two fields
@@ -60,7 +60,7 @@ describe("gm.data.dataset", function()
     assert.same({ 1, 1, 1, 1, 1, 1, 1 }, { s["fewer than 2 fields"], s["duplicate entity id"], s["fewer than 3 fields"],
       s["unknown relation"], s["unknown entity"], s["head type not allowed by the relation schema"], s["duplicate triple"] })
     assert.equal(1, s["not UTF-8 text"])
-    assert.equal(2, s["more than 4 fields"] + s["more than 3 fields"]) -- tabs for |: nothing dropped unsaid
+    assert.equal(2, s["more than 4 fields"]) -- tabs for |: nothing dropped unsaid
     assert.equal(2, #ds.triples)
     assert.is_not_nil(ds.schema.contains) -- a row padded with tabs is whole
     assert.equal(2, #ds.passages)
@@ -116,6 +116,50 @@ describe("gm.data.dataset", function()
     assert.same({ "a.jsonl:1", "b.txt:1" }, { ds.passages[1].id, ds.passages[2].id })
     assert.equal("E1", ds.passages[1].entity)
     assert.equal(1, ds.report.skipped["unknown entity"])
+    os.execute("rm -rf " .. dir)
+  end)
+end)
+
+describe("a relation's properties", function()
+  it("mark one relation as subsumption, kept through the saved seed graph and its index", function()
+    local dir = folder {
+      ["entities.tsv"] = ENTITIES .. "E5\torgan\torgan\t\n",
+      ["relations.tsv"] = RELATIONS .. "is_a\torgan\torgan\tsubsumption\n" .. "part_of\torgan\torgan\tsubsumption\n"
+        .. "contains\torgan\torgan\ttransitive\n",
+      ["triples.tsv"] = "E1\tis_a\tE5\nE3\tproduces\tE2\n",
+      ["corpus.txt"] = "The liver is an organ.\n",
+    }
+    local ds = dataset.load { dir = dir }
+    assert.equal("is_a", ds.subsumption)
+    local all = table.concat(ds.report.messages, "\n")
+    assert.matches("relations.tsv:5: a second subsumption relation %(is_a is one%) %(part_of%)", all)
+    assert.matches("relations.tsv:6: unknown property 'transitive' %(known: subsumption%) %(contains%)", all)
+    local graph = gm.data.seed_graph.new(ds)
+    assert.equal("is_a", graph.subsumption)
+    local saved = dir .. "/saved"
+    ds:save_seed_graph(saved, graph)
+    assert.equal("is_a", dataset.load_seed_graph(saved).subsumption)
+    assert.equal("is_a", gm.data.seed_graph.load(saved .. "/index.bin").subsumption)
+    -- none marked: none (and the index as before)
+    local plain = dataset.load { dir = folder { ["relations.tsv"] = RELATIONS, ["entities.tsv"] = ENTITIES,
+      ["triples.tsv"] = "E1\tproduces\tE2\n", ["corpus.txt"] = "The liver.\n" } }
+    assert.is_nil(plain.subsumption)
+    assert.is_nil(gm.data.seed_graph.new(plain).subsumption)
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("reads a JSONL relation's subsumption flag", function()
+    local dir = folder {
+      ["entities.tsv"] = ENTITIES,
+      ["relations.jsonl"] = '{"name": "produces", "head_types": ["organ"], "tail_types": ["substance"]}\n'
+        .. '{"name": "connected_to", "head_types": ["organ"], "tail_types": ["organ"], "subsumption": true}\n'
+        .. '{"name": "contains", "head_types": ["organ"], "tail_types": ["organ"], "subsumption": "yes"}\n',
+      ["triples.tsv"] = "E1\tproduces\tE2\n",
+      ["corpus.txt"] = "The liver.\n",
+    }
+    local ds = dataset.load { dir = dir }
+    assert.equal("connected_to", ds.subsumption)
+    assert.matches("relations.jsonl:3: subsumption not true or false %(contains%)", table.concat(ds.report.messages, "\n"))
     os.execute("rm -rf " .. dir)
   end)
 end)

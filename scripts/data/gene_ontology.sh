@@ -102,10 +102,11 @@ SELECT head, relation, tail FROM edge ORDER BY head, relation, tail;
 .output "$OUT/.corpus.jsonl$T"
 SELECT json_object('id', id, 'entity', id, 'text', name || ': ' || def) FROM ent WHERE def <> '' ORDER BY id;
 .output "$OUT/.relations.tsv$T"
-SELECT 'relation', 'head_types', 'tail_types';
+SELECT 'relation', 'head_types', 'tail_types', 'properties';
 SELECT r.relation, r.head_type,
        (SELECT group_concat(tail_type, ',') FROM (SELECT DISTINCT tail_type FROM edge e
-          WHERE e.relation = r.relation AND e.head_type = r.head_type ORDER BY 1))
+          WHERE e.relation = r.relation AND e.head_type = r.head_type ORDER BY 1)),
+       CASE r.relation WHEN 'is_a' THEN 'subsumption' ELSE '' END
   FROM (SELECT DISTINCT relation, head_type FROM edge) r ORDER BY 1, 2;
 .output stdout
 .separator "=" "\n"

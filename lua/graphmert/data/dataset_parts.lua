@@ -36,21 +36,49 @@ function M.entities(ds, path)
   end)
 end
 
+-- A relation's properties (the fourth column, comma-separated; a JSONL record's "subsumption":
+-- true): "subsumption" marks the relation that orders the entities from specific to general (is_a,
+-- hypernym), along which evaluation counts implied triples and the generic rules propose tails.
+-- One relation at most has it.
+local PROPERTIES = { subsumption = true }
+
+local function properties(ds, where, name, r, fields)
+  local props = {}
+  if fields then
+    for _, p in ipairs(records.list(r.properties, ",")) do
+      if not PROPERTIES[p] then return nil, "unknown property '" .. p .. "' (known: subsumption)" end
+      props[p] = true
+    end
+  elseif r.subsumption ~= nil then
+    if type(r.subsumption) ~= "boolean" then return nil, "subsumption not true or false" end
+    props.subsumption = r.subsumption or nil
+  end
+  if props.subsumption and ds.subsumption and ds.subsumption ~= name then
+    return nil, "a second subsumption relation (" .. ds.subsumption .. " is one)"
+  end
+  return props
+end
+
 function M.relations(ds, path)
   ds.schema_given = true
-  records.each(ds, path, { "relation", "head_types", "tail_types" }, function(where, r, fields)
+  records.each(ds, path, { "relation", "head_types", "tail_types", "properties" }, function(where, r, fields)
     local name = records.text(r.relation or r.name)
-    if fields and fields ~= 3 then
-      ds:skip(where, fields < 3 and "fewer than 3 fields" or "more than 3 fields", "relation<TAB>head types<TAB>tail types")
+    local props, why
+    if name and not (fields and (fields < 3 or fields > 4)) then props, why = properties(ds, where, name, r, fields) end
+    if fields and (fields < 3 or fields > 4) then
+      ds:skip(where, fields < 3 and "fewer than 3 fields" or "more than 4 fields",
+        "relation<TAB>head types<TAB>tail types[<TAB>properties]")
     elseif not name then ds:skip(where, "no relation name")
     elseif not fields and not (records.is_string_list(r.head_types) and records.is_string_list(r.tail_types)) then
       ds:skip(where, "types not a list of strings", name)
+    elseif not props then ds:skip(where, why, name)
     else
       local row = { head = {}, tail = {}, where = where }
       for _, side in ipairs { "head", "tail" } do
         for _, t in ipairs(records.list(r[side .. "_types"], ",")) do row[side][t] = true end
         if row[side]["*"] or next(row[side]) == nil then row[side] = "*" end
       end
+      if props.subsumption then ds.subsumption = name end
       local s = ds.schema[name]
       if not s then
         ds.schema[name] = { head = row.head, tail = row.tail, where = where, rows = { row } }

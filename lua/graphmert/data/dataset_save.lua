@@ -31,7 +31,7 @@ function M.seed_graph(ds, dir, graph, known)
   for _, name in ipairs(ds.relation_names) do -- a line per pair of types it allows
     for _, row in ipairs(ds.schema[name].rows) do
       relations[#relations + 1] = cjson.encode { name = name, head_types = seed_graph.type_list(row.head),
-        tail_types = seed_graph.type_list(row.tail) } .. "\n"
+        tail_types = seed_graph.type_list(row.tail), subsumption = ds.subsumption == name or nil } .. "\n"
     end
   end
   local meta = { cjson.encode { name = ds.name, link = ds.link, split_hash = ds.split_hash } }

@@ -29,6 +29,7 @@
 --   g:holds(t) → whether a head candidate of t.head has t.relation to a tail candidate of t.tail
 --   g:valid(t) → whether t.tail names an entity of a type t.relation reaches from t.head's
 --     (t.head_id's type when given)
+--   g.subsumption → the relation the schema marks as subsumption (is_a, hypernym), or nil
 --   g.dataset, g.relation_names → the dataset's name and relations; g.name[id], g.type[id] an
 --     entity's name and type, g.aliases[id] its aliases as written, joined by "\0" (nil: none; an
 --     index without them, of version 1 or 2 or saved again from one, has no g.aliases)
@@ -103,7 +104,7 @@ end
 
 function M.new(ds)
   local g = setmetatable({ dataset = ds.name, type = {}, name = {}, aliases = {}, tails = {}, relation_names = ds.relation_names,
-    head_types = {}, tail_types = {} }, Graph)
+    head_types = {}, tail_types = {}, subsumption = ds.subsumption }, Graph)
   -- the facts as relation → head id → its tails' ids joined by "\0": keys that are ids, which
   -- the entities made strings already, and a third of the entries of a set of triples (loading
   -- the index costs about one string and one table entry each)
@@ -253,7 +254,8 @@ function Graph:encode(known)
   local l = self.linker
   local tables = {
     meta = { format = FORMAT, version = VERSION, dataset = self.dataset, relations = table.concat(self.relation_names, "\0"),
-      longest = tostring(l.longest), max_words = l.max_words and string.format("%.17g", l.max_words) },
+      longest = tostring(l.longest), max_words = l.max_words and string.format("%.17g", l.max_words),
+      subsumption = self.subsumption },
     phrases = l.index, prefixes = l.prefix, stopwords = l.stopwords, cased = l.cased, entity_types = self.type, entity_names = self.name,
     entity_aliases = self.aliases,
     head_types = map(self.head_types, types_string), tail_types = map(self.tail_types, types_string), pair_tails = {} }
@@ -325,7 +327,11 @@ function M.load(path)
     pair_tails[relation] = pair_tails[relation] or {}
     pair_tails[relation][head_type] = types_set(types)
   end
+  if meta.subsumption ~= nil and not tails[meta.subsumption] and not t.tail_types[meta.subsumption] then
+    error(path .. ": the seed graph index's subsumption relation is none of its relations", 0)
+  end
   return setmetatable({ version = meta.version, known = known, dataset = meta.dataset, type = t.entity_types, name = t.entity_names,
+    subsumption = meta.subsumption,
     aliases = t.entity_aliases, tails = tails, pair_tails = pair_tails,
     relation_names = linker.split(meta.relations), head_types = map(t.head_types, types_set),
     tail_types = map(t.tail_types, types_set),

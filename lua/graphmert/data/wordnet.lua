@@ -14,7 +14,7 @@
 --   its first lemma, the other lemmas aliases, type its part of speech: noun, verb, adjective,
 --   adverb), one passage per synset ("lemma: gloss; example; ...", about that synset, carrying
 --   its pointers as its own triples, in file order), the pointers between loaded synsets as the
---   seed graph; mentions are linked up to 3 words long and the split hashes ids as the README's
+--   seed graph, hypernym its subsumption relation; mentions are linked up to 3 words long and the split hashes ids as the README's
 --   figures were measured (gm.experiment's polynomial hash).
 local lpeg = require "lpeg"
 local P, R, S, C, Ct, Cg = lpeg.P, lpeg.R, lpeg.S, lpeg.C, lpeg.Ct, lpeg.Cg
@@ -151,6 +151,7 @@ function M.dataset(opts)
     end
     ds:add_passage { id = key, text = table.concat(parts, "; "), entity = key, triples = triples }
   end
+  ds.subsumption = "hypernym" -- (WordNet's is-a between noun and between verb synsets)
   if wn.errors.count > 0 then -- with on_error = "skip": counted like a dataset file's bad lines
     ds.report.skipped["not a wndb(5) synset line"], ds.report.skipped_total = wn.errors.count, wn.errors.count
     ds.report.messages = wn.errors.messages
