@@ -8,7 +8,7 @@
 --   config.describe() → the schema as text (one line a key)
 local GraphMERT = require "graphmert.nn.GraphMERT"
 
-local check = require "graphmert.nn.check"
+local check = require "graphmert.check"
 local M = {}
 
 local REQUIRED = {} -- a default that marks a key every config must give

@@ -39,7 +39,7 @@
 local class = require "graphmert.class"
 local gm = require "graphmert"
 local Module = require "graphmert.nn.Module"
-local check = require "graphmert.nn.check"
+local check = require "graphmert.check"
 local Embedding = require "graphmert.nn.Embedding"
 local EncoderLayer = require "graphmert.nn.EncoderLayer"
 local DecayMask = require "graphmert.nn.DecayMask"

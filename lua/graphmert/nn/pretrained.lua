@@ -24,7 +24,7 @@
 local gm = require "graphmert"
 local cjson = require "cjson"
 local safetensors = require "graphmert.safetensors"
-local check = require "graphmert.nn.check"
+local check = require "graphmert.check"
 local folder = require "graphmert.folder"
 
 local M = {}

@@ -11,7 +11,7 @@
 --     name to {default, check}, check(v) → an error message or nil; an unknown name (a typo:
 --     "momentun") or a value check refuses is an error naming the setting.
 local gm = require "graphmert"
-local sorted_keys = require("graphmert.nn.check").sorted_keys
+local sorted_keys = require("graphmert.check").sorted_keys
 
 local M = {}
 
