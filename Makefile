@@ -208,7 +208,7 @@ build/fuzz/fuzz_lua: scripts/fuzz/fuzz_lua.c $(CORE_SRC) $(BIND_SRC) src/gm.h sr
 
 # the checkpoint reader's own harnesses: the core alone, no Lua (scripts/fuzz/fuzz_<target>.c)
 FUZZ_CORE_TARGETS := unpickle zip
-build/fuzz/fuzz_%: scripts/fuzz/fuzz_%.c $(CORE_SRC) src/gm.h src/gm_internal.h src/gm_torch.h
+build/fuzz/fuzz_%: scripts/fuzz/fuzz_%.c $(CORE_SRC) src/gm.h src/gm_internal.h src/gm_checkpoint_reader.h
 	@mkdir -p build/fuzz
 	clang $(FUZZ_FLAGS) -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer -fopenmp -Isrc -o $@ $< $(CORE_SRC) -lopenblas -lm
 

@@ -22,7 +22,7 @@ if not args.data and not args.config then fail("give --data DIR or --config FILE
 local ds = ex.args.try("validate.lua", ex.named_dataset, args)
 local r = ds.report
 local count = gm.data.dataset.plural
-local sorted = require("graphmert.nn.check").sorted_keys
+local sorted = require("graphmert.check").sorted_keys
 print((ds:summary():gsub("; first: .*$", ""))) -- the skipped lines are listed below
 
 -- the schema's types against the entities' (a typo on either side leaves a relation unusable, and

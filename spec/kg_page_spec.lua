@@ -35,7 +35,7 @@ local function tiny()
   return entities, facts
 end
 
-local sorted = require("graphmert.nn.check").sorted_keys
+local sorted = require("graphmert.check").sorted_keys
 
 describe("the KG page's data (graphmert.kg.page)", function()
   local page = gm.kg.page

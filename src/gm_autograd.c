@@ -247,7 +247,7 @@ static gm_status node_backward(gm_tensor *node, gm_tensor *g) {
       if (dsp) st = st == GM_OK ? accumulate(b, dsp) : (gm_tensor_release(dsp), st);
       break;
     }
-    /* the flash-style recomputation of gm_attention.c (derivations at the top of that file) */
+    /* the flash-style recomputation of gm_attention_backward.c (derivations at the top of that file) */
     case GM_OP_ATTENTION: {
       gm_tensor *dq, *dk, *dv, *ddecay;
       /* packed attention calls it once per sequence, all on one decay: each call adding into

@@ -1,7 +1,7 @@
 /* gm_kernels.h — the core's matrix products on raw row-major float buffers, below the tensor
  * code: gm_gemm (OpenBLAS, or oneDNN's bf16 at "medium" precision), the bf16 products on packed
  * operands, and the attention's AVX-512 tile products. No tensors, no state: what the kernels of
- * gm_attention.c, gm_hgat.c and gm_linalg.c call, and what the benchmarks under scripts/bench/
+ * gm_attention*.c, gm_hgat.c and gm_linalg.c call, and what the benchmarks under scripts/bench/
  * time on their own (they include this header, never gm_internal.h). Buffers are owned by the
  * caller; nothing here allocates what it returns. */
 #ifndef GM_KERNELS_H

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "gm_internal.h"
-#include "gm_torch.h"
+#include "gm_checkpoint_reader.h"
 
 #define MAX_PICKLE ((uint64_t)1 << 30)
 

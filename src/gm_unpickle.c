@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "gm_internal.h"
-#include "gm_torch.h"
+#include "gm_checkpoint_reader.h"
 
 #define MAX_STACK ((int64_t)1 << 20)
 #define MAX_MEMO ((int64_t)1 << 20)

@@ -7,7 +7,7 @@
  * and size read from the file is checked against the file's size before it is used. A compressed
  * or encrypted entry is refused by name. */
 #include "gm_internal.h"
-#include "gm_torch.h"
+#include "gm_checkpoint_reader.h"
 
 #define EOCD_SIZE 22
 #define EOCD_MAX_COMMENT 65535

@@ -1,8 +1,8 @@
 -- graphmert — graph-aware transformer attention on a float32 C core with autograd.
 --   local gm = require "graphmert"
 -- Returns a table and sets no globals. Submodules load on first use: the library (nn, optim,
--- layout, safetensors, checkpoint, folder, json, gradcheck, errors, class) and the GraphMERT application that
--- uses it (data, eval, experiment).
+-- layout, safetensors, checkpoint, folder, json, gradcheck, errors, class) and the GraphMERT
+-- application that uses it (data, eval, experiment, kg).
 local core = require "graphmert.core"
 
 local gm = {}

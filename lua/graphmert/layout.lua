@@ -17,7 +17,7 @@
 -- A sequence is a plain table {ids, valid (node lists), relation, head_length (root lists), used}.
 local class = require "graphmert.class"
 local gm = require "graphmert"
-local check = require "graphmert.nn.check"
+local check = require "graphmert.check"
 
 local Layout = class("graphmert.layout")
 

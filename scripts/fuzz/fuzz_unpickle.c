@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_torch.h"
+#include "gm_checkpoint_reader.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "gm_torch.h"
+#include "gm_checkpoint_reader.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;

@@ -5,7 +5,7 @@
 -- and head length are set, and the model ranks the vocabulary at the first slot.
 -- That protocol tells the model the answer's length. With opts.tails (relation id → the known
 -- tails of the types it reaches, the seed graph's known_tails) the whole tail is also decoded
--- without it (gm.eval.decode, constrained: the decoder chooses the length) and ranked among the
+-- without it (decode.lua, constrained: the decoder chooses the length) and ranked among the
 -- known tails: `tail` = {hits1, hits10, mrr} (MRR over the top 10, 0 below).
 -- tail_prediction(model, tok, records, {layout, relations, max_triples = 500, batch = 16, tails,
 --   tail_end}) → {n, hits1, hits10, mrr, exact, ranks, tail}  (first-token metrics; exact: every
@@ -14,7 +14,7 @@
 --   tail's rank, 11 when not in the top 10)
 -- most_frequent_tail(train_records, test_records, tok, {layout, relations, tails}) → the same
 --   metrics for ranking first tokens, and whole tails, by their frequency per relation in training.
-local gm = require "graphmert"
+local decode = require("graphmert.eval.decode").decode
 
 local M = {}
 
@@ -56,7 +56,7 @@ end
 local function decoded(model, tok, cs, opts)
   local queries = {}
   for k, c in ipairs(cs) do queries[k] = { toks = c.toks, at = c.root - 1, head_length = c.head_len, relation = c.rel } end
-  local found = gm.eval.decode(model, tok, queries, { mode = "constrained", tails = opts.tails, top = 10,
+  local found = decode(model, tok, queries, { mode = "constrained", tails = opts.tails, top = 10,
     tail_end = opts.tail_end, batch = opts.batch })
   local ranks = {}
   for k, list in ipairs(found) do

@@ -8,7 +8,7 @@
 --   config.describe() → the schema as text (one line a key)
 local GraphMERT = require "graphmert.nn.GraphMERT"
 
-local check = require "graphmert.nn.check"
+local check = require "graphmert.check"
 local M = {}
 
 local REQUIRED = {} -- a default that marks a key every config must give
@@ -88,9 +88,11 @@ local function unknown(what, key, known)
     table.concat(known, ", "))
 end
 
--- the grid's keys and their defaults (config key `grid`)
-M.grid_defaults = { lambdas = { false, 0.4, 0.6, 0.8, 0.9 }, hgat = { true, false }, seeds = { 1, 2, 3 },
-  reference = { lambda = 0.6, hgat = true }, passages = 150, probe_sequences = 64 }
+-- the grid's keys and their defaults (config key `grid`); the reference cell is the default λ
+-- (the core's GM_DEFAULT_LAMBDA, the official code's), one of the grid's λ
+local DEFAULT_LAMBDA = check.DEFAULT_LAMBDA
+M.grid_defaults = { lambdas = { false, 0.4, DEFAULT_LAMBDA, 0.8, 0.9 }, hgat = { true, false }, seeds = { 1, 2, 3 },
+  reference = { lambda = DEFAULT_LAMBDA, hgat = true }, passages = 150, probe_sequences = 64 }
 
 local function check_grid(grid, where)
   local out = {}

@@ -297,7 +297,7 @@ function M.settings(cfg, extra)
   for k, v in pairs(cfg) do if not FREE[k] then kept[k] = v end end
   local flat = require("graphmert.json").flat(kept)
   for k, v in pairs(extra or {}) do flat[k] = v end
-  return require("graphmert.json").object(flat, require("graphmert.nn.check").sorted_keys(flat))
+  return require("graphmert.json").object(flat, require("graphmert.check").sorted_keys(flat))
 end
 
 -- A training output folder: run.json (what a later tool needs to rebuild the run's model and

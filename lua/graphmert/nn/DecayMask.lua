@@ -11,10 +11,12 @@
 -- DecayMask{heads = 8, lambda = 0.6, init_p = 1.0, offset = 1, gelu = "erf", per_head = true}
 -- forward(sp): sp is a distance tensor [N, N] or a graphmert.Distances; the result is
 -- [heads, N, N] (per head) or [N, N].
+-- over(sp, offset): the same kernel (this mask's λ, p and GELU) over any distances sp ([N, M]) with
+-- another offset: what GraphMERT's graph token uses (its learnt distances, offset 0).
 local class = require "graphmert.class"
 local gm = require "graphmert"
 local Module = require "graphmert.nn.Module"
-local check = require "graphmert.nn.check"
+local check = require "graphmert.check"
 
 local DecayMask = class("graphmert.nn.DecayMask", Module)
 
@@ -33,9 +35,11 @@ function DecayMask:__init(opts)
   self:register_parameter("sp_param", p)
 end
 
-function DecayMask:forward(sp)
-  return gm.decay_mask(sp, { lambda = self.lambda, p = self.sp_param, offset = self.offset, gelu = self.gelu })
+function DecayMask:over(sp, offset)
+  return gm.decay_mask(sp, { lambda = self.lambda, p = self.sp_param, offset = offset, gelu = self.gelu })
 end
+
+function DecayMask:forward(sp) return self:over(sp, self.offset) end
 
 function DecayMask:extra_repr()
   return string.format("heads = %d, lambda = %s, offset = %g, gelu = %s%s", self.heads,

@@ -39,7 +39,7 @@
 local class = require "graphmert.class"
 local gm = require "graphmert"
 local Module = require "graphmert.nn.Module"
-local check = require "graphmert.nn.check"
+local check = require "graphmert.check"
 local Embedding = require "graphmert.nn.Embedding"
 local EncoderLayer = require "graphmert.nn.EncoderLayer"
 local DecayMask = require "graphmert.nn.DecayMask"
@@ -228,9 +228,9 @@ end
 -- node n is softplus(graph_token_distance[n]), to itself 0; the tokens' decay (the same kernel,
 -- λ, p and GELU) over √d, i.e. offset 0, learned through d.
 function GraphMERT:_graph_token_decay(decay)
-  local c, N, mask = self.config, self.nodes, self.decay
+  local N = self.nodes
   local d = gm.cat({ gm.zeros(1, 1), softplus1(self.graph_token_distance):reshape(1, N) }, 2) -- [1, N+1]
-  local row = gm.decay_mask(d, { lambda = mask.lambda, p = mask.sp_param, offset = 0, gelu = mask.gelu }) -- [heads, 1, N+1]
+  local row = self.decay:over(d, 0) -- [heads, 1, N+1]
   local column = row:narrow(3, 2, N):permute(1, 3, 2)
   return gm.cat({ row, gm.cat({ column, decay }, 3) }, 2)
 end

@@ -3,7 +3,7 @@
 local class = require "graphmert.class"
 local gm = require "graphmert"
 local Module = require "graphmert.nn.Module"
-local check = require "graphmert.nn.check"
+local check = require "graphmert.check"
 
 local Linear = class("graphmert.nn.Linear", Module)
 

@@ -17,7 +17,7 @@ local class = require "graphmert.class"
 local gm = require "graphmert"
 local Module = require "graphmert.nn.Module"
 local Linear = require "graphmert.nn.Linear"
-local check = require "graphmert.nn.check"
+local check = require "graphmert.check"
 
 local NodeEdgeBlock = class("graphmert.nn.NodeEdgeBlock", Module)
 

@@ -12,7 +12,7 @@
 local class = require "graphmert.class"
 local gm = require "graphmert"
 local Module = require "graphmert.nn.Module"
-local check = require "graphmert.nn.check"
+local check = require "graphmert.check"
 
 local VolumePreservingAttention = class("graphmert.nn.VolumePreservingAttention", Module)
 

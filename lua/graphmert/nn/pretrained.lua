@@ -24,7 +24,7 @@
 local gm = require "graphmert"
 local cjson = require "cjson"
 local safetensors = require "graphmert.safetensors"
-local check = require "graphmert.nn.check"
+local check = require "graphmert.check"
 local folder = require "graphmert.folder"
 
 local M = {}
@@ -125,8 +125,9 @@ local function options(cfg, path)
   if lambda == nil then
     error("from_pretrained: " .. path .. " has neither '_exp_mask_base' nor 'exp_mask_base' (λ of the decay mask)", 0)
   end
+  -- JSON says "no decay" with null; its false is no λ at all
   if lambda == cjson.null then lambda = false
-  elseif type(lambda) ~= "number" or not (lambda > 0 and lambda <= 1) then bad(lambda_key, "a number in (0, 1] or null") end
+  elseif lambda == false or not pcall(check.lambda, lambda_key, lambda) then bad(lambda_key, "a number in (0, 1] or null") end
   refuse_unless(not flag("pre_layernorm", false), "pre_layernorm = true")
   refuse_unless(not flag("encoder_normalize_before", false), "encoder_normalize_before = true")
   refuse_unless(cfg.embed_scale == nil or cfg.embed_scale == cjson.null, "embed_scale")

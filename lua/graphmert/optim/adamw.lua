@@ -30,28 +30,17 @@ return function(named_params, config)
     weight_decay = { 0.01, protocol.at_least(0) },
     no_decay = { default_no_decay, function(v) if type(v) ~= "function" then return "must be a function(name, tensor)" end end } })
   local betas, weight_decay, no_decay = config.betas, config.weight_decay, config.no_decay
+  local step = { beta1 = betas[1], beta2 = betas[2], eps = config.eps }
+  local function update(opt, p, g)
+    step.step, step.lr, step.weight_decay = opt.step_count, opt.lr, p.weight_decay
+    gm.adamw_step(p.tensor, g, p.exp_avg, p.exp_avg_sq, step)
+  end
+
   local opt = protocol.new(named_params, config.lr, "adamw",
-    { { name = "exp_avg" }, { name = "exp_avg_sq" } })
-  local params = opt.params
-  for _, p in ipairs(params) do
+    { { name = "exp_avg" }, { name = "exp_avg_sq" } }, update)
+  for _, p in ipairs(opt.params) do
     p.exp_avg, p.exp_avg_sq = gm.zeros(p.tensor:shape()), gm.zeros(p.tensor:shape())
     p.weight_decay = no_decay(p.name, p.tensor) and 0 or weight_decay
   end
-  local step = { beta1 = betas[1], beta2 = betas[2], eps = config.eps }
-
-  function opt:step()
-    self.step_count = self.step_count + 1
-    step.step, step.lr = self.step_count, self.lr
-    gm.no_grad(function()
-      for _, p in ipairs(params) do
-        local g = p.tensor:grad()
-        if g then
-          step.weight_decay = p.weight_decay
-          gm.adamw_step(p.tensor, g, p.exp_avg, p.exp_avg_sq, step)
-        end
-      end
-    end)
-  end
-
   return opt
 end

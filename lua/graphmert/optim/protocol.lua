@@ -1,8 +1,11 @@
 -- protocol.lua — what every optimizer shares: its parameter list and the protocol methods that
--- do not depend on the update rule (zero_grad, get_lr, set_lr, state_dict, load_state_dict). An
--- optimizer adds step, and names the buffers it keeps per parameter.
---   protocol.new(named_params, lr, owner, state) → { params = { {name, tensor}, ... }, lr,
---     step_count = 0 } with the methods. state lists the per-parameter buffers, each
+-- do not depend on the update rule (step's loop, zero_grad, get_lr, set_lr, state_dict,
+-- load_state_dict). An optimizer gives its update rule, and names the buffers it keeps per
+-- parameter.
+--   protocol.new(named_params, lr, owner, state, update) → { params = { {name, tensor}, ... },
+--     lr, step_count = 0 } with the methods. step() counts the step and, without recording
+--     gradients, calls update(opt, p, grad) for every parameter p that has a gradient (one
+--     without is left alone, as in torch). state lists the per-parameter buffers, each
 --     {name = "exp_avg", label = name, optional = false}: p[name] holds it; state_dict()
 --     names it "<param>.<name>" (PyTorch's names); load_state_dict(tensors, meta) checks each is
 --     there (unless optional: a buffer not made yet, as SGD's momentum before a step) and has the
@@ -11,7 +14,7 @@
 --     name to {default, check}, check(v) → an error message or nil; an unknown name (a typo:
 --     "momentun") or a value check refuses is an error naming the setting.
 local gm = require "graphmert"
-local sorted_keys = require("graphmert.nn.check").sorted_keys
+local sorted_keys = require("graphmert.check").sorted_keys
 
 local M = {}
 
@@ -56,7 +59,7 @@ function M.boolean(v) if type(v) ~= "boolean" then return "must be true or false
 
 -- module:named_parameters() ({ {name, tensor}, ... }) or a plain list of tensors (named by their
 -- position): leaves, at least one
-function M.new(named_params, lr, owner, state)
+function M.new(named_params, lr, owner, state, update)
   if type(named_params) ~= "table" or getmetatable(named_params) ~= nil then
     error(string.format("%s: give module:named_parameters() or a list of tensors, got %s", owner,
       type(named_params) == "table" and "a module or other object" or type(named_params)), 3)
@@ -75,6 +78,15 @@ function M.new(named_params, lr, owner, state)
   end
   if #params == 0 then error(owner .. ": an empty parameter list", 3) end
   local opt = { params = params, lr = lr, step_count = 0 }
+  function opt:step()
+    self.step_count = self.step_count + 1
+    gm.no_grad(function()
+      for _, p in ipairs(self.params) do
+        local g = p.tensor:grad()
+        if g then update(self, p, g) end
+      end
+    end)
+  end
   function opt:zero_grad()
     for _, p in ipairs(self.params) do p.tensor:zero_grad() end
   end

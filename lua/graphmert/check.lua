@@ -1,6 +1,7 @@
--- check.lua — argument checks for layers: errors in Lua's own style, naming the function, the
--- argument and the shapes (bad argument #2 to 'NodeEdgeBlock:forward' (E must be 2x4x4x3, got
--- 2x4x4x5)). A false entry in `expected` accepts any size in that dimension.
+-- check.lua — argument checks for the whole library and application (layers, optimizers, the
+-- layout, the config schema): errors in Lua's own style, naming the function, the argument and
+-- the shapes (bad argument #2 to 'NodeEdgeBlock:forward' (E must be 2x4x4x3, got 2x4x4x5)). A
+-- false entry in `expected` accepts any size in that dimension.
 local gm = require "graphmert"
 
 local M = {}

@@ -1,7 +1,10 @@
-/* gm_torch.h — the pieces behind gm_torch_load (gm_zip.c, gm_unpickle.c, gm_torch.c), shared
- * with the libFuzzer harnesses under scripts/fuzz/; not part of the public API. */
-#ifndef GM_TORCH_H
-#define GM_TORCH_H
+/* gm_checkpoint_reader.h — the PyTorch checkpoint reader's pieces, one file each: bytes from a
+ * file or a buffer, the zip archive (gm_zip.c), the restricted unpickler (gm_unpickle.c), and
+ * the tensors read from their storages (gm_torch.c: gm_torch_load, the public entry in gm.h).
+ * Shared by the three and the libFuzzer harnesses under scripts/fuzz/; not part of the public
+ * API. */
+#ifndef GM_CHECKPOINT_READER_H
+#define GM_CHECKPOINT_READER_H
 
 #include <stddef.h>
 #include <stdint.h>
