@@ -254,8 +254,7 @@ function Graph:encode(known)
   local l = self.linker
   local tables = {
     meta = { format = FORMAT, version = VERSION, dataset = self.dataset, relations = table.concat(self.relation_names, "\0"),
-      longest = tostring(l.longest), max_words = l.max_words and string.format("%.17g", l.max_words),
-      subsumption = self.subsumption },
+      longest = tostring(l.longest), max_words = l.max_words and string.format("%.17g", l.max_words), subsumption = self.subsumption },
     phrases = l.index, prefixes = l.prefix, stopwords = l.stopwords, cased = l.cased, entity_types = self.type, entity_names = self.name,
     entity_aliases = self.aliases,
     head_types = map(self.head_types, types_string), tail_types = map(self.tail_types, types_string), pair_tails = {} }
@@ -327,9 +326,8 @@ function M.load(path)
     pair_tails[relation] = pair_tails[relation] or {}
     pair_tails[relation][head_type] = types_set(types)
   end
-  if meta.subsumption ~= nil and not tails[meta.subsumption] and not t.tail_types[meta.subsumption] then
-    error(path .. ": the seed graph index's subsumption relation is none of its relations", 0)
-  end
+  if meta.subsumption and not t.tail_types[meta.subsumption] then
+    error(path .. ": the seed graph index's subsumption relation is none of its relations", 0) end
   return setmetatable({ version = meta.version, known = known, dataset = meta.dataset, type = t.entity_types, name = t.entity_names,
     subsumption = meta.subsumption,
     aliases = t.entity_aliases, tails = tails, pair_tails = pair_tails,
