@@ -4,6 +4,7 @@
 --   records.lines(path) → iterator of each non-blank, non-comment line with its number
 --   records.each(ds, path, columns, fn) → fn(where, record, fields) per record (ds:skip for a line
 --     that is no record)
+--   records.fields(line) → a TSV line's fields, trimmed
 --   records.text(v), records.list(v, sep), records.is_string_list(v) → a field's value
 local cjson = require "cjson"
 
@@ -16,7 +17,8 @@ function M.lines(path)
   return next_line
 end
 
-local function tsv_fields(line)
+-- a TSV line's fields, each trimmed of blanks
+function M.fields(line)
   local fields = {}
   for field in (line .. "\t"):gmatch("([^\t]*)\t") do fields[#fields + 1] = field:match("^%s*(.-)%s*$") end
   return fields
@@ -38,7 +40,7 @@ function M.each(ds, path, columns, fn)
       local ok, rec = pcall(cjson.decode, line)
       if not ok or type(rec) ~= "table" or rec[1] ~= nil then ds:skip(where, "not a JSON object") else fn(where, rec) end
     else
-      local fields = tsv_fields(line)
+      local fields = M.fields(line)
       if not (first and is_header(fields, columns[1])) then
         local rec = {}
         for i, c in ipairs(columns) do rec[c] = fields[i] end

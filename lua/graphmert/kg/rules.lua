@@ -41,6 +41,9 @@
 local re = require "re"
 local linker = require "graphmert.data.linker"
 local normalize = linker.normalize
+local suggest = require("graphmert.experiment.args").suggest
+local corpus = require "graphmert.data.corpus"
+local records = require "graphmert.data.dataset_records"
 
 local M = {}
 
@@ -68,31 +71,6 @@ local function simple_captures(pattern)
   return n
 end
 
--- the closest of `names` to `word` (edit distance at most 3), for "did you mean"
-local function closest(word, names)
-  local best, best_d = nil, 4
-  for _, name in ipairs(names) do
-    local a, b = word, name
-    local prev = {}
-    for j = 0, #b do prev[j] = j end
-    for i = 1, #a do
-      local cur = { [0] = i }
-      for j = 1, #b do
-        cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a:byte(i) == b:byte(j) and 0 or 1))
-      end
-      prev = cur
-    end
-    if prev[#b] < best_d then best, best_d = name, prev[#b] end
-  end
-  return best
-end
-
-local function tsv_fields(line)
-  local fields = {}
-  for f in (line .. "\t"):gmatch("([^\t]*)\t") do fields[#fields + 1] = f end
-  return fields
-end
-
 -- one line of a patterns file → a rule, or nil and the reason
 local function parse(fields, graph, where)
   if #fields < 4 or #fields > 5 then
@@ -101,7 +79,7 @@ local function parse(fields, graph, where)
   end
   local relation, on, source, tail, label = fields[1], fields[2], fields[3], fields[4], fields[5]
   if not graph.tail_types[relation] then
-    local guess = closest(relation, graph.relation_names)
+    local guess = suggest(relation, graph.relation_names)
     return nil, "unknown relation '" .. relation .. "'" .. (guess and (" (did you mean '" .. guess .. "'?)") or "")
   end
   if on ~= "name" and on ~= "passage" then
@@ -123,22 +101,17 @@ local function parse(fields, graph, where)
 end
 
 function M.read(path, graph)
-  local f, err = io.open(path, "rb")
-  if not f then error("rules: " .. err, 0) end
-  local list, bad, n, first = {}, {}, 0, true
-  for line in f:lines() do
-    n = n + 1
-    line = line:gsub("\r$", "")
+  local ok, lines = pcall(corpus.lines, path) -- (comments, blank lines, CRLF and a byte-order mark skipped)
+  if not ok then error("rules: " .. lines, 0) end
+  local list, bad, first = {}, {}, true
+  for n, line in lines do
     local where = path .. ":" .. n
-    if line:match("%S") and not line:match("^#") then
-      if not (first and line:lower():match("^relation\ton\t")) then -- (a first line naming the columns)
-        local rule, why = parse(tsv_fields(line), graph, where)
-        if rule then list[#list + 1] = rule else bad[#bad + 1] = where .. ": " .. why end
-      end
-      first = false
+    if not (first and line:lower():match("^relation\ton\t")) then -- (a first line naming the columns)
+      local rule, why = parse(records.fields(line), graph, where)
+      if rule then list[#list + 1] = rule else bad[#bad + 1] = where .. ": " .. why end
     end
+    first = false
   end
-  f:close()
   if #bad > 0 then
     local shown = { table.unpack(bad, 1, math.min(#bad, MESSAGES)) }
     if #bad > MESSAGES then shown[#shown + 1] = "(and " .. (#bad - MESSAGES) .. " more)" end
