@@ -40,6 +40,7 @@ local dist = gm.distributed
 local extraction_input = require "graphmert.kg.extraction_input"
 local extraction_outputs = require "graphmert.kg.extraction_outputs"
 local extraction_run = require "graphmert.kg.extraction_run"
+local rule_extraction = require "graphmert.kg.rule_extraction"
 
 local args = ex.args.parse(arg, {
   script = "extract.lua", about = "A knowledge graph from text with a trained GraphMERT.",
@@ -49,9 +50,10 @@ local args = ex.args.parse(arg, {
   { "out", "kg.jsonl", "output: kg.jsonl (a .tsv is written beside it), or a kg.sqlite store that grows as it goes" },
   { "relations", "all", "all, or a comma-separated list of relation names" },
   { "top", 5, "tails kept per (head, relation)", type = "integer", min = 1 },
-  { "min-score", nil, "drop triples scoring below this (mean log-probability per slot, <= 0)", type = "number", max = 0 },
+  { "min-score", nil, "drop triples scoring below this (a mean log-probability per slot, <= 0; a rule's precision, 0 to 1)", type = "number" },
   { "batch", 16, "sequences per forward", type = "integer", min = 1, max = 4096 },
-  { "decoding", "open", "open (new tails) or constrained (the seed graph's entity names)", choices = { "open", "constrained" } },
+  { "decoding", nil, "open (new tails) or constrained (the seed graph's entity names); default open, constrained with --extractor rules",
+    choices = { "open", "constrained" } },
   { "data", nil, "a dataset folder whose seed graph to use instead of the run's own" },
   { "config", nil, "a config whose dataset's seed graph to use instead of the run's own" },
   { "resume", false, "continue a stopped run from the journal it left (a .sqlite store always continues)", flag = true },
@@ -59,10 +61,23 @@ local args = ex.args.parse(arg, {
   { "unpacked", false, "one (head, relation) query per sequence instead of a passage's heads together (slower)", flag = true },
   { "no-page", false, "do not write the KG page (kg.html) beside the output", flag = true },
   ex.args.precision_option(),
+  { "extractor", "graphmert", "graphmert (the trained model: --checkpoint) or rules (the dataset's string rules, no model: --data or --config)",
+    choices = { "graphmert", "rules" } },
+  { "patterns", nil, "with --extractor rules: a patterns file instead of the dataset's patterns.tsv" },
 })
 local function fail(msg) ex.args.fail("extract.lua", msg) end
-if not args.checkpoint then fail("--checkpoint is required (see --help)") end
+local by_rules = args.extractor == "rules"
+args.decoding = args.decoding or (by_rules and "constrained" or "open")
+if by_rules and args.checkpoint then fail("--extractor rules uses no model: give --data or --config, not --checkpoint") end
+if by_rules and not (args.data or args.config) then fail("--extractor rules needs the dataset: give --data or --config") end
+if args.patterns and not by_rules then fail("--patterns is for --extractor rules") end
+if not by_rules and not args.checkpoint then fail("--checkpoint is required (see --help)") end
 if not args.input then fail("--input is required (see --help)") end
+local min_score = args["min-score"]
+if min_score and not by_rules and min_score > 0 then fail("--min-score must be at most 0, got " .. min_score) end
+if min_score and by_rules and (min_score < 0 or min_score > 1) then
+  fail("--min-score must be from 0 to 1 with --extractor rules (a rule's precision), got " .. min_score)
+end
 if args.data and args.config then fail("give --data or --config, not both") end
 local precision = ex.args.apply_precision(args)
 local session <close> = dist.session()
@@ -82,6 +97,17 @@ end
 local input = extraction_input.open(args.input, args.format, rank)
 local outputs = extraction_outputs.prepare(args, storing, rank)
 local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
+if by_rules then
+  outputs:refuse_finished(args, size)
+  local total = input:count(rank)
+  local ds = try(ex.named_dataset, args)
+  local graph = gm.data.seed_graph.new(ds)
+  local rules = try(rule_extraction.prepare, args, ds, graph)
+  local status = extraction_run.run { cli = args, precision = precision, input = input, outputs = outputs,
+    run = { model = {}, relations = graph.relation_names }, graph = graph, dataset = ds, rules = rules, total = total }
+  if status then os.exit(status) end
+  return
+end
 local run = try(ex.read_run, args.checkpoint)
 outputs:refuse_finished(args, size)
 local total = input:count(rank) -- the whole file checked before any work: a bad line is named now, not hours in

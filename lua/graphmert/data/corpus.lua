@@ -151,7 +151,7 @@ function M.each_passage(path, format)
           .. "its triples, so each must be one passage's", path, rec.line, key, line_of[key]), 0)
       end
       line_of[key] = rec.line
-      return { id = id, line = rec.line, text = rec.text }
+      return { id = id, line = rec.line, text = rec.text, entity = M.scalar_text(rec.entity) }
     end
   end
   local next_line, skipped = M.lines(path)

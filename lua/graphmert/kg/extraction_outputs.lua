@@ -56,10 +56,17 @@ function M.prepare(opts, storing, rank)
       outputs[#outputs + 1] = more
     end
   end
-  local inputs = { opts.input, run .. "/run.json", run .. "/checkpoint.safetensors", run .. "/tokenizer.txt",
-    { folder = run .. "/seed_graph" } }
+  local inputs = { opts.input }
+  if run then
+    for _, more in ipairs { run .. "/run.json", run .. "/checkpoint.safetensors", run .. "/tokenizer.txt",
+      { folder = run .. "/seed_graph" } } do
+      inputs[#inputs + 1] = more
+    end
+  end
+  if opts.patterns then inputs[#inputs + 1] = opts.patterns end
   if data then
     inputs[#inputs + 1] = { folder = data .. "/corpus" }
+    inputs[#inputs + 1] = data .. "/patterns.tsv"
     for _, part in ipairs { "corpus", "triples", "entities", "relations" } do
       inputs[#inputs + 1] = data .. "/" .. part .. ".jsonl"
       inputs[#inputs + 1] = data .. "/" .. part .. (part == "corpus" and ".txt" or ".tsv")

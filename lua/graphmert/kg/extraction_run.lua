@@ -9,7 +9,8 @@
 --     command's options), precision (as applied), input (graphmert.kg.extraction_input), outputs
 --     (graphmert.kg.extraction_outputs), run (run.json's values), tok, model, graph (the seed
 --     graph's index), dataset (the Dataset --data or --config named, or nil), opts (extract.options'
---     table, with constrained decoding's tails), total (the passages of the input)
+--     table, with constrained decoding's tails), total (the passages of the input); or, for the
+--     rule extractor, rules (graphmert.kg.rule_extraction's) instead of tok, model and opts
 -- Ctrl-C stops it between chunks: the chunks done are kept (a journal's merged into the partial
 -- outputs, a store committed), and the status is 130.
 local gm = require "graphmert"
@@ -45,13 +46,15 @@ end
 -- 3: no head inside an English contraction; 4: as the journal's version 4)
 local function settings(x, size)
   local cli = x.cli
-  local of = { journal = journal.VERSION, extractor = 4, checkpoint = gm.realpath(cli.checkpoint), processes = size,
-    input_file = stamp(cli.input), weights = stamp(cli.checkpoint .. "/checkpoint.safetensors"),
+  local rules = x.rules and (x.rules.patterns and stamp(x.rules.patterns) or "generic") -- (the rule extractor's)
+  local of = { journal = journal.VERSION, extractor = rules and "rules" or 4, processes = size,
+    checkpoint = cli.checkpoint and gm.realpath(cli.checkpoint), rules = rules, input_file = stamp(cli.input),
+    weights = cli.checkpoint and stamp(cli.checkpoint .. "/checkpoint.safetensors"),
     input = gm.realpath(cli.input), format = x.input.jsonl and "jsonl" or "text", relations = cli.relations, top = cli.top,
     batch = cli.batch, decoding = cli.decoding, unpacked = cli.unpacked, data = cli.data and gm.realpath(cli.data),
     config = cli.config and gm.realpath(ex.commands.config_path(cli.config)), min_score = cli["min-score"],
     precision = x.precision }
-  return journal.header(of), gm.json.object(of, { "extractor", "input", "input_file", "weights", "format", "relations", "top",
+  return journal.header(of), gm.json.object(of, { "extractor", "input", "input_file", "weights", "rules", "format", "relations", "top",
     "min_score", "batch", "decoding", "unpacked", "data", "config", "precision" })
 end
 
@@ -62,7 +65,7 @@ local function open_store(x, extraction)
   for k in pairs(x.run.model) do model_keys[#model_keys + 1] = k end
   table.sort(model_keys)
   local store = try(gm.kg.store.open, x.cli.out, { create = true })
-  try(store.begin_run, store, { checkpoint = gm.realpath(x.cli.checkpoint), config = x.run.config or "",
+  try(store.begin_run, store, { checkpoint = x.cli.checkpoint and gm.realpath(x.cli.checkpoint) or "", config = x.run.config or "",
     model = gm.json.object(x.run.model, model_keys), dataset = x.graph.dataset, created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
     extraction = extraction })
   -- the entities and schema once, into a new store (their aliases are in the dataset, not the index)
@@ -79,14 +82,16 @@ end
 -- filters); t.span is where the passage first names the head. Also the counts of heads not asked
 -- (extract.queries' report).
 local function extract_chunk(x, chunk, storing)
-  local graph, opts = x.graph, x.opts
+  local graph, opts = x.graph, x.opts or {}
   local found, by_passage, report = {}, {}, {}
   for _, p in ipairs(chunk) do found[p.id] = {} end
   opts.report = report
-  for _, t in ipairs(extract.triples(x.model, x.tok, chunk, opts)) do
-    local head_id, head = graph:entity(t.head, t.relation, "head")
-    local tail_id, tail = graph:entity(t.tail, t.relation, "tail", head_id)
-    t.head, t.head_id, t.tail, t.tail_id = head or t.head, head_id, tail or t.tail, tail_id
+  for _, t in ipairs(x.rules and x.rules.propose(chunk) or extract.triples(x.model, x.tok, chunk, opts)) do
+    if not x.rules then -- (the rules name entities by id already)
+      local head_id, head = graph:entity(t.head, t.relation, "head")
+      local tail_id, tail = graph:entity(t.tail, t.relation, "tail", head_id)
+      t.head, t.head_id, t.tail, t.tail_id = head or t.head, head_id, tail or t.tail, tail_id
+    end
     table.insert(found[t.source], t)
   end
   opts.report = nil
@@ -200,7 +205,7 @@ local function write_graph(x, whole, counts, size, t0)
     not_asked.inside = not_asked.inside + (math.tointeger(rec.inside) or 0)
     for _, p in ipairs(rec.passages) do
       for _, t in ipairs(p.triples) do
-        t.source, t.decoding = p.id, cli.decoding
+        t.source, t.decoding = p.id, t.decoding or cli.decoding
         merger:add(t)
       end
     end

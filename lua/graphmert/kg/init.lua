@@ -52,7 +52,11 @@ local function triple_problem(t)
   if type(t) ~= "table" or type(t.head) ~= "string" or type(t.relation) ~= "string" or type(t.tail) ~= "string" then
     return "not a kg.jsonl triple (head, relation and tail strings)"
   end
-  if not finite(t.score) or t.score > 0 then return "the score is not a mean log-probability (a finite number <= 0)" end
+  local by_rule = type(t.decoding) == "string" and t.decoding:match("^rule:")
+  if by_rule and not (finite(t.score) and t.score >= 0 and t.score <= 1) then
+    return "the score of a rule's triple is not its rule's precision (a number from 0 to 1)"
+  end
+  if not by_rule and (not finite(t.score) or t.score > 0) then return "the score is not a mean log-probability (a finite number <= 0)" end
   if t.count ~= nil and not (type(t.count) == "number" and math.tointeger(t.count) and t.count >= 1) then return "count is not a number of passages (an integer >= 1)" end
   if not is_id(t.head_id) or not is_id(t.tail_id) then return "head_id and tail_id are strings (or absent)" end
   if t.sources ~= nil then

@@ -9,7 +9,7 @@
 --             and digest), the options that decide a passage's triples, the process count.
 --   then      a line per finished chunk of passages, written whole and flushed at once:
 --             {"chunk":k,"passages":[{"id":..,"triples":[{head, relation, tail, tokens, score,
---             head_id, tail_id}]}],"truncated":n,"inside":n} — each passage's triples merged
+--             head_id, tail_id, decoding}]}],"truncated":n,"inside":n} — each passage's triples merged
 --             within it and not yet filtered by --min-score (the final merge filters), and the
 --             chunk's heads found but not asked (extract.queries' report).
 -- Chunks are dealt round robin: rank r of K processes takes chunks r + 1, r + 1 + K, ..., so its
@@ -51,10 +51,11 @@ local function fail(msg) args.fail("extract.lua", msg) end
 -- The header's version: another one is refused. (2: a passage's triples merged per passage,
 -- and the heads not asked counted; 3: no head inside an English contraction; 4: a JSONL
 -- record's passage id is its "id", constrained tails of the types the head's type reaches,
--- acronyms as written)
-M.VERSION = 4
+-- acronyms as written; 5: each triple's decoding — a rule's name under the rule extractor —, and
+-- the rules' file)
+M.VERSION = 5
 
-local HEADER_KEYS = { "journal", "input", "input_file", "checkpoint", "weights", "format", "relations", "top", "batch",
+local HEADER_KEYS = { "journal", "input", "input_file", "checkpoint", "weights", "rules", "format", "relations", "top", "batch",
   "decoding", "unpacked", "data", "config", "processes", "precision" }
 
 function M.header(settings) return gm.json.object(settings, HEADER_KEYS) end
@@ -164,7 +165,7 @@ function Journal:add(k, passages, by_passage, report)
     local triples = {}
     for j, t in ipairs(by_passage[p.id]) do
       triples[j] = { head = t.head, relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score,
-        head_id = t.head_id, tail_id = t.tail_id }
+        head_id = t.head_id, tail_id = t.tail_id, decoding = t.decoding }
     end
     lines[i] = { id = p.id, triples = triples }
   end

@@ -1,0 +1,67 @@
+-- rule_extraction.lua — `graphmert extract --extractor rules`: a knowledge graph from string
+-- rules alone (graphmert.kg.rules), no model. The rules are the dataset's patterns file
+-- (patterns.tsv in its folder, or --patterns FILE) and the two generic rules of its subsumption
+-- relation (the schema's; none without one). Each rule is first measured on the dataset's own
+-- passages against its seed graph, and a triple's score is the measured precision of the rule
+-- that proposed it: the share of such triples that hold, which a user can threshold
+-- (--min-score 0.8). The triples then go through extract's journal, merge and outputs as a
+-- model's do; a triple's `decoding` names its rule ("rule:regulation of X").
+--
+--   rule_extraction.prepare(cli, dataset, graph) → {list (the rules, scored), measured, patterns
+--     (the file read, or nil), propose(chunk, opts) → the chunk's triples}, after printing each
+--     rule's figures and the warnings measuring gave; an error when there is no rule
+local gm = require "graphmert"
+local rules = require "graphmert.kg.rules"
+
+local M = {}
+
+-- the patterns file: --patterns, else the dataset folder's patterns.tsv when there is one
+local function patterns_path(cli, dataset)
+  if cli.patterns then return cli.patterns end
+  local dir = dataset.name
+  local info = dir and gm.stat(dir)
+  local path = info and info.type == "directory" and dir .. "/patterns.tsv"
+  return path and gm.stat(path) and path or nil
+end
+
+local function report(list, measured)
+  print("rules, measured on the dataset's own passages (proposed: distinct triples; precision: (held + 1) / (proposed + 2)):")
+  for _, rule in ipairs(list) do
+    local m = measured[rule.label]
+    print(string.format("  %-40s %-22s proposed %7d  held %7d  precision %.3f", rule.label, rule.relation, m.proposed, m.held,
+      m.precision))
+  end
+end
+
+function M.prepare(cli, dataset, graph)
+  local patterns = patterns_path(cli, dataset)
+  local list = patterns and rules.read(patterns, graph) or {}
+  if graph.subsumption then
+    for _, rule in ipairs(rules.generic(graph.subsumption)) do list[#list + 1] = rule end
+  end
+  if #list == 0 then
+    error("no rules: the dataset has no patterns.tsv (--patterns names one) and its schema marks no subsumption relation "
+      .. "(relations.tsv's fourth column: docs/datasets.md)", 0)
+  end
+  local only = cli.relations ~= "all" and {} or nil
+  if only then for name in cli.relations:gmatch("[^,]+") do only[name] = true end end
+  local kept = {}
+  for _, rule in ipairs(list) do if not only or only[rule.relation] then kept[#kept + 1] = rule end end
+  local measured, warnings = rules.measure(kept, graph, dataset.passages)
+  for _, w in ipairs(warnings) do io.stderr:write("warning: ", w, "\n") end
+  rules.score(kept, measured)
+  report(kept, measured)
+  local open = cli.decoding == "open"
+  return { list = kept, measured = measured, patterns = patterns, propose = function(chunk)
+    local out = {}
+    for _, p in ipairs(chunk) do
+      for _, t in ipairs(rules.propose(kept, graph, p, { open = open })) do
+        t.decoding = "rule:" .. t.rule
+        out[#out + 1] = t
+      end
+    end
+    return out
+  end }
+end
+
+return M
