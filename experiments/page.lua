@@ -10,6 +10,8 @@
 -- (--data, --config), or none.
 local gm = require "graphmert"
 local ex = gm.experiment
+local data_options = require "graphmert.experiment.data_options"
+local run_folder = require "graphmert.experiment.run_folder"
 
 local args = ex.args.parse(arg, {
   script = "page.lua", about = "The KG page: an extracted knowledge graph as one HTML file to browse, check and review.",
@@ -62,11 +64,11 @@ end
 
 local graph
 if args.checkpoint then
-  graph = try(ex.run_graph, args.checkpoint)
+  graph = try(run_folder.run_graph, args.checkpoint)
 elseif args.data or args.config then
-  graph = try(function() return gm.data.seed_graph.new(ex.named_dataset(args)) end)
+  graph = try(function() return gm.data.seed_graph.new(data_options.dataset(args)) end)
 elseif storing and meta.checkpoint and gm.stat(meta.checkpoint) then
-  graph = try(ex.run_graph, meta.checkpoint) -- the store's run
+  graph = try(run_folder.run_graph, meta.checkpoint) -- the store's run
 else
   keep_existing("the seed graph (--checkpoint, --data or --config)")
   io.stderr:write("page: no --checkpoint, --data or --config: no seed-graph facts to draw beside the triples\n")

@@ -12,6 +12,7 @@
 -- the graph lacks are counted on stderr, not scored.
 local gm = require "graphmert"
 local ex = gm.experiment
+local data_options = require "graphmert.experiment.data_options"
 local stats = gm.eval.stats
 
 local args = ex.args.parse(arg, {
@@ -24,13 +25,12 @@ local args = ex.args.parse(arg, {
 })
 local function fail(msg) ex.args.fail("score_kg.lua", msg) end
 if not args.kg then fail("--kg is required (see --help)") end
-if args.data and args.config then fail("give --data DIR or --config FILE, not both") end
-if not (args.data or args.config or args.gold) then fail("give --data DIR or --config FILE, or --gold review.jsonl (see --help)") end
+data_options.check("score_kg.lua", args, not args.gold, "--gold review.jsonl")
 
 local info = gm.stat(args.kg)
 if not info or info.type ~= "file" then fail(args.kg .. ": not a file") end
 local triples = ex.args.try("score_kg.lua", gm.kg.read, args.kg, { top = args.top })
-local graph = (args.data or args.config) and gm.data.seed_graph.new(ex.args.try("score_kg.lua", ex.named_dataset, args))
+local graph = (args.data or args.config) and gm.data.seed_graph.new(ex.args.try("score_kg.lua", data_options.dataset, args))
 if graph and #triples > 0 then -- a graph scored against another dataset than its own scores 0 by every measure
   local known, foreign, n_foreign = {}, {}, 0
   for _, name in ipairs(graph.relation_names) do known[name] = true end

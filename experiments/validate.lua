@@ -8,6 +8,7 @@
 -- mentions (they cannot be injected). Exits 0, or 1 with --strict when a line was skipped.
 local gm = require "graphmert"
 local ex = gm.experiment
+local data_options = require "graphmert.experiment.data_options"
 
 local args = ex.args.parse(arg, {
   script = "validate.lua", about = "Read and check a dataset (corpus, seed graph, entities, relation schema).",
@@ -15,11 +16,9 @@ local args = ex.args.parse(arg, {
   { "config", nil, "a training config: its data" },
   { "strict", false, "exit 1 when any line was skipped", flag = true },
 })
-local function fail(msg) ex.args.fail("validate.lua", msg) end
-if args.data and args.config then fail("give --data DIR or --config FILE, not both") end
-if not args.data and not args.config then fail("give --data DIR or --config FILE (see --help)") end
+data_options.check("validate.lua", args, true)
 
-local ds = ex.args.try("validate.lua", ex.named_dataset, args)
+local ds = ex.args.try("validate.lua", data_options.dataset, args)
 local r = ds.report
 local count = gm.data.dataset.plural
 local sorted = require("graphmert.check").sorted_keys

@@ -1,0 +1,183 @@
+-- heldout_extraction.lua — what experiments/extract_eval.lua measures: extraction from passages
+-- the model never saw (the held-out entities' passages), the top tail per (head, relation)
+-- scored against the seed graph, for GraphMERT, the same budget's model without decay and H-GAT
+-- (the run's baseline/ folder, when it exists) and the most frequent training tail per relation
+-- asked the same queries.
+--   systems(script, checkpoint) → the systems compared, their models loaded
+--   run(systems, e)             each system's per-passage scores (system.units) and time
+--   table(systems, e) → the report's lines     pr_curve(systems, out_dir) → whether pr.png was drawn
+-- e: {d (prepared data), tok, graph, relations (name → id), opts (gm.eval.extract.options),
+-- passages, decoding, checkpoint}
+local gm = require "graphmert"
+local args = require "graphmert.experiment.args"
+local preparation = require "graphmert.experiment.preparation"
+local progress = require "graphmert.experiment.progress"
+local report = require "graphmert.experiment.report"
+local run_folder = require "graphmert.experiment.run_folder"
+local extract, stats = gm.eval.extract, gm.eval.stats
+
+local M = {}
+
+-- GraphMERT, its baseline when the run has one, and the most frequent tail; every checkpoint
+-- loads before any work
+function M.systems(script, checkpoint)
+  local systems = { { name = "GraphMERT", dir = checkpoint } }
+  local baseline_dir = checkpoint .. "/baseline"
+  if gm.stat(baseline_dir .. "/run.json") then systems[2] = { name = "no decay, no H-GAT", dir = baseline_dir } end
+  systems[#systems + 1] = { name = "most frequent tail" }
+  for _, system in ipairs(systems) do
+    if system.dir then system.model = args.try(script, run_folder.load_model, system.dir) end
+  end
+  return systems
+end
+
+-- the most frequent tail of each relation in training, for the frequency baseline
+local function frequent_tails(d, tok)
+  local frequent = {}
+  local ranked, totals = gm.eval.tails_by_frequency(d.train)
+  for rel, list in pairs(ranked) do
+    frequent[rel] = { tail = list[1][1], tokens = #tok:encode(list[1][1]), score = math.log(list[1][2] / totals[rel]) }
+  end
+  return frequent
+end
+
+-- the baseline's triples for a passage: the most frequent tail for every query a model is asked
+local function frequent_triples(e, frequent, p, into)
+  local _, meta = extract.queries(e.tok, e.d.layout, p, e.opts)
+  for _, m in ipairs(meta) do
+    local f = frequent[m.relation]
+    if f then
+      table.insert(into, { head = m.head, relation = m.relation, tail = f.tail, tokens = f.tokens, score = f.score,
+        source = p.id })
+    end
+  end
+end
+
+function M.run(systems, e)
+  local frequent = frequent_tails(e.d, e.tok)
+  local passages, opts = e.passages, e.opts
+  for _, system in ipairs(systems) do
+    local units, t0 = {}, gm.clock()
+    local line = progress.new { stream = io.stderr, total = #passages }
+    local model = system.model
+    if model then
+      if e.decoding == "constrained" and not opts.tails then
+        opts.tails = e.graph:known_tails(e.tok, e.relations, model.layout.leaves)
+      end
+    end
+    -- the passages in chunks (extract.triples batches across a chunk's passages), scored one by one
+    local CHUNK = 32
+    for first = 1, #passages, CHUNK do
+      local chunk = table.move(passages, first, math.min(#passages, first + CHUNK - 1), 1, {})
+      local per = {}
+      for _, p in ipairs(chunk) do per[p.id] = {} end
+      if model then
+        for _, t in ipairs(extract.triples(model, e.tok, chunk, opts)) do table.insert(per[t.source], t) end
+      else
+        for _, p in ipairs(chunk) do frequent_triples(e, frequent, p, per[p.id]) end
+      end
+      for i, p in ipairs(chunk) do
+        units[first + i - 1] = extract.score_passage(e.graph, e.relations, p, extract.merge(per[p.id], { top = 1 }))
+      end
+      local done = first + #chunk - 1
+      line:update(done, string.format("%-20s %d/%d passages", system.name, done, #passages))
+    end
+    line:finish()
+    system.seconds = gm.clock() - t0
+    system.units = units
+  end
+end
+
+local function sum(units, field)
+  local s = 0
+  for _, u in ipairs(units) do s = s + u[field] end
+  return s
+end
+local function field_ratio(num, den) return stats.ratio(function(u) return u[num] end, function(u) return u[den] end) end
+
+-- GraphMERT's precision against each other system's, passage by passage
+local function differences(systems, passages, lines)
+  for i = 2, #systems do
+    -- the same passages under both systems: pair unit k of one with unit k of the other
+    if systems[1].extracted == 0 or systems[i].extracted == 0 then
+      lines[#lines + 1] = string.format("GraphMERT − %s, precision: no difference to take (%s extracted no triple)",
+        systems[i].name, systems[1].extracted == 0 and "GraphMERT" or systems[i].name)
+    else
+      local pairs = {}
+      for k = 1, #passages do pairs[k] = { systems[1].units[k], systems[i].units[k] } end
+      local l, h, v = stats.paired(pairs,
+        stats.ratio(function(p) return p[1].correct end, function(p) return p[1].n end),
+        stats.ratio(function(p) return p[2].correct end, function(p) return p[2].n end))
+      lines[#lines + 1] = string.format("GraphMERT − %s, precision: %+.3f [%+.3f, %+.3f]%s", systems[i].name, v, l, h,
+        (l > 0 and " (better)") or (h < 0 and " (worse)") or " (the interval includes 0)")
+    end
+  end
+end
+
+function M.table(systems, e)
+  local passages, opts = e.passages, e.opts
+  local lines = {
+    string.format("# Extraction on %d held-out passages (%s decoding, top tail per head and relation%s; %s)", #passages,
+      e.decoding, opts.empty and ", unless the model ranks \"none\" first" or "",
+      opts.pack and "a passage's heads asked together" or "one query per sequence"), "",
+    string.format("`%s`, %s; 95%% intervals: percentile bootstrap over passages (1,000 resamples).", e.checkpoint,
+      preparation.summary(e.d)), "",
+    "| model | triples | precision [95% CI] | recall [95% CI] | validity [95% CI] | multi-token share of correct | multi-word share of correct [95% CI] | passages/s |",
+    "|---|---|---|---|---|---|---|---|" }
+  for _, s in ipairs(systems) do
+    local u = s.units
+    local n, correct = sum(u, "n"), sum(u, "correct")
+    s.extracted = n
+    -- a share with its interval; of nothing it is "-", not 0: a system that asserts no triple has
+    -- no precision
+    local function cell(num, den)
+      if sum(u, den) == 0 then return "-" end
+      local l, h, v = stats.bootstrap(u, field_ratio(num, den))
+      return string.format("%.3f [%.3f, %.3f]", v, l, h)
+    end
+    lines[#lines + 1] = string.format("| %s | %d | %s | %s | %s | %s | %s | %s |", s.name, n,
+      n > 0 and cell("correct", "n") or "- (no triples)", cell("recalled", "gold"), cell("valid", "n"),
+      correct > 0 and string.format("%.3f", sum(u, "multi_token") / correct) or "-", cell("multi", "correct"),
+      s.dir and string.format("%.1f", #passages / s.seconds) or "-")
+  end
+  if #systems > 1 then
+    lines[#lines + 1] = ""
+    differences(systems, passages, lines)
+  end
+  return lines
+end
+
+-- precision and recall over score thresholds (each system's own score scale): pr.csv, and pr.png
+-- when gnuplot draws it
+function M.pr_curve(systems, out_dir)
+  local csv, blocks = { "system,threshold,precision,recall" }, {}
+  for _, s in ipairs(systems) do
+    local block = {}
+    local all, gold = {}, sum(s.units, "gold")
+    for _, u in ipairs(s.units) do for _, e in ipairs(u.scored) do all[#all + 1] = e end end
+    table.sort(all, function(a, b) return a.score > b.score end)
+    local n, correct, recalled = 0, 0, 0
+    for i, e in ipairs(all) do
+      if e.recall then recalled = recalled + 1 else n = n + 1; if e.held then correct = correct + 1 end end
+      if (i == #all or all[i + 1].score < e.score) and n > 0 then
+        local p, r = correct / n, gold > 0 and recalled / gold or 0
+        csv[#csv + 1] = string.format('"%s",%.6f,%.6f,%.6f', s.name, e.score, p, r)
+        block[#block + 1] = string.format("%.6f %.6f", r, p)
+      end
+    end
+    blocks[#blocks + 1] = block
+  end
+  local f = assert(io.open(out_dir .. "/pr.csv", "w"))
+  f:write(table.concat(csv, "\n"), "\n")
+  f:close()
+  local plot = { "set xlabel 'recall of held-out facts'", "set ylabel 'precision'", "set key bottom left" }
+  local series = {}
+  for i, s in ipairs(systems) do
+    plot[#plot + 1] = string.format("$S%d << EOD\n%s\nEOD", i, #blocks[i] > 0 and table.concat(blocks[i], "\n") or "0 0")
+    series[#series + 1] = string.format("$S%d using 1:2 with lines title '%s'", i, s.name)
+  end
+  plot[#plot + 1] = "plot " .. table.concat(series, ", ")
+  return report.plot(out_dir .. "/pr.png", "png size 900,600", plot)
+end
+
+return M
