@@ -41,6 +41,7 @@ local extraction_input = require "graphmert.kg.extraction_input"
 local extraction_outputs = require "graphmert.kg.extraction_outputs"
 local extraction_run = require "graphmert.kg.extraction_run"
 local rule_extraction = require "graphmert.kg.rule_extraction"
+local data_options = require "graphmert.experiment.data_options"
 
 local args = ex.args.parse(arg, {
   script = "extract.lua", about = "A knowledge graph from text with a trained GraphMERT.",
@@ -78,7 +79,7 @@ if min_score and not by_rules and min_score > 0 then fail("--min-score must be a
 if min_score and by_rules and (min_score < 0 or min_score > 1) then
   fail("--min-score must be from 0 to 1 with --extractor rules (a rule's precision), got " .. min_score)
 end
-if args.data and args.config then fail("give --data or --config, not both") end
+data_options.check("extract.lua", args)
 local precision = ex.args.apply_precision(args)
 local session <close> = dist.session()
 local rank, size = dist.rank(), dist.size()
@@ -100,7 +101,7 @@ local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
 if by_rules then
   outputs:refuse_finished(args, size)
   local total = input:count(rank)
-  local ds = try(ex.named_dataset, args)
+  local ds = try(data_options.dataset, args)
   local graph = gm.data.seed_graph.new(ds)
   local rules = try(rule_extraction.prepare, args, ds, graph)
   local status = extraction_run.run { cli = args, precision = precision, input = input, outputs = outputs,
@@ -121,7 +122,7 @@ local ds -- the Dataset, when --data or --config names one (a store's seed graph
 local graph = try(function()
   local g
   if args.data or args.config then
-    ds = ex.named_dataset(args)
+    ds = data_options.dataset(args)
     g = gm.data.seed_graph.new(ds)
   else
     -- an index built here is stored for the next start (once, with the known tails, when constrained)

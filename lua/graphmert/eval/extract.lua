@@ -15,11 +15,6 @@
 --   its config: tail_end, absent — a model taught absent relations may answer "none", so empty
 --   is on unless choices.answer_all) with the caller's choices (mode = "open", top = 5, batch,
 --   pack, only, tails)
--- merge(triples, {top = 5, min_score}) → one entry per (head, relation, tail): count = passages
---   supporting it, sources = their ids, score = the best; self-loops and tails without a letter
---   dropped; the top per (head, relation) kept, best first (graphmert.kg.merge has the rule)
--- merger(opts) → the same merge as triples come: m:add(t), then m:each() or m:result(), m:close();
---   with opts.disk = a scratch file's path it is kept on disk (a corpus streams through)
 -- queries(tok, layout, passage, opts) → the decoder's queries for one passage and their meta;
 --   opts.report, when given, counts the heads found but not asked (truncated, inside)
 -- score(triples, graph) → {n, held, valid}: held = the share the seed graph holds (an entity the
@@ -36,7 +31,6 @@ local decode = require("graphmert.eval.decode").decode
 local linker = require "graphmert.data.linker"
 local bert_text = require "graphmert.data.bert_text"
 local normalize = linker.normalize
-local merge = require "graphmert.kg.merge"
 
 local M = {}
 
@@ -192,8 +186,6 @@ function M.triples(model, tok, passages, opts)
   return out
 end
 
--- the merge of extracted triples (graphmert.kg.merge: in memory, or on disk for a corpus)
-M.merger, M.merge = merge.merger, merge.merge
 
 -- the entity ids a gold triple's head or tail is (its id when it has one) or an extracted one names
 local function ids_of(graph, id, name)

@@ -17,6 +17,7 @@ local progress = require "graphmert.experiment.progress"
 local trainer = require "graphmert.experiment.trainer"
 local variants = require "graphmert.experiment.variants"
 local extract = gm.eval.extract
+local merge = require "graphmert.kg.merge"
 
 local M = {}
 
@@ -98,7 +99,7 @@ local function run_cell(g, cell, index)
   model:evaluating(function()
     for i, p in ipairs(g.passages) do
       local u = extract.score_passage(d.graph, d.relations, p,
-        extract.merge(extract.triples(model, d.tok, { p }, opts), { top = 1 }))
+        merge.merge(extract.triples(model, d.tok, { p }, opts), { top = 1 }))
       extraction[i] = { u.correct, u.n, u.valid, u.multi }
     end
   end)

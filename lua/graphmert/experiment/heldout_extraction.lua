@@ -15,6 +15,7 @@ local progress = require "graphmert.experiment.progress"
 local report = require "graphmert.experiment.report"
 local run_folder = require "graphmert.experiment.run_folder"
 local extract, stats = gm.eval.extract, gm.eval.stats
+local merge = require "graphmert.kg.merge"
 
 local M = {}
 
@@ -77,7 +78,7 @@ function M.run(systems, e)
         for _, p in ipairs(chunk) do frequent_triples(e, frequent, p, per[p.id]) end
       end
       for i, p in ipairs(chunk) do
-        units[first + i - 1] = extract.score_passage(e.graph, e.relations, p, extract.merge(per[p.id], { top = 1 }))
+        units[first + i - 1] = extract.score_passage(e.graph, e.relations, p, merge.merge(per[p.id], { top = 1 }))
       end
       local done = first + #chunk - 1
       line:update(done, string.format("%-20s %d/%d passages", system.name, done, #passages))

@@ -20,7 +20,5 @@ local M = {
 for _, part in ipairs { "preparation", "variants", "trainer", "metrics", "report", "run_folder" } do
   for name, fn in pairs(require("graphmert.experiment." .. part)) do M[name] = fn end
 end
--- the Dataset a command's --data or --config names (extract.lua's name for it)
-M.named_dataset = require("graphmert.experiment.data_options").dataset
 
 return M
