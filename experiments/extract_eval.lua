@@ -2,18 +2,23 @@
 -- (the passages of the held-out entities of the run's split), extract with every relation allowed
 -- for each head and score the top tail per (head, relation) against the seed graph, for
 -- GraphMERT, the same budget's model without decay and H-GAT (the run's baseline/ folder, when it
--- exists) and the most frequent training tail per relation asked the same queries:
+-- exists), the most frequent training tail per relation asked the same queries, and the dataset's
+-- string rules (its patterns.tsv and the generic rules of its subsumption relation, measured on
+-- the training passages: docs/datasets.md), all together and the generic ones alone:
 --   precision  share of extracted triples the seed graph holds (95% bootstrap interval over passages)
 --   recall     share of the held-out entities' own facts (relation known, head in its passage) found
 --   validity   share whose tail is an entity of a type the relation reaches
 --   multi      share of the correct triples whose tail has several tokens (the issue's multi-token
 --              tails: one whole-word token at the first leaf slot cannot say them), and several words
--- and precision/recall over score thresholds (pr.csv, pr.png through gnuplot); passages.txt holds
+-- then implied precision (a tail above a true one along the subsumption relation counts) and the
+-- precision each system reaches at recall 0.10, 0.20 and 0.30 by its own ranking, the same per
+-- relation and by head (the passage's own entity or another it mentions), and precision/recall
+-- over score thresholds (pr.csv, pr.png through gnuplot); passages.txt holds
 -- the held-out passages, one a line. Throughput is
 -- passages per second of extraction at the machine's threads. Tails are decoded without being
 -- told their length (gm.eval.decode).
 --   graphmert experiments/extract_eval.lua --checkpoint out/wordnet_10min
---       --config experiments/configs/wordnet_10min.lua [--data DIR] [--passages 300]
+--       --config experiments/configs/wordnet_10min.lua [--data DIR] [--passages N (default: all)]
 --       [--decoding open|constrained] [--answer-all] [--out DIR (default: CHECKPOINT/extraction)]
 -- The held-out passages come from the dataset the run was trained on, which the user names with
 -- --config (and --data when training had it): run.json records it, but a run folder from
@@ -25,13 +30,14 @@ local gm = require "graphmert"
 local ex = gm.experiment
 local data_options = require "graphmert.experiment.data_options"
 local heldout_extraction = require "graphmert.experiment.heldout_extraction"
+local heldout_tables = require "graphmert.experiment.heldout_tables"
 local preparation = require "graphmert.experiment.preparation"
 local run_folder = require "graphmert.experiment.run_folder"
 
 local args = ex.args.parse(arg, {
   script = "extract_eval.lua", about = "Extraction from held-out passages, scored against the seed graph.",
   { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
-  { "passages", 300, "held-out passages to extract from", type = "integer", min = 1 },
+  { "passages", nil, "held-out passages to extract from (default: all of them)", type = "integer", min = 1 },
   { "decoding", "open", "open or constrained", choices = { "open", "constrained" } },
   { "answer-all", false, "ignore a model's empty answer (trained with absent): every (head, relation) gets its best tail", flag = true },
   { "unpacked", false, "one (head, relation) query per sequence instead of a passage's heads together (slower)", flag = true },
@@ -66,15 +72,20 @@ end
 local relations = {}
 for id, name in ipairs(run.relations) do relations[name] = id end
 
-local passages = preparation.heldout_passages(d, args.passages)
+local passages = preparation.heldout_passages(d, args.passages or #d.heldout)
 if #passages == 0 then fail(args.config .. " holds no entity out of training (heldout = 0): there is no unseen text to evaluate on") end
 
 local e = { d = d, tok = tok, graph = graph, relations = relations, passages = passages, decoding = args.decoding,
   checkpoint = args.checkpoint, opts = gm.eval.extract.options(run, graph, relations, { mode = args.decoding, top = 1,
-    pack = not args.unpacked, answer_all = args["answer-all"] }) }
-local systems = heldout_extraction.systems("extract_eval.lua", args.checkpoint)
+    pack = not args.unpacked, answer_all = args["answer-all"] }),
+  implied = graph.subsumption and gm.eval.implied.new(graph, graph.subsumption) }
+local systems = heldout_extraction.systems("extract_eval.lua", args.checkpoint, d, cfg.data.dir)
 heldout_extraction.run(systems, e)
 local lines = heldout_extraction.table(systems, e)
+for _, more in ipairs { heldout_tables.ranking(systems, e.implied), heldout_tables.by_relation(systems, e.implied) } do
+  lines[#lines + 1] = ""
+  table.move(more, 1, #more, #lines + 1, lines)
+end
 local plotted = heldout_extraction.pr_curve(systems, out_dir)
 lines[#lines + 1] = ""
 lines[#lines + 1] = plotted and "![precision and recall over score thresholds](pr.png)" or "(gnuplot not available: no pr.png)"

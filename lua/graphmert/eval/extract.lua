@@ -20,13 +20,15 @@
 -- score(triples, graph) → {n, held, valid}: held = the share the seed graph holds (an entity the
 --   head names has the relation to an entity the tail names); valid = the share whose tail names
 --   an entity of a type the relation reaches
--- score_passage(graph, relations, passage, triples) → one passage's figures for a bootstrap over
+-- score_passage(graph, relations, passage, triples[, implied]) → one passage's figures for a bootstrap over
 --   passages: passage = {text, gold = its seed-graph triples}, triples = what was extracted from
 --   it (the top tail per head and relation); → {n, correct (the seed graph holds it), valid,
 --   multi (correct with a multi-word tail), multi_token (correct with a tail of several tokens:
 --   t.tokens, the decoded tail's token count), gold (its facts whose relation is known and head
 --   is found in the text), recalled (of those, extracted), scored = {score, held | recall} for
---   precision–recall curves}
+--   precision–recall curves, implied (held, or implied by the seed graph: `implied`, a
+--   gm.eval.implied, when given), and per triple {relation, own (its head is the passage's
+--   subject), held, implied} and per fact {relation, own, recalled}, for tables split by them}
 local decode = require("graphmert.eval.decode").decode
 local linker = require "graphmert.data.linker"
 local bert_text = require "graphmert.data.bert_text"
@@ -193,11 +195,22 @@ local function ids_of(graph, id, name)
   return graph:candidates(normalize(name)) or {}
 end
 
-function M.score_passage(graph, relations, passage, triples)
+-- whether a triple's head (or a fact's) is the passage's subject
+local function own(graph, passage, id, name)
+  if not passage.subject then return false end
+  for _, h in ipairs(ids_of(graph, id, name)) do if h == passage.subject then return true end end
+  return false
+end
+
+function M.score_passage(graph, relations, passage, triples, implied)
   local found, u = {}, { n = #triples, correct = 0, valid = 0, multi = 0, multi_token = 0, gold = 0, recalled = 0,
-    scored = {} }
+    scored = {}, implied = 0, triples = {}, facts = {} }
   for _, t in ipairs(triples) do
     local held = graph:holds(t)
+    local implies = held or (implied ~= nil and implied:holds(t))
+    if implies then u.implied = u.implied + 1 end
+    u.triples[#u.triples + 1] = { relation = t.relation, own = own(graph, passage, t.head_id, t.head), held = held,
+      implied = implies }
     -- recall is asked of entities: the best score of a triple naming head and tail, by any name
     for _, h in ipairs(ids_of(graph, nil, t.head)) do
       for _, x in ipairs(ids_of(graph, nil, t.tail)) do
@@ -231,6 +244,7 @@ function M.score_passage(graph, relations, passage, triples)
         u.recalled = u.recalled + 1
         u.scored[#u.scored + 1] = { score = best, recall = true }
       end
+      u.facts[#u.facts + 1] = { relation = t.relation, own = own(graph, passage, t.head_id, t.head), recalled = best ~= nil }
     end
   end
   return u

@@ -1,13 +1,14 @@
 -- heldout_extraction.lua — what experiments/extract_eval.lua measures: extraction from passages
 -- the model never saw (the held-out entities' passages), the top tail per (head, relation)
 -- scored against the seed graph, for GraphMERT, the same budget's model without decay and H-GAT
--- (the run's baseline/ folder, when it exists) and the most frequent training tail per relation
--- asked the same queries.
---   systems(script, checkpoint) → the systems compared, their models loaded
+-- (the run's baseline/ folder, when it exists), the most frequent training tail per relation
+-- asked the same queries, and the dataset's string rules (all, and the generic ones alone).
+--   systems(script, checkpoint, d, data_dir) → the systems compared, their models loaded and the
+--     rules of the dataset (data_dir's patterns.tsv and the generic ones) measured
 --   run(systems, e)             each system's per-passage scores (system.units) and time
 --   table(systems, e) → the report's lines     pr_curve(systems, out_dir) → whether pr.png was drawn
 -- e: {d (prepared data), tok, graph, relations (name → id), opts (gm.eval.extract.options),
--- passages, decoding, checkpoint}
+-- passages, decoding, checkpoint, implied (gm.eval.implied along the subsumption relation, or nil)}
 local gm = require "graphmert"
 local args = require "graphmert.experiment.args"
 local preparation = require "graphmert.experiment.preparation"
@@ -16,16 +17,38 @@ local report = require "graphmert.experiment.report"
 local run_folder = require "graphmert.experiment.run_folder"
 local extract, stats = gm.eval.extract, gm.eval.stats
 local merge = require "graphmert.kg.merge"
+local rules = require "graphmert.kg.rules"
 
 local M = {}
 
--- GraphMERT, its baseline when the run has one, and the most frequent tail; every checkpoint
--- loads before any work
-function M.systems(script, checkpoint)
+-- The dataset's string rules as systems (graphmert.kg.rules): all of them together, and each
+-- generic rule alone (none without a subsumption relation). Every rule is measured on the
+-- training passages only, so that a score — its precision there — says nothing of the
+-- held-out ones; a rules file that does not read is the command's usage error.
+local function rule_systems(script, d, data_dir)
+  local path = data_dir and data_dir .. "/patterns.tsv"
+  local list = path and gm.stat(path) and args.try(script, rules.read, path, d.graph) or {}
+  local generic = d.graph.subsumption and rules.generic(d.graph.subsumption) or {}
+  for _, rule in ipairs(generic) do list[#list + 1] = rule end
+  if #list == 0 then return {} end
+  local train = {}
+  for i, r in ipairs(d.train) do train[i] = { id = r.id, text = r.text, entity = r.about } end
+  local measured, warnings = rules.measure(list, d.graph, train)
+  for _, w in ipairs(warnings) do io.stderr:write("warning: ", w, "\n") end
+  rules.score(list, measured)
+  local systems = { { name = "rules", rules = list, measured = measured } }
+  for _, rule in ipairs(generic) do systems[#systems + 1] = { name = rule.label .. " rule alone", rules = { rule } } end
+  return systems
+end
+
+-- GraphMERT, its baseline when the run has one, the most frequent tail, and the dataset's rules;
+-- every checkpoint loads and every rule is read before any work
+function M.systems(script, checkpoint, d, data_dir)
   local systems = { { name = "GraphMERT", dir = checkpoint } }
   local baseline_dir = checkpoint .. "/baseline"
   if gm.stat(baseline_dir .. "/run.json") then systems[2] = { name = "no decay, no H-GAT", dir = baseline_dir } end
   systems[#systems + 1] = { name = "most frequent tail" }
+  for _, system in ipairs(rule_systems(script, d, data_dir)) do systems[#systems + 1] = system end
   for _, system in ipairs(systems) do
     if system.dir then system.model = args.try(script, run_folder.load_model, system.dir) end
   end
@@ -74,11 +97,13 @@ function M.run(systems, e)
       for _, p in ipairs(chunk) do per[p.id] = {} end
       if model then
         for _, t in ipairs(extract.triples(model, e.tok, chunk, opts)) do table.insert(per[t.source], t) end
+      elseif system.rules then
+        for _, p in ipairs(chunk) do per[p.id] = rules.propose(system.rules, e.graph, p) end
       else
         for _, p in ipairs(chunk) do frequent_triples(e, frequent, p, per[p.id]) end
       end
       for i, p in ipairs(chunk) do
-        units[first + i - 1] = extract.score_passage(e.graph, e.relations, p, merge.merge(per[p.id], { top = 1 }))
+        units[first + i - 1] = extract.score_passage(e.graph, e.relations, p, merge.merge(per[p.id], { top = 1 }), e.implied)
       end
       local done = first + #chunk - 1
       line:update(done, string.format("%-20s %d/%d passages", system.name, done, #passages))

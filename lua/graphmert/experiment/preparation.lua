@@ -56,7 +56,7 @@ function M.dataset(data_cfg)
 end
 
 -- Passages as training records {id, text, entity, head, triples = {head, relation, tail (names),
--- head_id, tail_id, pair}}. A record's triples are the passage's own (a JSONL corpus's
+-- head_id, tail_id, pair}, about (the entity the corpus says the passage is about, or nil)}. A record's triples are the passage's own (a JSONL corpus's
 -- per-passage triples, WordNet's pointers), else those of the entity it is about, else those of
 -- every entity linked in it. Its entity (what the split holds out) is the one it is about, else
 -- its first triple's head, else its first linked mention's. A triple's head is written as the
@@ -102,7 +102,7 @@ local function records_of(ds, graph, names)
       end
     end
     records[#records + 1] = { id = p.id, text = p.text, entity = entity, head = entity and head_of(entity),
-      triples = triples }
+      triples = triples, about = p.entity }
   end
   return records, { mentions = mentions, with_head = with_head, passages = #ds.passages }
 end
@@ -135,7 +135,7 @@ local function split(records, ds, cfg)
         if bucket(t.pair) < fact_share then facts[#facts + 1] = t
         elseif not held[t.tail_id] and not held[t.head_id] then kept[#kept + 1] = t end
       end
-      d.train[#d.train + 1] = { id = r.id, text = r.text, triples = kept, entity = r.entity, head = r.head }
+      d.train[#d.train + 1] = { id = r.id, text = r.text, triples = kept, entity = r.entity, head = r.head, about = r.about }
       if #facts > 0 then
         d.heldout_facts[#d.heldout_facts + 1] = { id = r.id, text = r.text, triples = facts, entity = r.entity, head = r.head }
       end
@@ -219,11 +219,13 @@ function M.summary(d)
 end
 
 -- The first n held-out entities' passages as extraction passages {id, text, gold = their
--- triples}: text the model never saw in training, scored against the entities' own facts.
+-- triples, entity = the entity the corpus says it is about (or nil), subject = the record's
+-- entity}: text the model never saw in training, scored against the entities' own facts.
 function M.heldout_passages(d, n)
   local passages = {}
   for i = 1, math.min(n, #d.heldout) do
-    passages[i] = { id = i, text = d.heldout[i].text, gold = d.heldout[i].triples }
+    local r = d.heldout[i]
+    passages[i] = { id = i, text = r.text, gold = r.triples, entity = r.about, subject = r.entity }
   end
   return passages
 end
