@@ -95,7 +95,11 @@ describe("kg.sqlite", function()
     local whole, killed = dir .. "/whole.sqlite", dir .. "/killed.sqlite"
     out, code = run(extract .. dir .. "/corpus.txt --out " .. whole)
     assert.equal(0, code, out)
-    out = run("(" .. extract .. dir .. "/corpus.txt --out " .. killed .. " & pid=$!; sleep 4; kill -9 $pid; wait $pid)")
+    -- killed once the store holds passages (its first commit, after about a second of work):
+    -- whatever the CPU's speed, mid-run (a fixed sleep let a fast machine finish first)
+    out = run("(" .. extract .. dir .. "/corpus.txt --out " .. killed .. " & pid=$!; while kill -0 $pid 2> /dev/null; do " ..
+      "n=$(sqlite3 -readonly -batch " .. killed .. " 'SELECT count(*) FROM passages;' 2> /dev/null); " ..
+      "[ \"${n:-0}\" -ge 1 ] 2> /dev/null && break; sleep 0.02; done; kill -9 $pid; wait $pid)")
     assert.equal("ok\n", sqlite(killed, "PRAGMA integrity_check;"))
     local partial = tonumber(sqlite(killed, "SELECT count(*) FROM passages;"))
     assert.is_true(partial > 0 and partial < 1280, "passages at the kill: " .. partial)

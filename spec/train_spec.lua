@@ -46,7 +46,9 @@ describe("experiments/train.lua stopped and resumed", function()
   end
 
   it("continues after Ctrl-C exactly as the uninterrupted run", function()
-    local whole, config = scratch(string.format(body, 400, 1000))
+    -- (3,000 steps: the interrupt must come before the run ends however fast the CPU; 400 left a
+    -- fast machine a tenth of a second after step 40 — a flaky race)
+    local whole, config = scratch(string.format(body, 3000, 1000))
     local cmd = "./build/bin/graphmert experiments/train.lua --config " .. config .. " --out "
     run(cmd .. whole)
     local stopped = whole .. ".stopped"
