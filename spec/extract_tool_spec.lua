@@ -8,11 +8,7 @@ local BIN = "./build/bin/graphmert "
 local files = require "spec.files"
 local run, write = files.run, files.write
 
-local function lines(path)
-  local out = {}
-  for line in io.lines(path) do out[#out + 1] = line end
-  return out
-end
+local lines = files.lines
 
 describe("experiments/extract.lua", function()
   local dir = files.tmpname()

@@ -1,6 +1,6 @@
--- files.lua — what specs that touch files and processes share: read and write a whole file, a
--- fresh temporary path, a shell command's output with its exit code, and the command that starts
--- a stock lua5.4.
+-- files.lua — what specs that touch files and processes share: read and write a whole file, its
+-- lines, a fresh temporary path, a shell command's output with its exit code, and the command that
+-- starts a stock lua5.4.
 local M = {}
 
 -- Under `make asan` (which names the sanitizer runtimes in GRAPHMERT_ASAN_PRELOAD) a stock lua5.4
@@ -16,6 +16,13 @@ function M.read(path)
   local s = f:read("a")
   f:close()
   return s
+end
+
+-- a file's lines, as a list
+function M.lines(path)
+  local out = {}
+  for line in io.lines(path) do out[#out + 1] = line end
+  return out
 end
 
 function M.write(path, s)

@@ -8,11 +8,7 @@ local run, write = files.run, files.write
 local BIN = "./build/bin/graphmert "
 local DATA = "experiments/data/tiny"
 
-local function lines(path)
-  local out = {}
-  for line in io.lines(path) do out[#out + 1] = line end
-  return out
-end
+local lines = files.lines
 
 describe("graphmert extract --extractor rules", function()
   local dir = files.tmpname()
