@@ -157,6 +157,25 @@ describe("the Lua modules", function()
   end)
 end)
 
+describe("docs/internals.md's layout table", function()
+  it("names every folder of lua/graphmert/", function()
+    local doc = io.open("docs/internals.md"):read("a")
+    local layout = doc:match("## Layout\n(.-)\n## ")
+    assert.is_truthy(layout, "no Layout section in docs/internals.md")
+    local missing = {}
+    for _, dir in ipairs(paths("find " .. ROOT .. " -mindepth 1 -type d")) do
+      local rel = dir:sub(#ROOT + 1):gsub("/$", "")
+      -- a folder is a row of its own ("lua/graphmert/kg/") or named in its parent's ("kg/assets/")
+      local named = layout:find("lua/graphmert/" .. rel .. "/", 1, true) or layout:find("`" .. rel .. "/`", 1, true)
+        or layout:find("`" .. rel:gsub("^[^/]+/", "") .. "/`", 1, true)
+      if not named then
+        missing[#missing + 1] = rel .. "/"
+      end
+    end
+    assert.are.same({}, missing, "folders the layout table leaves out: " .. table.concat(missing, ", "))
+  end)
+end)
+
 describe("the commands under experiments/", function()
   it("are at most " .. MAX_COMMAND_LINES .. " lines each", function()
     local commands = paths("ls experiments/*.lua")
