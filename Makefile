@@ -169,7 +169,7 @@ gene-ontology: $(if $(filter 1,$(SETUP)),setup)
 	./build/bin/graphmert experiments/train.lua --config experiments/configs/gene_ontology.lua \
 	  --out out/gene_ontology --overwrite
 	./build/bin/graphmert experiments/extract_eval.lua --checkpoint out/gene_ontology \
-	  --config experiments/configs/gene_ontology.lua --decoding constrained --passages 300
+	  --config experiments/configs/gene_ontology.lua --decoding constrained
 
 bench: all build/bin/bench_sgemm
 	./build/bin/graphmert scripts/bench/bench_core.lua
