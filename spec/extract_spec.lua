@@ -135,7 +135,7 @@ describe("extract", function()
   end)
 
   it("merges triples across passages, drops self-loops, non-words and function words, keeps the top per (head, relation)", function()
-    local kg = ext.merge({
+    local kg = gm.kg.merge.merge({
       { head = "dog", relation = "hypernym", tail = "canine", score = -1, source = 1, decoding = "open" },
       { head = "dog", relation = "hypernym", tail = "canine", score = -0.5, source = 2, decoding = "open" },
       { head = "dog", relation = "hypernym", tail = "canine", score = -0.7, source = 2, decoding = "open" },

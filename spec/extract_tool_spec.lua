@@ -409,13 +409,17 @@ describe("experiments/extract_eval.lua", function()
     for _, system in ipairs { "GraphMERT", "no decay, no H%-GAT", "most frequent tail" } do
       assert.matches("| " .. system .. " | %d+ | ", report)
     end
-    -- every system's precision is a figure with its interval, or "-" when it asserted nothing
-    for row in report:gmatch("\n(| [^\n]+ |)") do
+    -- every system's precision is a figure with its interval, or "-" when it asserted nothing (the
+    -- main table, before the sections that follow it)
+    for row in (report:match("^(.-)\n## ") or report):gmatch("\n(| [^\n]+ |)") do
       if not row:match("^| model") and not row:match("^|%-") then
         assert.is_truthy(row:match("| %d+ | %d%.%d+ %[") or row:match("| 0 | %- %(no triples%)"), row)
       end
     end
     assert.matches("GraphMERT − most frequent tail, precision: ", report)
+    assert.matches("## Precision by each system's own ranking, and implied precision", report, 1, true)
+    assert.matches("| GraphMERT | %d+ | [-%d]", report:match("## Precision by each system's own ranking.-\n\n(.*)"))
+    assert.matches("## By relation, and by head", report, 1, true)
     os.execute("rm -rf " .. dir .. " " .. config)
   end)
 end)

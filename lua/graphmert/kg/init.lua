@@ -1,5 +1,6 @@
 -- graphmert.kg — the extracted knowledge graph kept and shared: a SQLite store (kg.store), RDF
--- export (kg.rdf) and the KG page, a self-contained HTML file to browse and review it (kg.page).
+-- export (kg.rdf), the KG page, a self-contained HTML file to browse and review it (kg.page), the
+-- merge of extracted triples (kg.merge) and the rule extractor (kg.rules).
 --   kg.read(path, {top = 5}) → the triples of a kg.jsonl file or a kg.sqlite store (its `top`
 --     best per head and relation, as kg.jsonl lists them), in kg.jsonl's fields {head, relation,
 --     tail, score, count, sources, decoding, head_id, tail_id, seed}; from a store also its
@@ -22,6 +23,8 @@ local M = {
   store = require "graphmert.kg.store",
   rdf = require "graphmert.kg.rdf",
   page = require "graphmert.kg.page",
+  merge = require "graphmert.kg.merge",
+  rules = require "graphmert.kg.rules",
 }
 
 local function read_store(path, top)
