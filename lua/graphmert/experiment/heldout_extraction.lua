@@ -200,7 +200,9 @@ function M.pr_curve(systems, out_dir)
   local series = {}
   for i, s in ipairs(systems) do
     plot[#plot + 1] = string.format("$S%d << EOD\n%s\nEOD", i, #blocks[i] > 0 and table.concat(blocks[i], "\n") or "0 0")
-    series[#series + 1] = string.format("$S%d using 1:2 with lines title '%s'", i, s.name)
+    -- (a system with one score, a lone rule, is one point: a line through it would not show)
+    series[#series + 1] = string.format("$S%d using 1:2 with %s title '%s'", i, #blocks[i] > 1 and "lines" or "points pt 7 ps 1.5",
+      s.name)
   end
   plot[#plot + 1] = "plot " .. table.concat(series, ", ")
   return report.plot(out_dir .. "/pr.png", "png size 900,600", plot)
