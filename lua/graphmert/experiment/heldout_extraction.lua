@@ -196,7 +196,7 @@ function M.pr_curve(systems, out_dir)
   local f = assert(io.open(out_dir .. "/pr.csv", "w"))
   f:write(table.concat(csv, "\n"), "\n")
   f:close()
-  local plot = { "set xlabel 'recall of held-out facts'", "set ylabel 'precision'", "set key top right" }
+  local plot = { "set xlabel 'recall of held-out facts'", "set ylabel 'precision'", "set key bottom right" }
   local series = {}
   for i, s in ipairs(systems) do
     plot[#plot + 1] = string.format("$S%d << EOD\n%s\nEOD", i, #blocks[i] > 0 and table.concat(blocks[i], "\n") or "0 0")
