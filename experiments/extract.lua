@@ -98,12 +98,28 @@ end
 local input = extraction_input.open(args.input, args.format, rank)
 local outputs = extraction_outputs.prepare(args, storing, rank)
 local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
+-- --relations as a set of names (nil: all), each one of `known`
+local function chosen_relations(known)
+  if args.relations == "all" then return nil end
+  local only, is = {}, {}
+  for _, name in ipairs(known) do is[name] = true end
+  for name in args.relations:gmatch("[^,]+") do
+    if not is[name] then
+      local near = ex.args.suggest(name, known)
+      fail("unknown relation " .. name .. " (" .. (near and "did you mean " .. near .. "?; " or "") .. "known: "
+        .. table.concat(known, ", ") .. ")")
+    end
+    only[name] = true
+  end
+  return only
+end
+
 if by_rules then
   outputs:refuse_finished(args, size)
   local total = input:count(rank)
   local ds = try(data_options.dataset, args)
   local graph = gm.data.seed_graph.new(ds)
-  local rules = try(rule_extraction.prepare, args, ds, graph)
+  local rules = try(rule_extraction.prepare, args, ds, graph, chosen_relations(graph.relation_names))
   local status = extraction_run.run { cli = args, precision = precision, input = input, outputs = outputs,
     run = { model = {}, relations = graph.relation_names }, graph = graph, dataset = ds, rules = rules, total = total }
   if status then os.exit(status) end
@@ -137,18 +153,7 @@ end)
 
 local relations = {}
 for id, name in ipairs(run.relations) do relations[name] = id end
-local only
-if args.relations ~= "all" then
-  only = {}
-  for name in args.relations:gmatch("[^,]+") do
-    if not relations[name] then
-      local near = ex.args.suggest(name, run.relations)
-      fail("unknown relation " .. name .. " (" .. (near and "did you mean " .. near .. "?; " or "") .. "known: "
-        .. table.concat(run.relations, ", ") .. ")")
-    end
-    only[name] = true
-  end
-end
+local only = chosen_relations(run.relations)
 
 local opts = gm.eval.extract.options(run, graph, relations, { only = only, mode = args.decoding, top = args.top,
   batch = args.batch, pack = not args.unpacked })

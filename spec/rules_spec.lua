@@ -179,7 +179,7 @@ describe("a rule's measured precision", function()
     local passages = {}
     for i = 1, 25 do passages[i] = { id = tostring(i), text = "cell growth" } end
     local _, warnings = rules.measure(list, graph, passages)
-    assert.are.same({ path .. ":1: the pattern matches 25 of the 25 names it was tried on" }, warnings)
+    assert.are.same({ path .. ":1: the pattern matches 25 of the 25 heads it was tried on (a head once a passage)" }, warnings)
     _, warnings = rules.measure(list, graph, { passages[1] })
     assert.are.same({}, warnings)
   end)

@@ -6,7 +6,8 @@
 --     system reaches at recall 0.10, 0.20 and 0.30 ranked by its own score (gm.eval.ranking: the
 --     best over the thresholds that reach it; "-" where none does)
 --   by_relation(systems, implied) → lines: the same figures per relation and by head: the
---     passage's own entity (its subject) or another entity it mentions
+--     passage's own entity (its subject) or another entity it mentions (a rule system's rows: its
+--     rules' relations only)
 local stats = require "graphmert.eval.stats"
 local ranking = require "graphmert.eval.ranking"
 
@@ -96,8 +97,14 @@ function M.by_relation(systems, implied)
     "| system | relation | head | triples | precision [95% CI] | implied precision [95% CI] | facts | recall [95% CI] |",
     "|---|---|---|---|---|---|---|---|" }
   for _, s in ipairs(systems) do
+    -- (a rule system speaks of its rules' relations only: rows of the others would be noise)
+    local speaks
+    if s.rules then
+      speaks = {}
+      for _, rule in ipairs(s.rules) do speaks[rule.relation] = true end
+    end
     for _, relation in ipairs(relations) do
-      for _, own in ipairs { true, false } do
+      for _, own in ipairs(not speaks or speaks[relation] and { true, false } or {}) do
         local u = subset(s.units, relation, own)
         local n, gold = sum(u, "n"), sum(u, "gold")
         if n > 0 or gold > 0 then

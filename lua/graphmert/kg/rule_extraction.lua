@@ -5,9 +5,12 @@
 -- passages against its seed graph, and a triple's score is the measured precision of the rule
 -- that proposed it: the share of such triples that hold, which a user can threshold
 -- (--min-score 0.8). The triples then go through extract's journal, merge and outputs as a
--- model's do; a triple's `decoding` names its rule ("rule:regulation of X").
+-- model's do; a triple's `decoding` names its rule ("rule:regulation of X"). The precision is
+-- measured on constrained tails: under --decoding open a tail naming no entity keeps its rule's
+-- score, which then says less.
 --
---   rule_extraction.prepare(cli, dataset, graph) → {list (the rules, scored), measured, patterns
+--   rule_extraction.prepare(cli, dataset, graph, only) → {list (the rules of the relations `only`
+--     names, a set, or all when nil; scored), measured, patterns
 --     (the file read, or nil), propose(chunk, opts) → the chunk's triples}, after printing each
 --     rule's figures and the warnings measuring gave; an error when there is no rule
 local gm = require "graphmert"
@@ -33,7 +36,7 @@ local function report(list, measured)
   end
 end
 
-function M.prepare(cli, dataset, graph)
+function M.prepare(cli, dataset, graph, only)
   local patterns = patterns_path(cli, dataset)
   local list = patterns and rules.read(patterns, graph) or {}
   if graph.subsumption then
@@ -43,8 +46,6 @@ function M.prepare(cli, dataset, graph)
     error("no rules: the dataset has no patterns.tsv (--patterns names one) and its schema marks no subsumption relation "
       .. "(relations.tsv's fourth column: docs/datasets.md)", 0)
   end
-  local only = cli.relations ~= "all" and {} or nil
-  if only then for name in cli.relations:gmatch("[^,]+") do only[name] = true end end
   local kept = {}
   for _, rule in ipairs(list) do if not only or only[rule.relation] then kept[#kept + 1] = rule end end
   local measured, warnings = rules.measure(kept, graph, dataset.passages)

@@ -22,8 +22,10 @@
 --                "inner membrane" → "membrane"), else without one modifier word ("mitochondrial
 --                inner membrane" → "mitochondrial membrane")
 --   genus        definition genus: in a passage about an entity (corpus.jsonl's `entity`), the
---                first entity named in its first clause (after the entity's own mention, if any)
---                of a type the relation reaches: "A protein that binds ..." → protein
+--                head noun of the first noun phrase of its first clause (after the entity's own
+--                mention, if any): the last entity named before the first preposition or
+--                conjunction, of a type the relation reaches, else the clause's first such one:
+--                "A protein that binds ..." → protein
 --
 --   rules.read(path, graph) → the file's rules, or an error listing every bad line as
 --     `file:line: reason` (unknown relation, a pattern re cannot compile, a template naming a
@@ -313,8 +315,8 @@ function M.measure(list, graph, passages)
     s.precision = (s.held + 1) / (s.proposed + 2)
     s.matched, s.tried = (s.matched or 0) + h.matched, (s.tried or 0) + h.tried
     if rule.where and h.tried >= 20 and h.matched >= 0.9 * h.tried then
-      warnings[#warnings + 1] = string.format("%s: the pattern matches %d of the %d %s it was tried on", rule.where,
-        h.matched, h.tried, rule.on == "name" and "names" or "passages")
+      warnings[#warnings + 1] = string.format("%s: the pattern matches %d of the %d heads it was tried on (a head once a passage)",
+        rule.where, h.matched, h.tried)
     end
   end
   return stats, warnings
