@@ -193,7 +193,8 @@ function Store:begin_run(meta)
   if have.checkpoint then
     for _, key in ipairs { "checkpoint", "model" } do
       if have[key] ~= meta[key] then
-        fail(self.path, string.format("holds the extraction of another run (%s %s); name a new store", key, have[key]))
+        local what = key == "checkpoint" and have[key] == "" and "rules, --extractor rules" or (key .. " " .. have[key])
+        fail(self.path, string.format("holds the extraction of another run (%s); name a new store", what))
       end
     end
     local function extractor(s)
