@@ -104,7 +104,7 @@ function M.by_relation(systems, implied)
       for _, rule in ipairs(s.rules) do speaks[rule.relation] = true end
     end
     for _, relation in ipairs(relations) do
-      for _, own in ipairs(not speaks or speaks[relation] and { true, false } or {}) do
+      for _, own in ipairs((not speaks or speaks[relation]) and { true, false } or {}) do
         local u = subset(s.units, relation, own)
         local n, gold = sum(u, "n"), sum(u, "gold")
         if n > 0 or gold > 0 then
