@@ -31,6 +31,7 @@ local ex = gm.experiment
 local data_options = require "graphmert.experiment.data_options"
 local heldout_extraction = require "graphmert.experiment.heldout_extraction"
 local heldout_tables = require "graphmert.experiment.heldout_tables"
+local heldout_pipeline = require "graphmert.experiment.heldout_pipeline"
 local preparation = require "graphmert.experiment.preparation"
 local run_folder = require "graphmert.experiment.run_folder"
 
@@ -72,17 +73,27 @@ end
 local relations = {}
 for id, name in ipairs(run.relations) do relations[name] = id end
 
-local passages = preparation.heldout_passages(d, args.passages or #d.heldout)
-if #passages == 0 then fail(args.config .. " holds no entity out of training (heldout = 0): there is no unseen text to evaluate on") end
+local validation, passages = preparation.validation_split(preparation.heldout_passages(d, #d.heldout))
+if #passages == 0 or #validation == 0 then
+  fail(args.config .. " holds " .. (#d.heldout == 0 and "no entity" or "too few entities") .. " out of training " ..
+    "(heldout): there is no unseen text to fit the reranker on and evaluate on")
+end
+if args.passages then -- (the first N of each half)
+  for _, list in ipairs { validation, passages } do for k = #list, args.passages + 1, -1 do list[k] = nil end end
+end
+local exclude = {} -- the held-out entities: the relation prior and the tail counts know nothing of them
+for _, r in ipairs(d.heldout) do if r.entity then exclude[r.entity] = true end end
 
 local e = { d = d, tok = tok, graph = graph, relations = relations, passages = passages, decoding = args.decoding,
+  validation = validation, exclude = exclude, prior = gm.kg.relation_prior.fit(graph, exclude),
   checkpoint = args.checkpoint, opts = gm.eval.extract.options(run, graph, relations, { mode = args.decoding, top = 1,
     pack = not args.unpacked, answer_all = args["answer-all"] }),
   implied = graph.subsumption and gm.eval.implied.new(graph, graph.subsumption) }
 local systems = heldout_extraction.systems("extract_eval.lua", args.checkpoint, d, cfg.data.dir)
 heldout_extraction.run(systems, e)
 local lines = heldout_extraction.table(systems, e)
-for _, more in ipairs { heldout_tables.ranking(systems, e.implied), heldout_tables.by_relation(systems, e.implied) } do
+for _, more in ipairs { heldout_tables.ranking(systems, e.implied), heldout_pipeline.calibration(systems, out_dir),
+    heldout_tables.by_relation(systems, e.implied) } do
   lines[#lines + 1] = ""
   table.move(more, 1, #more, #lines + 1, lines)
 end

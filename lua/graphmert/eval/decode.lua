@@ -7,7 +7,9 @@
 -- length. A candidate's score is its mean log-probability per token (length-normalised, ≤ 0;
 -- exp(score) is the geometric-mean token probability), which makes lengths comparable.
 --
--- decode(model, tok, queries, opts) → per query a list of candidates {ids, score}, best first
+-- decode(model, tok, queries, opts) → per query a list of candidates {ids, score}, best first;
+--   and, constrained, per query {extra = row of its `extra` list → score, none = the empty
+--   tail's score (with empty)}
 --   opts.mode = "open": iterative mask-predict per length: at each step the most probable
 --     (slot, token) among the still-masked slots is fixed, and the model is asked again; the
 --     first slot must start a word, no slot may be a special token. With empty, a query whose
@@ -19,7 +21,8 @@
 --     each by the slot distributions of one forward with ℓ masks (summed and ranked in C by a
 --     gm.sum_set, which reads only the tails whose first token can still rank); nothing outside
 --     that list can come out. A query's own `tails` (a list) replaces its relation's: the types
---     its head's type reaches, where the schema pairs them (g:head_tails).
+--     its head's type reaches, where the schema pairs them (g:head_tails). A query's `extra` (a
+--     gm.data.tail_list) is scored whole, beside the ranking: the second result.
 --   opts.top (5): candidates kept per query; opts.batch (16): sequences per forward;
 --   opts.pack (false): queries that share their passage (the same toks table) and slot count are
 --     asked in one sequence, each at its own head root, as long as their head spans do not
@@ -254,8 +257,8 @@ end
 
 local function constrained(model, tok, queries, opts)
   local jobs, V, top = new_jobs(model, tok, queries, opts), model.config.vocab, opts.top or 5
-  local out = {}
-  for qi = 1, #queries do out[qi] = {} end
+  local out, scored = {}, {}
+  for qi = 1, #queries do out[qi], scored[qi] = {}, { extra = {} } end
   forward_masked(model, tok, sequences_of(jobs, opts.pack), opts.batch or 16, function(lp, where)
     local rows = {} -- job → its rows of lp, slot by slot
     for i, w in ipairs(where) do
@@ -280,15 +283,28 @@ local function constrained(model, tok, queries, opts)
           keep(list, top, { ids = tails:tail(known.rows and known.rows[k] or k), score = v / slots })
         end
       end
+      local extra = job.query.extra and tail_index(job.query.extra, slots, V, opts.tail_end)
+      if extra and extra.set then -- every tail of the query's own list, each scored
+        local count = extra.rows and #extra.rows or job.query.extra.n
+        local best, rank = extra.set:top(flat, count)
+        local values, which = best:totable(), rank:totable()
+        best:release(); rank:release()
+        for i, v in ipairs(values) do
+          local k = math.tointeger(which[i])
+          scored[job.index].extra[extra.rows and extra.rows[k] or k] = v / slots
+        end
+      end
       if opts.empty then
         local none = 0
         for a = 1, slots do none = none + flat:get_flat((a - 1) * V + tok.pad_id) end
         keep(list, top, { ids = {}, score = none / slots, empty = true })
+        local s = scored[job.index]
+        if not s.none or none / slots > s.none then s.none = none / slots end
       end
       picked:release(); flat:release()
     end
   end)
-  return out
+  return out, scored
 end
 
 function M.decode(model, tok, queries, opts)
@@ -299,14 +315,14 @@ function M.decode(model, tok, queries, opts)
   if opts.empty and not opts.tail_end then
     error("decode: empty needs tail_end (only a model that learned where tails end can say a tail is empty)", 2)
   end
-  local out = run(model, tok, queries, opts)
+  local out, scored = run(model, tok, queries, opts)
   local top = opts.top or 5
   for qi, list in ipairs(out) do
     table.sort(list, function(x, y) return x.score > y.score end)
     for k = #list, top + 1, -1 do list[k] = nil end
     out[qi] = list
   end
-  return out
+  return out, scored
 end
 
 return M

@@ -5,7 +5,9 @@
 -- asked the same queries, and the dataset's string rules (all, and the generic ones alone).
 --   systems(script, checkpoint, d, data_dir) → the systems compared, their models loaded and the
 --     rules of the dataset (data_dir's patterns.tsv and the generic ones) measured
---   run(systems, e)             each system's per-passage scores (system.units) and time
+--   run(systems, e)             each system's per-passage scores (system.units) and time; the
+--     pipelines' (graphmert.experiment.heldout_pipeline: with the model and without) also
+--     ranked_units, every candidate's, for precision at recall
 --   table(systems, e) → the report's lines     pr_curve(systems, out_dir) → whether pr.png was drawn
 -- e: {d (prepared data), tok, graph, relations (name → id), opts (gm.eval.extract.options),
 -- passages, decoding, checkpoint, implied (gm.eval.implied along the subsumption relation, or nil)}
@@ -18,6 +20,7 @@ local run_folder = require "graphmert.experiment.run_folder"
 local extract, stats = gm.eval.extract, gm.eval.stats
 local merge = require "graphmert.kg.merge"
 local rules = require "graphmert.kg.rules"
+local heldout_pipeline = require "graphmert.experiment.heldout_pipeline"
 
 local M = {}
 
@@ -48,10 +51,15 @@ function M.systems(script, checkpoint, d, data_dir)
   local baseline_dir = checkpoint .. "/baseline"
   if gm.stat(baseline_dir .. "/run.json") then systems[2] = { name = "no decay, no H-GAT", dir = baseline_dir } end
   systems[#systems + 1] = { name = "most frequent tail" }
-  for _, system in ipairs(rule_systems(script, d, data_dir)) do systems[#systems + 1] = system end
+  local rule_list = {}
+  for _, system in ipairs(rule_systems(script, d, data_dir)) do
+    systems[#systems + 1] = system
+    if system.name == "rules" then rule_list = system.rules end
+  end
   for _, system in ipairs(systems) do
     if system.dir then system.model = args.try(script, run_folder.load_model, system.dir) end
   end
+  for _, system in ipairs(heldout_pipeline.systems(systems[1].model, rule_list)) do systems[#systems + 1] = system end
   return systems
 end
 
@@ -77,40 +85,43 @@ local function frequent_triples(e, frequent, p, into)
   end
 end
 
+-- one system that is no pipeline: its triples passage by passage, the top tail per head and relation
+local function run_one(system, e, frequent)
+  local passages, opts = e.passages, e.opts
+  local units, t0 = {}, gm.clock()
+  local line = progress.new { stream = io.stderr, total = #passages }
+  local model = system.model
+  if model and e.decoding == "constrained" and not opts.tails then
+    opts.tails = e.graph:known_tails(e.tok, e.relations, model.layout.leaves)
+  end
+  -- the passages in chunks (extract.triples batches across a chunk's passages), scored one by one
+  local CHUNK = 32
+  for first = 1, #passages, CHUNK do
+    local chunk = table.move(passages, first, math.min(#passages, first + CHUNK - 1), 1, {})
+    local per = {}
+    for _, p in ipairs(chunk) do per[p.id] = {} end
+    if model then
+      for _, t in ipairs(extract.triples(model, e.tok, chunk, opts)) do table.insert(per[t.source], t) end
+    elseif system.rules then
+      for _, p in ipairs(chunk) do per[p.id] = rules.propose(system.rules, e.graph, p) end
+    else
+      for _, p in ipairs(chunk) do frequent_triples(e, frequent, p, per[p.id]) end
+    end
+    for i, p in ipairs(chunk) do
+      units[first + i - 1] = extract.score_passage(e.graph, e.relations, p, merge.merge(per[p.id], { top = 1 }), e.implied)
+    end
+    local done = first + #chunk - 1
+    line:update(done, string.format("%-20s %d/%d passages", system.name, done, #passages))
+  end
+  line:finish()
+  system.seconds = gm.clock() - t0
+  system.units = units
+end
+
 function M.run(systems, e)
   local frequent = frequent_tails(e.d, e.tok)
-  local passages, opts = e.passages, e.opts
   for _, system in ipairs(systems) do
-    local units, t0 = {}, gm.clock()
-    local line = progress.new { stream = io.stderr, total = #passages }
-    local model = system.model
-    if model then
-      if e.decoding == "constrained" and not opts.tails then
-        opts.tails = e.graph:known_tails(e.tok, e.relations, model.layout.leaves)
-      end
-    end
-    -- the passages in chunks (extract.triples batches across a chunk's passages), scored one by one
-    local CHUNK = 32
-    for first = 1, #passages, CHUNK do
-      local chunk = table.move(passages, first, math.min(#passages, first + CHUNK - 1), 1, {})
-      local per = {}
-      for _, p in ipairs(chunk) do per[p.id] = {} end
-      if model then
-        for _, t in ipairs(extract.triples(model, e.tok, chunk, opts)) do table.insert(per[t.source], t) end
-      elseif system.rules then
-        for _, p in ipairs(chunk) do per[p.id] = rules.propose(system.rules, e.graph, p) end
-      else
-        for _, p in ipairs(chunk) do frequent_triples(e, frequent, p, per[p.id]) end
-      end
-      for i, p in ipairs(chunk) do
-        units[first + i - 1] = extract.score_passage(e.graph, e.relations, p, merge.merge(per[p.id], { top = 1 }), e.implied)
-      end
-      local done = first + #chunk - 1
-      line:update(done, string.format("%-20s %d/%d passages", system.name, done, #passages))
-    end
-    line:finish()
-    system.seconds = gm.clock() - t0
-    system.units = units
+    if system.pipeline then heldout_pipeline.run(system, e) else run_one(system, e, frequent) end
   end
 end
 
@@ -164,7 +175,7 @@ function M.table(systems, e)
     lines[#lines + 1] = string.format("| %s | %d | %s | %s | %s | %s | %s | %s |", s.name, n,
       n > 0 and cell("correct", "n") or "- (no triples)", cell("recalled", "gold"), cell("valid", "n"),
       correct > 0 and not s.rules and string.format("%.3f", sum(u, "multi_token") / correct) or "-", cell("multi", "correct"),
-      s.dir and string.format("%.1f", #passages / s.seconds) or "-")
+      (s.dir or (s.pipeline and s.pipeline.model)) and string.format("%.1f", #passages / s.seconds) or "-")
   end
   if #systems > 1 then
     lines[#lines + 1] = ""
@@ -179,8 +190,9 @@ function M.pr_curve(systems, out_dir)
   local csv, blocks = { "system,threshold,precision,recall" }, {}
   for _, s in ipairs(systems) do
     local block = {}
-    local all, gold = {}, sum(s.units, "gold")
-    for _, u in ipairs(s.units) do for _, e in ipairs(u.scored) do all[#all + 1] = e end end
+    local units = s.ranked_units or s.units
+    local all, gold = {}, sum(units, "gold")
+    for _, u in ipairs(units) do for _, e in ipairs(u.scored) do all[#all + 1] = e end end
     table.sort(all, function(a, b) return a.score > b.score end)
     local n, correct, recalled = 0, 0, 0
     for i, e in ipairs(all) do

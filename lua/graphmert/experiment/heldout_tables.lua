@@ -52,7 +52,7 @@ function M.ranking(systems, implied)
   for _, s in ipairs(systems) do
     local row = { string.format("| %s | %d | %s | %s |", s.name, sum(s.units, "n"), share(s.units, "correct", "n"),
       share(s.units, "implied", "n")) }
-    for _, r in ipairs(M.RECALLS) do row[#row + 1] = " " .. at_recall(s.units, r) .. " |" end
+    for _, r in ipairs(M.RECALLS) do row[#row + 1] = " " .. at_recall(s.ranked_units or s.units, r) .. " |" end
     lines[#lines + 1] = table.concat(row)
   end
   return lines

@@ -3,6 +3,7 @@
 -- masking options.
 --   prepare(cfg, tok) → d      dataset(cfg.data) → Dataset      summary(d) → one line
 --   heldout_passages(d, n)     reorder(d, seed): d with a training seed's batch order
+--   validation_split(passages) → validation, test: the held-out passages halved by entity
 local gm = require "graphmert"
 local injection = require "graphmert.experiment.injection"
 
@@ -228,6 +229,18 @@ function M.heldout_passages(d, n)
     passages[i] = { id = i, text = r.text, gold = r.triples, entity = r.about, subject = r.entity }
   end
   return passages
+end
+
+-- The held-out passages in two halves by their entity (a stable hash: an entity's passages stay
+-- together, and the halves never change between runs): validation, on which a reranker is fit,
+-- and test, on which every system is measured.
+function M.validation_split(passages)
+  local validation, test = {}, {}
+  for _, p in ipairs(passages) do
+    local into = hashes.fnv1a("validation\0" .. tostring(p.subject or p.text)) % 2 == 0 and validation or test
+    into[#into + 1] = p
+  end
+  return validation, test
 end
 
 -- d for a training seed: the same split, sequences and masking options, the training batches in

@@ -1,6 +1,8 @@
 -- graphmert.kg — the extracted knowledge graph kept and shared: a SQLite store (kg.store), RDF
 -- export (kg.rdf), the KG page, a self-contained HTML file to browse and review it (kg.page), the
--- merge of extracted triples (kg.merge) and the rule extractor (kg.rules).
+-- merge of extracted triples (kg.merge), the rule extractor (kg.rules), and what makes scores
+-- probabilities: the relation prior (kg.relation_prior), candidates from every source
+-- (kg.candidates) and the reranker (kg.reranker).
 --   kg.read(path, {top = 5}) → the triples of a kg.jsonl file or a kg.sqlite store (its `top`
 --     best per head and relation, as kg.jsonl lists them), in kg.jsonl's fields {head, relation,
 --     tail, score, count, sources, decoding, head_id, tail_id, seed}; from a store also its
@@ -25,6 +27,9 @@ local M = {
   page = require "graphmert.kg.page",
   merge = require "graphmert.kg.merge",
   rules = require "graphmert.kg.rules",
+  relation_prior = require "graphmert.kg.relation_prior",
+  candidates = require "graphmert.kg.candidates",
+  reranker = require "graphmert.kg.reranker",
 }
 
 local function read_store(path, top)

@@ -40,6 +40,12 @@
 --     precision smoothed ((held + 1) / (proposed + 2): a rule seen once is not "certain"); and
 --     warnings for rules that match nearly everything they are tried on
 --   rules.score(list, measured) → sets each rule's score to its measured precision
+--   rules.subsumers(graph, relation, head_id) → every lexical subsumer of the head (the entities
+--     the subsumption rule tries, in its order; the rule takes the first)
+--   rules.fits(graph, relation, head_id, id) → whether the relation may reach entity id from the
+--     head (the schema's types for the pair; never the head itself)
+--   rules.tail_entity(graph, relation, head_id, name) → the first entity a name denotes that the
+--     relation may reach from the head (nil: none)
 local re = require "re"
 local linker = require "graphmert.data.linker"
 local normalize = linker.normalize
@@ -127,19 +133,19 @@ function M.generic(relation)
     { relation = relation, on = "generic", label = "genus", generic = "genus" } }
 end
 
--- whether the relation may reach entity `id` from the head (the schema's types for the pair)
-local function fits(graph, relation, head_id, id)
+function M.fits(graph, relation, head_id, id)
   if id == head_id then return false end
   local types = graph:tail_types_of(relation, graph.type[head_id])
   return types == "*" or (types ~= nil and types[graph.type[id]] ~= nil)
 end
 
 -- the first entity a name denotes that the relation may reach from the head (nil: none)
-local function tail_entity(graph, relation, head_id, name)
+function M.tail_entity(graph, relation, head_id, name)
   for _, id in ipairs(graph:candidates(normalize(name)) or {}) do
-    if fits(graph, relation, head_id, id) then return id end
+    if M.fits(graph, relation, head_id, id) then return id end
   end
 end
+local tail_entity = M.tail_entity
 
 -- a captured tail that may run on: its longest first words that name an entity
 local function longest_prefix(graph, relation, head_id, text)
@@ -199,11 +205,7 @@ local function genus(graph, relation, head, words)
     if CLAUSE_END[words[i]] then clause_last = i - 1 break end
   end
   phrase_last = math.min(phrase_last or clause_last, clause_last)
-  local function fitting(m)
-    for _, id in ipairs(graph.linker:candidates(m.phrase)) do
-      if fits(graph, relation, head.id, id) then return id end
-    end
-  end
+  local function fitting(m) return tail_entity(graph, relation, head.id, m.phrase) end
   local mentions = graph.linker:mentions(table.concat(words, " ", from, clause_last))
   local last_in_phrase
   for _, m in ipairs(mentions) do
@@ -217,19 +219,17 @@ local function genus(graph, relation, head, words)
   end
 end
 
-local function subsumption(graph, relation, name, head_id)
-  local words = {}
-  for w in normalize(name):gmatch("%S+") do words[#words + 1] = w end
-  for k = 2, #words do
-    local id = tail_entity(graph, relation, head_id, table.concat(words, " ", k))
-    if id then return id end
-  end
+function M.subsumers(graph, relation, head_id)
+  local words, out, seen = {}, {}, {}
+  for w in normalize(graph.name[head_id] or ""):gmatch("%S+") do words[#words + 1] = w end
+  local function add(id) if id and not seen[id] then seen[id] = true; out[#out + 1] = id end end
+  for k = 2, #words do add(tail_entity(graph, relation, head_id, table.concat(words, " ", k))) end
   for k = 1, #words - 1 do
     local rest = {}
     for j, w in ipairs(words) do if j ~= k then rest[#rest + 1] = w end end
-    local id = #rest > 0 and tail_entity(graph, relation, head_id, table.concat(rest, " "))
-    if id then return id end
+    add(tail_entity(graph, relation, head_id, table.concat(rest, " ")))
   end
+  return out
 end
 
 -- whether the relation takes this head (its type among the relation's head types)
@@ -243,7 +243,7 @@ end
 local function apply(rule, graph, head, text, words, opts, hits)
   local name = graph.name[head.id]
   if rule.generic == "subsumption" then
-    return { subsumption(graph, rule.relation, name, head.id) }
+    return { M.subsumers(graph, rule.relation, head.id)[1] }
   elseif rule.generic == "genus" then
     return head.about and { genus(graph, rule.relation, head, words) } or {}
   end

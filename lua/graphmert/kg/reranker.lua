@@ -1,0 +1,148 @@
+-- reranker.lua — scores that are probabilities: a logistic regression (gm.optim.logistic) over
+-- each candidate's features (graphmert.kg.candidates), fit on a validation split — entities that
+-- neither the model's training nor the test uses — with the seed graph saying which candidates
+-- hold. Its output is the share of such triples that hold: `--min-score 0.8` keeps triples of
+-- which about 80% do (on data like the validation split's).
+--
+-- Features (FEATURES; the model's are left out of a reranker without a model):
+--   model, model_score, margin_none, margin_best, log_rank: whether the model scored the tail,
+--     its mean log-probability per slot, its margin over the model's "none" and below the
+--     query's best tail, and log(rank) in the model's top K (0 when not in it)
+--   top_k, mention, subsumer, subsumer_tail: which source proposed it; rules: how many rules
+--     did, rule_precision: the best of their measured precisions
+--   tail_in_head, tail_in_passage: the tail's words in the head's name (share), its name in the
+--     passage; log_tail_count: log(1 + its facts of the relation in the seed graph);
+--     prior: the relation prior's log-odds (clipped to ±10); own: the head is the passage's entity
+--   relation:<name> for each relation (its own bias), and <feature>|<relation> for the features
+--     whose weight depends on the relation (BY_RELATION)
+--
+--   reranker.fit(candidates, labels, {relations, model = true|false, l2}) → a reranker
+--   r:probability(c) → the candidate's probability; r:features(c) → its feature list
+--   r:save(path, stamp) / reranker.load(path, stamp) → reranker.json (atomic), and the one read
+--     back, refused when its stamp (what it was fit for: the run's weights and dataset) differs
+local gm = require "graphmert"
+local logistic = require "graphmert.optim.logistic"
+local json = require "graphmert.json"
+local cjson = require "cjson"
+
+local M = {}
+
+M.VERSION = 1
+
+local MODEL_FEATURES = { "model", "model_score", "margin_none", "margin_best", "log_rank" }
+local SOURCE_FEATURES = { "top_k", "mention", "subsumer", "subsumer_tail", "rules", "rule_precision", "tail_in_head",
+  "tail_in_passage", "log_tail_count", "prior", "own" }
+
+-- the features whose weight depends on the relation (a mention is a fair part_of tail and a poor
+-- is_a one; the model's score means more for is_a, which it was taught most): each also as
+-- `name|relation`, its value for that relation's candidates and 0 for the others'
+local BY_RELATION = { "model_score", "log_rank", "mention", "rule_precision", "own", "tail_in_head" }
+for _, n in ipairs(MODEL_FEATURES) do MODEL_FEATURES[n] = true end
+
+local Reranker = {}
+Reranker.__index = Reranker
+
+local function clip(x, m) return math.max(-m, math.min(m, x)) end
+
+-- the feature names of a reranker over these relations, with or without the model's
+local function names_for(relations, with_model)
+  local names = {}
+  if with_model then for _, n in ipairs(MODEL_FEATURES) do names[#names + 1] = n end end
+  for _, n in ipairs(SOURCE_FEATURES) do names[#names + 1] = n end
+  for _, r in ipairs(relations) do names[#names + 1] = "relation:" .. r end
+  for _, r in ipairs(relations) do
+    for _, n in ipairs(BY_RELATION) do
+      if with_model or not MODEL_FEATURES[n] then names[#names + 1] = n .. "|" .. r end
+    end
+  end
+  return names
+end
+
+local value
+function value(c, name)
+  local s = c.model_score
+  if name == "model" then return s and 1 or 0
+  elseif name == "model_score" then return s and clip(s, 30) or 0
+  elseif name == "margin_none" then return (s and c.none) and clip(s - c.none, 30) or 0
+  elseif name == "margin_best" then return (s and c.best) and clip(s - c.best, 30) or 0
+  elseif name == "log_rank" then return c.rank and math.log(c.rank) or 0
+  elseif name == "top_k" or name == "mention" or name == "subsumer" or name == "subsumer_tail" then
+    return c.sources[name] and 1 or 0
+  elseif name == "rules" then return c.rules
+  elseif name == "rule_precision" then return c.rule_precision
+  elseif name == "tail_in_head" then return c.tail_in_head
+  elseif name == "tail_in_passage" then return c.tail_in_passage
+  elseif name == "log_tail_count" then return math.log(1 + c.tail_count)
+  elseif name == "prior" then
+    local p = math.max(1e-6, math.min(1 - 1e-6, c.prior))
+    return math.log(p / (1 - p))
+  elseif name == "own" then return c.own and 1 or 0
+  end
+  local base, of = name:match("^(.-)|(.*)$")
+  if base then return of == c.relation and value(c, base) or 0 end
+  local relation = name:match("^relation:(.*)$")
+  return relation == c.relation and 1 or 0
+end
+
+function Reranker:features(c)
+  local out = {}
+  for j, name in ipairs(self.names) do out[j] = value(c, name) end
+  return out
+end
+
+function Reranker:probability(c)
+  return logistic.probability(self.model, { self:features(c) })[1]
+end
+
+function M.fit(candidates, labels, opts)
+  if #candidates == 0 then error("reranker.fit: no candidates to fit on", 2) end
+  local positives = 0
+  for _, y in ipairs(labels) do if y then positives = positives + 1 end end
+  if positives == 0 or positives == #labels then
+    error(string.format("reranker.fit: the %d candidates are all %s: nothing to learn from", #labels,
+      positives == 0 and "wrong" or "right"), 2)
+  end
+  local r = setmetatable({ names = names_for(opts.relations, opts.model), with_model = opts.model and true or false }, Reranker)
+  local rows = {}
+  for i, c in ipairs(candidates) do rows[i] = r:features(c) end
+  r.model = logistic.fit(rows, labels, { l2 = opts.l2 or 1 })
+  r.examples, r.positives = #labels, positives
+  return r
+end
+
+function Reranker:save(path, stamp)
+  local t = { format = "graphmert-reranker", version = M.VERSION, stamp = stamp, features = self.names,
+    with_model = self.with_model, examples = self.examples, positives = self.positives, model = logistic.to_table(self.model) }
+  local keys = { "format", "version", "stamp", "features", "with_model", "examples", "positives", "model" }
+  local parts = {}
+  for _, key in ipairs(keys) do
+    if t[key] ~= nil then parts[#parts + 1] = cjson.encode(key) .. ":" .. cjson.encode(t[key]) end
+  end
+  -- (the weights with 17 digits, which cjson does not write: read back bit for bit, the same probabilities)
+  local weights = {}
+  for j, w in ipairs(self.model.weights) do weights[j] = string.format("%.17g", w) end
+  parts[#parts] = string.format('"model":{"bias":%.17g,"weights":[%s]}', self.model.bias, table.concat(weights, ","))
+  local ok, err = gm.write_atomic(path, { "{", table.concat(parts, ","), "}\n" })
+  if not ok then error(err, 0) end
+end
+
+function M.load(path, stamp)
+  local ok, t = pcall(json.read, path, "reranker")
+  if not ok then error(t, 0) end
+  if t.format ~= "graphmert-reranker" then
+    error(path .. ": not a reranker file (graphmert calibrate writes one)", 0)
+  end
+  if t.version ~= M.VERSION then error(string.format("%s: version %s, this graphmert reads %d", path, tostring(t.version), M.VERSION), 0) end
+  if stamp and t.stamp ~= stamp then
+    error(string.format("%s was fit for another run (%s), not this one (%s): run graphmert calibrate again", path,
+      tostring(t.stamp), stamp), 0)
+  end
+  if type(t.features) ~= "table" or #t.features ~= #(t.model and t.model.weights or {}) then
+    error(path .. ": its features and weights do not match", 0)
+  end
+  local r = setmetatable({ names = t.features, with_model = t.with_model, examples = t.examples, positives = t.positives,
+    model = logistic.from_table(t.model, path) }, Reranker)
+  return r
+end
+
+return M
