@@ -40,6 +40,7 @@ local dist = gm.distributed
 local extraction_input = require "graphmert.kg.extraction_input"
 local extraction_outputs = require "graphmert.kg.extraction_outputs"
 local extraction_run = require "graphmert.kg.extraction_run"
+local pipeline_extraction = require "graphmert.kg.pipeline_extraction"
 local rule_extraction = require "graphmert.kg.rule_extraction"
 local data_options = require "graphmert.experiment.data_options"
 
@@ -65,19 +66,27 @@ local args = ex.args.parse(arg, {
   { "extractor", "graphmert", "graphmert (the trained model: --checkpoint) or rules (the dataset's string rules, no model: --data or --config)",
     choices = { "graphmert", "rules" } },
   { "patterns", nil, "with --extractor rules: a patterns file instead of the dataset's patterns.tsv" },
+  { "model-scores", false, "the model's own scores even when the run has a reranker.json (no probabilities)", flag = true },
 })
 local function fail(msg) ex.args.fail("extract.lua", msg) end
 local by_rules = args.extractor == "rules"
-args.decoding = args.decoding or (by_rules and "constrained" or "open")
+-- (a run with a reranker ranks the seed graph's entities: constrained, unless open is asked for)
+local calibrated = not by_rules and not args["model-scores"] and args.checkpoint
+  and gm.stat(pipeline_extraction.path(args.checkpoint)) ~= nil
+args.decoding = args.decoding or ((by_rules or calibrated) and "constrained" or "open")
+calibrated = calibrated and args.decoding == "constrained"
 if by_rules and args.checkpoint then fail("--extractor rules uses no model: give --data or --config, not --checkpoint") end
 if by_rules and not (args.data or args.config) then fail("--extractor rules needs the dataset: give --data or --config") end
 if args.patterns and not by_rules then fail("--patterns is for --extractor rules") end
 if not by_rules and not args.checkpoint then fail("--checkpoint is required (see --help)") end
 if not args.input then fail("--input is required (see --help)") end
 local min_score = args["min-score"]
-if min_score and not by_rules and min_score > 0 then fail("--min-score must be at most 0, got " .. min_score) end
-if min_score and by_rules and (min_score < 0 or min_score > 1) then
-  fail("--min-score must be from 0 to 1 with --extractor rules (a rule's precision), got " .. min_score)
+if min_score and not (by_rules or calibrated) and min_score > 0 then
+  fail("--min-score must be at most 0 (a mean log-probability: the run has no reranker.json, or --model-scores), got " .. min_score)
+end
+if min_score and (by_rules or calibrated) and (min_score < 0 or min_score > 1) then
+  fail(string.format("--min-score must be from 0 to 1 %s, got %s", by_rules and "with --extractor rules (a rule's precision)" or
+    "(a probability: the run's reranker.json makes scores probabilities)", min_score))
 end
 data_options.check("extract.lua", args)
 local precision = ex.args.apply_precision(args)
@@ -164,6 +173,23 @@ if args.decoding == "constrained" then -- the run's own are in its index (stored
   end)
 end
 
+-- the run's reranker (graphmert calibrate): every triple's score the probability that it holds,
+-- and those below even odds left out unless --min-score says otherwise
+local pipeline = calibrated and try(pipeline_extraction.prepare, args.checkpoint, graph, tok, model, opts) or nil
+if pipeline then
+  local defaulted = not args["min-score"]
+  args["min-score"] = args["min-score"] or pipeline_extraction.MIN_SCORE
+  if rank == 0 then
+    io.stderr:write(string.format("scores are probabilities that the triples hold (%s): those of probability ≥ %g kept%s\n",
+      pipeline_extraction.path(args.checkpoint), args["min-score"], defaulted and " (--min-score 0 keeps all)" or ""))
+  end
+end
+if rank == 0 and not pipeline and not args["model-scores"] then
+  io.stderr:write(string.format("note: scores are the model's mean log-probabilities per slot, not probabilities (%s)\n",
+    args.decoding == "open" and "the reranker scores constrained tails: --decoding constrained" or
+      "no reranker.json in " .. args.checkpoint .. ": graphmert calibrate fits one"))
+end
+
 local status = extraction_run.run { cli = args, precision = precision, input = input, outputs = outputs, run = run, tok = tok,
-  model = model, graph = graph, dataset = ds, opts = opts, total = total }
+  model = model, graph = graph, dataset = ds, opts = opts, total = total, pipeline = pipeline }
 if status then os.exit(status) end

@@ -222,7 +222,7 @@ function M.score_passage(graph, relations, passage, triples, implied)
     if held and t.tail:find(" ") then u.multi = u.multi + 1 end
     if held and (t.tokens or 1) > 1 then u.multi_token = u.multi_token + 1 end
     if graph:valid(t) then u.valid = u.valid + 1 end
-    u.scored[#u.scored + 1] = { score = t.score, held = held }
+    u.scored[#u.scored + 1] = { score = t.score, held = held, own = u.triples[#u.triples].own }
   end
   local mentioned = {} -- the entities the passage's heads name
   for _, h in ipairs(graph:heads(passage.text)) do
@@ -240,11 +240,12 @@ function M.score_passage(graph, relations, passage, triples, implied)
           if s and (not best or s > best) then best = s end
         end
       end
+      local is_own = own(graph, passage, t.head_id, t.head)
       if best then
         u.recalled = u.recalled + 1
-        u.scored[#u.scored + 1] = { score = best, recall = true }
+        u.scored[#u.scored + 1] = { score = best, recall = true, own = is_own }
       end
-      u.facts[#u.facts + 1] = { relation = t.relation, own = own(graph, passage, t.head_id, t.head), recalled = best ~= nil }
+      u.facts[#u.facts + 1] = { relation = t.relation, own = is_own, recalled = best ~= nil }
     end
   end
   return u

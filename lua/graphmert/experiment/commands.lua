@@ -3,6 +3,7 @@
 --   train     experiments/train.lua        train GraphMERT (and its baseline) on a config's dataset
 --   extract   experiments/extract.lua      a knowledge graph from text with a trained model
 --   evaluate  experiments/extract_eval.lua extraction from held-out passages, scored
+--   calibrate experiments/calibrate.lua    fit the reranker: extraction scores become probabilities
 --   ablate    experiments/ablation.lua     the λ × H-GAT grid with seeds and intervals
 --   validate  experiments/validate.lua     read and check a dataset
 --   export    experiments/export.lua       a kg.sqlite store as RDF or kg.jsonl / kg.tsv
@@ -20,11 +21,12 @@ local args = require "graphmert.experiment.args"
 local M = {}
 
 M.scripts = { train = "train.lua", extract = "extract.lua", evaluate = "extract_eval.lua", ablate = "ablation.lua",
-  validate = "validate.lua", export = "export.lua", score = "score_kg.lua", page = "page.lua" }
+  validate = "validate.lua", export = "export.lua", score = "score_kg.lua", page = "page.lua", calibrate = "calibrate.lua" }
 local ABOUT = {
   train = "train GraphMERT (and its baseline) on a config's dataset",
   extract = "a knowledge graph from text with a trained model",
   evaluate = "extraction from held-out passages, scored against the seed graph",
+  calibrate = "fit the reranker that makes extraction scores probabilities (reranker.json)",
   ablate = "the λ × H-GAT ablation grid with seeds and intervals",
   validate = "read and check a dataset before training on it",
   export = "a kg.sqlite store as RDF (N-Triples, Turtle) or kg.jsonl / kg.tsv",
@@ -32,7 +34,7 @@ local ABOUT = {
   page = "the KG page: a kg.jsonl or kg.sqlite as one HTML file to browse, check and review",
   configs = "list the shipped configs",
 }
-local ORDER = { "train", "extract", "page", "export", "score", "evaluate", "validate", "ablate", "configs" }
+local ORDER = { "train", "calibrate", "extract", "page", "export", "score", "evaluate", "validate", "ablate", "configs" }
 
 local function is_file(path)
   local info = gm.stat(path)

@@ -5,6 +5,10 @@
 -- asked the same queries, and the dataset's string rules (all, and the generic ones alone).
 --   systems(script, checkpoint, d, data_dir) → the systems compared, their models loaded and the
 --     rules of the dataset (data_dir's patterns.tsv and the generic ones) measured
+--   prepare(script, cli[, checked]) → run, cfg, tok, d, relations: the run and its dataset,
+--     prepared and checked against each other
+--   rule_list(script, d, data_dir) → those rules, each scored by its precision on the training
+--     passages; the generic ones; what measuring found (graphmert.kg.rules)
 --   run(systems, e)             each system's per-passage scores (system.units) and time; the
 --     pipelines' (graphmert.experiment.heldout_pipeline: with the model and without) also
 --     ranked_units, every candidate's, for precision at recall
@@ -17,6 +21,7 @@ local preparation = require "graphmert.experiment.preparation"
 local progress = require "graphmert.experiment.progress"
 local report = require "graphmert.experiment.report"
 local run_folder = require "graphmert.experiment.run_folder"
+local data_options = require "graphmert.experiment.data_options"
 local extract, stats = gm.eval.extract, gm.eval.stats
 local merge = require "graphmert.kg.merge"
 local rules = require "graphmert.kg.rules"
@@ -28,20 +33,56 @@ local M = {}
 -- generic rule alone (none without a subsumption relation). Every rule is measured on the
 -- training passages only, so that a score — its precision there — says nothing of the
 -- held-out ones; a rules file that does not read is the command's usage error.
-local function rule_systems(script, d, data_dir)
+function M.rule_list(script, d, data_dir)
   local path = data_dir and data_dir .. "/patterns.tsv"
   local list = path and gm.stat(path) and args.try(script, rules.read, path, d.graph) or {}
   local generic = d.graph.subsumption and rules.generic(d.graph.subsumption) or {}
   for _, rule in ipairs(generic) do list[#list + 1] = rule end
-  if #list == 0 then return {} end
+  if #list == 0 then return list, generic end
   local train = {}
   for i, r in ipairs(d.train) do train[i] = { id = r.id, text = r.text, entity = r.about } end
   local measured, warnings = rules.measure(list, d.graph, train)
   for _, w in ipairs(warnings) do io.stderr:write("warning: ", w, "\n") end
   rules.score(list, measured)
+  return list, generic, measured
+end
+
+local function rule_systems(script, d, data_dir)
+  local list, generic, measured = M.rule_list(script, d, data_dir)
+  if #list == 0 then return {} end
   local systems = { { name = "rules", rules = list, measured = measured } }
   for _, rule in ipairs(generic) do systems[#systems + 1] = { name = rule.label .. " rule alone", rules = { rule } } end
   return systems
+end
+
+-- The run and the dataset it was trained on, checked against each other, for a command that
+-- works on the held-out passages (evaluate, calibrate): cli = its options (checkpoint, config,
+-- data, precision); checked() runs once the arguments hold, before the dataset is read.
+function M.prepare(script, cli, checked)
+  local function fail(msg) args.fail(script, msg) end
+  if not cli.checkpoint then fail("--checkpoint is required (see --help)") end
+  args.apply_precision(cli)
+  local run = args.try(script, run_folder.read_run, cli.checkpoint)
+  if not cli.config then
+    fail(string.format("--config is required: the config the run was trained with (run.json records %s%s)", tostring(run.config),
+      run.data.dir and (", with data " .. tostring(run.data.dir)) or ""))
+  end
+  if checked then checked() end
+  local cfg = args.try(script, data_options.config, cli)
+  if not run_folder.same_data(cfg.data, run.data) then
+    fail(string.format("%s names data %s, but the run was trained on %s (pass --data when training had it)", cli.config,
+      run_folder.data_string(cfg.data), run_folder.data_string(run.data)))
+  end
+  local tok = args.try(script, run_folder.load_tokenizer, cli.checkpoint, run)
+  gm.manual_seed(cfg.seed)
+  local d = args.try(script, preparation.prepare, cfg, tok)
+  if table.concat(d.graph.relation_names, ",") ~= table.concat(run.relations, ",") then -- every figure would be 0
+    fail(string.format("the dataset's relations (%s) are not the run's (%s): is it the dataset the run was trained on?",
+      table.concat(d.graph.relation_names, ", "), table.concat(run.relations, ", ")))
+  end
+  local relations = {}
+  for id, name in ipairs(run.relations) do relations[name] = id end
+  return run, cfg, tok, d, relations
 end
 
 -- GraphMERT, its baseline when the run has one, the most frequent tail, and the dataset's rules;

@@ -6,7 +6,12 @@
 -- pipeline with every model feature removed (rules, prior and reranker alone), which says what the
 -- model adds.
 --   systems(model, rules) → the two systems (the first only with a model)
---   run(system, e)  fits the system's reranker on e.validation and scores e.passages: its units
+--   context(system, e) → the candidates' context (graphmert.kg.candidates) of the system on e
+--   fit(system, e) → its reranker fit on e.validation, and the context (an error when the
+--     candidates give nothing to learn from)
+--   run(system, e)  fits the system's reranker on e.validation and scores e.passages (when the
+--     validation candidates hold none, or all, no reranker is fit: system.unfit says so, and the
+--     system asserts nothing): its units
 --     (the triples of probability ≥ THRESHOLD, for the main table), ranked_units (every candidate,
 --     for precision at recall), predictions ({p, held} of every test candidate) and seconds
 --   calibration(systems, out_dir) → the report's lines (expected calibration error, reliability
@@ -59,11 +64,21 @@ local function held(graph, c)
   return graph:holds { head = graph.name[c.head_id], relation = c.relation, tail = graph.name[c.tail_id] }
 end
 
-function M.run(system, e)
-  local graph, p = e.graph, system.pipeline
-  local ctx = candidates.context { graph = graph, tok = e.tok, layout = e.d.layout, relations = e.relations, prior = e.prior,
-    rules = p.rules, model = p.model, opts = e.opts, top = M.TOP, threshold = M.PRIOR, exclude = e.exclude }
-  if p.model and not e.opts.tails then e.opts.tails = graph:known_tails(e.tok, e.relations, p.model.layout.leaves) end
+-- the candidates' context for a system (its model or none) on e's data
+function M.context(system, e)
+  local p = system.pipeline
+  -- (constrained whatever the others' decoding: the candidates are the seed graph's entities)
+  local opts = setmetatable({ mode = "constrained" }, { __index = e.opts })
+  if p.model then
+    e.constrained_tails = e.constrained_tails or e.graph:known_tails(e.tok, e.relations, p.model.layout.leaves)
+    opts.tails = e.constrained_tails
+  end
+  return candidates.context { graph = e.graph, tok = e.tok, layout = e.d.layout, relations = e.relations, prior = e.prior,
+    rules = p.rules, model = p.model, opts = opts, top = M.TOP, threshold = M.PRIOR, exclude = e.exclude }
+end
+
+function M.fit(system, e)
+  local graph, ctx = e.graph, M.context(system, e)
   local fit_on, labels = {}, {}
   for _, list in ipairs(all_candidates(ctx, e.validation, system.name .. " (fit)")) do
     for _, c in ipairs(list) do
@@ -71,7 +86,19 @@ function M.run(system, e)
       labels[#labels + 1] = held(graph, c)
     end
   end
-  system.reranker = reranker.fit(fit_on, labels, { relations = relation_list(e.relations), model = p.model ~= nil })
+  return reranker.fit(fit_on, labels, { relations = relation_list(e.relations), model = system.pipeline.model ~= nil }), ctx
+end
+
+function M.run(system, e)
+  local graph = e.graph
+  local ok, fitted, ctx = pcall(M.fit, system, e)
+  if not ok then -- (a small split can hold no candidate that holds: the pipeline asserts nothing, and says why)
+    system.unfit = tostring(fitted):gsub("^reranker%.fit: ", "")
+    system.units, system.seconds = {}, 0
+    for k, passage in ipairs(e.passages) do system.units[k] = extract.score_passage(graph, e.relations, passage, {}, e.implied) end
+    return
+  end
+  system.reranker = fitted
   local t0 = gm.clock()
   local per = all_candidates(ctx, e.passages, system.name)
   system.seconds = gm.clock() - t0
@@ -109,7 +136,9 @@ function M.calibration(systems, out_dir)
   local plot, series = { "set xlabel 'probability given'", "set ylabel 'share that holds'", "set key top left",
     "set xrange [0:1]", "set yrange [0:1]" }, { "x title 'calibrated' with lines dt 2 lc rgb 'gray'" }
   for i, s in ipairs(systems) do
-    if s.predictions then
+    if s.unfit then
+      lines[#lines + 1] = string.format("| %s | no reranker: %s | - | - | - |", s.name, s.unfit)
+    elseif s.predictions then
       local ece, bins = calibration.ece(s.predictions)
       local cells, points = {}, {}
       for _, b in ipairs(bins) do

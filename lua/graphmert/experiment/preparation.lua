@@ -4,6 +4,7 @@
 --   prepare(cfg, tok) → d      dataset(cfg.data) → Dataset      summary(d) → one line
 --   heldout_passages(d, n)     reorder(d, seed): d with a training seed's batch order
 --   validation_split(passages) → validation, test: the held-out passages halved by entity
+--   heldout_halves(d) → validation, test, exclude (the held-out entities)
 local gm = require "graphmert"
 local injection = require "graphmert.experiment.injection"
 
@@ -237,10 +238,20 @@ end
 function M.validation_split(passages)
   local validation, test = {}, {}
   for _, p in ipairs(passages) do
-    local into = hashes.fnv1a("validation\0" .. tostring(p.subject or p.text)) % 2 == 0 and validation or test
+    -- (the hash's lower half, not its parity: FNV-1a's lowest bit is the parity of the key's bytes)
+    local into = hashes.fnv1a("validation\0" .. tostring(p.subject or p.text)) < 500 and validation or test
     into[#into + 1] = p
   end
   return validation, test
+end
+
+-- The held-out passages' two halves (validation_split) and the held-out entities (id → true),
+-- of which nothing fit for extraction (the relation prior, tail counts) may know.
+function M.heldout_halves(d)
+  local validation, test = M.validation_split(M.heldout_passages(d, #d.heldout))
+  local exclude = {}
+  for _, r in ipairs(d.heldout) do if r.entity then exclude[r.entity] = true end end
+  return validation, test, exclude
 end
 
 -- d for a training seed: the same split, sequences and masking options, the training batches in

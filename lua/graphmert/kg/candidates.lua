@@ -20,7 +20,8 @@
 --     model (nil: no model features), opts (gm.eval.extract.options'; constrained), top (K),
 --     threshold, exclude (entity ids → true: whose facts do not count in tail_counts)} → ctx
 --   candidates.of(ctx, passages) → per passage (in order) a list of candidates {head_id, relation,
---     tail_id, head (the mention's phrase), own (the head is the passage's entity), prior,
+--     tail_id, head (the mention's phrase), span (its first mention, as gm.eval.extract gives it),
+--     source (the passage's id), own (the head is the passage's entity), prior,
 --     sources = {top_k, mention, subsumer, subsumer_tail = true}, rule_precision, rules,
 --     model_score, rank (in the model's top K), best (the query's best model score), none,
 --     tail_in_head, tail_in_passage, tail_count, tokens}
@@ -99,7 +100,7 @@ local function candidate(ctx, query, id)
     c = { head_id = query.head_id, relation = query.relation, tail_id = id, head = query.head, own = query.own,
       prior = query.prior, sources = {}, rules = 0, rule_precision = 0, tail_in_head = overlap(name, query.head_words),
       tail_in_passage = query.text:find(" " .. name .. " ", 1, true) and 1 or 0,
-      tail_count = (ctx.counts[query.relation] or {})[id] or 0, source = query.source }
+      tail_count = (ctx.counts[query.relation] or {})[id] or 0, source = query.source, span = query.span }
     query.tails[id] = c
     query.order[#query.order + 1] = c
   end
@@ -128,7 +129,7 @@ local function passage_queries(ctx, passage)
     local prior = head_id and ctx.prior:probability(head_id, m.relation) or 0
     if head_id and prior >= ctx.threshold then
       local query = { query = q, head_id = head_id, relation = m.relation, head = m.head, prior = prior, tails = {}, order = {},
-        own = head_id == passage.entity, source = passage.id, text = text,
+        own = head_id == passage.entity, source = passage.id, span = m.span, text = text,
         head_words = word_set(normalize(graph.name[head_id])) }
       local function add(id) return candidate(ctx, query, id) end
       for _, phrase in ipairs(mentioned) do

@@ -9,8 +9,9 @@
 --     command's options), precision (as applied), input (graphmert.kg.extraction_input), outputs
 --     (graphmert.kg.extraction_outputs), run (run.json's values), tok, model, graph (the seed
 --     graph's index), dataset (the Dataset --data or --config named, or nil), opts (extract.options'
---     table, with constrained decoding's tails), total (the passages of the input); or, for the
---     rule extractor, rules (graphmert.kg.rule_extraction's) instead of tok, model and opts
+--     table, with constrained decoding's tails), total (the passages of the input), pipeline
+--     (graphmert.kg.pipeline_extraction's, when the run's reranker scores the triples); or, for
+--     the rule extractor, rules (graphmert.kg.rule_extraction's) instead of tok, model and opts
 -- Ctrl-C stops it between chunks: the chunks done are kept (a journal's merged into the partial
 -- outputs, a store committed), and the status is 130.
 local gm = require "graphmert"
@@ -48,13 +49,14 @@ local function settings(x, size)
   local cli = x.cli
   local rules = x.rules and (x.rules.patterns and stamp(x.rules.patterns) or "generic") -- (the rule extractor's)
   local of = { journal = journal.VERSION, extractor = rules and "rules" or 4, processes = size,
+    reranker = x.pipeline and x.pipeline.digest,
     checkpoint = cli.checkpoint and gm.realpath(cli.checkpoint), rules = rules, input_file = stamp(cli.input),
     weights = cli.checkpoint and stamp(cli.checkpoint .. "/checkpoint.safetensors"),
     input = gm.realpath(cli.input), format = x.input.jsonl and "jsonl" or "text", relations = cli.relations, top = cli.top,
     batch = cli.batch, decoding = cli.decoding, unpacked = cli.unpacked, data = cli.data and gm.realpath(cli.data),
     config = cli.config and gm.realpath(ex.commands.config_path(cli.config)), min_score = cli["min-score"],
     precision = x.precision }
-  return journal.header(of), gm.json.object(of, { "extractor", "input", "input_file", "weights", "rules", "format", "relations", "top",
+  return journal.header(of), gm.json.object(of, { "extractor", "input", "input_file", "weights", "reranker", "rules", "format", "relations", "top",
     "min_score", "batch", "decoding", "unpacked", "data", "config", "precision" })
 end
 
@@ -86,8 +88,10 @@ local function extract_chunk(x, chunk, storing)
   local found, by_passage, report = {}, {}, {}
   for _, p in ipairs(chunk) do found[p.id] = {} end
   opts.report = report
-  for _, t in ipairs(x.rules and x.rules.propose(chunk) or extract.triples(x.model, x.tok, chunk, opts)) do
-    if not x.rules then -- (the rules name entities by id already)
+  local triples = x.rules and x.rules.propose(chunk) or x.pipeline and x.pipeline.propose(chunk)
+    or extract.triples(x.model, x.tok, chunk, opts)
+  for _, t in ipairs(triples) do
+    if not (x.rules or x.pipeline) then -- (the rules and the pipeline name entities by id already)
       local head_id, head = graph:entity(t.head, t.relation, "head")
       local tail_id, tail = graph:entity(t.tail, t.relation, "tail", head_id)
       t.head, t.head_id, t.tail, t.tail_id = head or t.head, head_id, tail or t.tail, tail_id

@@ -5,7 +5,7 @@
 -- (kg.candidates) and the reranker (kg.reranker).
 --   kg.read(path, {top = 5}) → the triples of a kg.jsonl file or a kg.sqlite store (its `top`
 --     best per head and relation, as kg.jsonl lists them), in kg.jsonl's fields {head, relation,
---     tail, score, count, sources, decoding, head_id, tail_id, seed}; from a store also its
+--     tail, score, model_score, count, sources, decoding, head_id, tail_id, seed}; from a store also its
 --     passages (id → text), entities (id → {name, type, aliases, seed}) and the run it records
 --     (meta: checkpoint, config, dataset, ..., and corpus: the file of its passages, when one), and
 --     the lines of its passages whose id is a JSONL record's own (id → line). A line that is not
@@ -64,7 +64,16 @@ local function triple_problem(t)
   if by_rule and not (finite(t.score) and t.score >= 0 and t.score <= 1) then
     return "the score of a rule's triple is not its rule's precision (a number from 0 to 1)"
   end
-  if not by_rule and (not finite(t.score) or t.score > 0) then return "the score is not a mean log-probability (a finite number <= 0)" end
+  local calibrated = t.decoding == M.CALIBRATED
+  if calibrated and not (finite(t.score) and t.score >= 0 and t.score <= 1) then
+    return "the score of a calibrated triple is not a probability (a number from 0 to 1)"
+  end
+  if not by_rule and not calibrated and (not finite(t.score) or t.score > 0) then
+    return "the score is not a mean log-probability (a finite number <= 0)"
+  end
+  if t.model_score ~= nil and (not finite(t.model_score) or t.model_score > 0) then
+    return "model_score is not a mean log-probability (a finite number <= 0)"
+  end
   if t.count ~= nil and not (type(t.count) == "number" and math.tointeger(t.count) and t.count >= 1) then return "count is not a number of passages (an integer >= 1)" end
   if not is_id(t.head_id) or not is_id(t.tail_id) then return "head_id and tail_id are strings (or absent)" end
   if t.sources ~= nil then
@@ -107,7 +116,11 @@ function M.read(path, opts)
   return triples
 end
 
-M.FIELDS = { "head", "relation", "tail", "score", "count", "sources", "decoding", "head_id", "tail_id", "seed" }
+-- the decoding of a triple whose score is the reranker's probability that it holds
+-- (graphmert.kg.reranker); its model_score is the model's mean log-probability per slot
+M.CALIBRATED = "calibrated"
+
+M.FIELDS = { "head", "relation", "tail", "score", "model_score", "count", "sources", "decoding", "head_id", "tail_id", "seed" }
 M.TSV_HEADER = "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n"
 
 function M.jsonl_line(t) return json.object(t, M.FIELDS) .. "\n" end

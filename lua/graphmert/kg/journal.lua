@@ -55,7 +55,7 @@ local function fail(msg) args.fail("extract.lua", msg) end
 -- the rules' file)
 M.VERSION = 5
 
-local HEADER_KEYS = { "journal", "input", "input_file", "checkpoint", "weights", "rules", "format", "relations", "top", "batch",
+local HEADER_KEYS = { "journal", "input", "input_file", "checkpoint", "weights", "reranker", "rules", "format", "relations", "top", "batch",
   "decoding", "unpacked", "data", "config", "processes", "precision" }
 
 function M.header(settings) return gm.json.object(settings, HEADER_KEYS) end
@@ -165,7 +165,7 @@ function Journal:add(k, passages, by_passage, report)
     local triples = {}
     for j, t in ipairs(by_passage[p.id]) do
       triples[j] = { head = t.head, relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score,
-        head_id = t.head_id, tail_id = t.tail_id, decoding = t.decoding }
+        model_score = t.model_score, head_id = t.head_id, tail_id = t.tail_id, decoding = t.decoding }
     end
     lines[i] = { id = p.id, triples = triples }
   end

@@ -37,8 +37,9 @@ local function kept(t, min_score)
 end
 
 local function entry(e, sources)
-  return { head = e.head, relation = e.relation, tail = e.tail, tokens = e.tokens, score = e.score, count = e.count,
-    sources = sources, decoding = e.decoding, head_id = e.head_id, tail_id = e.tail_id }
+  return { head = e.head, relation = e.relation, tail = e.tail, tokens = e.tokens, score = e.score,
+    model_score = e.model_score, count = e.count, sources = sources, decoding = e.decoding, head_id = e.head_id,
+    tail_id = e.tail_id }
 end
 
 -- In memory: entries in a table by key, in the order first seen.
@@ -50,8 +51,9 @@ function Memory:add(t)
   local key = t.head .. "\0" .. t.relation .. "\0" .. t.tail
   local e = self.by_key[key]
   if not e then
-    e = { head = t.head, relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score, count = 0,
-      sources = {}, decoding = t.decoding, head_id = t.head_id, tail_id = t.tail_id, seen = {}, first = #self.order + 1 }
+    e = { head = t.head, relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score,
+      model_score = t.model_score, count = 0, sources = {}, decoding = t.decoding, head_id = t.head_id, tail_id = t.tail_id,
+      seen = {}, first = #self.order + 1 }
     self.by_key[key] = e
     self.order[#self.order + 1] = e
   end
@@ -60,7 +62,7 @@ function Memory:add(t)
     e.count = e.count + 1
     e.sources[#e.sources + 1] = t.source
   end
-  if t.score > e.score then e.score = t.score end
+  if t.score > e.score then e.score, e.model_score = t.score, t.model_score end
 end
 
 local function better(x, y)
@@ -93,16 +95,18 @@ local SCHEMA = {
   "PRAGMA journal_mode = OFF", "PRAGMA synchronous = OFF", "PRAGMA cache_size = -8192", "PRAGMA temp_store = FILE",
   "CREATE TABLE groups (id INTEGER PRIMARY KEY, head TEXT NOT NULL, relation TEXT NOT NULL, UNIQUE (head, relation))",
   "CREATE TABLE entries (id INTEGER PRIMARY KEY, grp INTEGER NOT NULL, tail TEXT NOT NULL, tokens INTEGER, score REAL NOT NULL, " ..
-    "decoding TEXT, head_id TEXT, tail_id TEXT, count INTEGER NOT NULL DEFAULT 0, UNIQUE (grp, tail))",
+    "model_score REAL, decoding TEXT, head_id TEXT, tail_id TEXT, count INTEGER NOT NULL DEFAULT 0, UNIQUE (grp, tail))",
   "CREATE TABLE sources (entry INTEGER NOT NULL, source NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (entry, source)) WITHOUT ROWID",
 }
 local SQL = {
   group = "INSERT INTO groups (head, relation) VALUES (?, ?) ON CONFLICT DO UPDATE SET head = head RETURNING id",
-  entry = "INSERT INTO entries (grp, tail, tokens, score, decoding, head_id, tail_id) VALUES (?, ?, ?, ?, ?, ?, ?) " ..
-    "ON CONFLICT DO UPDATE SET score = max(score, excluded.score) RETURNING id",
+  -- (the model's score goes with the best score: the expressions read the row as it was)
+  entry = "INSERT INTO entries (grp, tail, tokens, score, model_score, decoding, head_id, tail_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) " ..
+    "ON CONFLICT DO UPDATE SET model_score = CASE WHEN excluded.score > score THEN excluded.model_score ELSE model_score END, " ..
+    "score = max(score, excluded.score) RETURNING id",
   source = "INSERT OR IGNORE INTO sources (entry, source, seq) VALUES (?, ?, ?)",
   count = "UPDATE entries SET count = count + 1 WHERE id = ?",
-  ranked = "SELECT e.id, g.head, g.relation, e.tail, e.tokens, e.score, e.count, e.decoding, e.head_id, e.tail_id FROM " ..
+  ranked = "SELECT e.id, g.head, g.relation, e.tail, e.tokens, e.score, e.model_score, e.count, e.decoding, e.head_id, e.tail_id FROM " ..
     "(SELECT *, row_number() OVER (PARTITION BY grp ORDER BY score DESC, count DESC, id) AS rank FROM entries) e " ..
     "JOIN groups g ON g.id = e.grp WHERE e.rank <= ? ORDER BY e.grp, e.rank",
   sources_of = "SELECT source FROM sources WHERE entry = ? ORDER BY seq",
@@ -154,7 +158,7 @@ end
 function Disk:add(t)
   if not kept(t, self.opts.min_score) then return end
   local grp = self:value(SQL.group, t.head, t.relation)
-  local id = self:value(SQL.entry, grp, t.tail, t.tokens, t.score, t.decoding, t.head_id, t.tail_id)
+  local id = self:value(SQL.entry, grp, t.tail, t.tokens, t.score, t.model_score, t.decoding, t.head_id, t.tail_id)
   self.seq = self.seq + 1
   local st = self:exec(SQL.source, id, t.source, self.seq)
   if st:affected() > 0 then self:exec(SQL.count, id) end

@@ -18,8 +18,9 @@
 --
 --   reranker.fit(candidates, labels, {relations, model = true|false, l2}) → a reranker
 --   r:probability(c) → the candidate's probability; r:features(c) → its feature list
---   r:save(path, stamp) / reranker.load(path, stamp) → reranker.json (atomic), and the one read
---     back, refused when its stamp (what it was fit for: the run's weights and dataset) differs
+--   r:save(path, stamp[, extra]) / reranker.load(path, stamp) → reranker.json (atomic), and the
+--     one read back (r.pipeline: the extra saved), refused when its stamp (what it was fit for:
+--     the run's weights) differs
 local gm = require "graphmert"
 local logistic = require "graphmert.optim.logistic"
 local json = require "graphmert.json"
@@ -110,19 +111,36 @@ function M.fit(candidates, labels, opts)
   return r
 end
 
-function Reranker:save(path, stamp)
-  local t = { format = "graphmert-reranker", version = M.VERSION, stamp = stamp, features = self.names,
-    with_model = self.with_model, examples = self.examples, positives = self.positives, model = logistic.to_table(self.model) }
-  local keys = { "format", "version", "stamp", "features", "with_model", "examples", "positives", "model" }
-  local parts = {}
-  for _, key in ipairs(keys) do
-    if t[key] ~= nil then parts[#parts + 1] = cjson.encode(key) .. ":" .. cjson.encode(t[key]) end
+-- JSON with every number as 17 digits (cjson writes 14): weights read back bit for bit give the
+-- same probabilities; object keys sorted, so the file is the same bytes for the same fit
+local function encode(v)
+  local kind = type(v)
+  if kind == "number" then
+    if math.type(v) == "integer" then return tostring(v) end
+    if v ~= v or v == math.huge or v == -math.huge then error("reranker: a number that is not finite", 0) end
+    return string.format("%.17g", v)
+  elseif kind == "table" then
+    local parts = {}
+    if #v > 0 or next(v) == nil then
+      for i = 1, #v do parts[i] = encode(v[i]) end
+      return "[" .. table.concat(parts, ",") .. "]"
+    end
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+    table.sort(keys)
+    for i, k in ipairs(keys) do parts[i] = cjson.encode(k) .. ":" .. encode(v[k]) end
+    return "{" .. table.concat(parts, ",") .. "}"
   end
-  -- (the weights with 17 digits, which cjson does not write: read back bit for bit, the same probabilities)
-  local weights = {}
-  for j, w in ipairs(self.model.weights) do weights[j] = string.format("%.17g", w) end
-  parts[#parts] = string.format('"model":{"bias":%.17g,"weights":[%s]}', self.model.bias, table.concat(weights, ","))
-  local ok, err = gm.write_atomic(path, { "{", table.concat(parts, ","), "}\n" })
+  return cjson.encode(v)
+end
+
+-- extra: what else the pipeline needs to give the same candidates (the relation prior and the
+-- rules as tables, the model's top K and the prior's threshold), kept as they are
+function Reranker:save(path, stamp, extra)
+  local t = { format = "graphmert-reranker", version = M.VERSION, stamp = stamp, features = self.names,
+    with_model = self.with_model, examples = self.examples, positives = self.positives,
+    model = logistic.to_table(self.model), pipeline = extra }
+  local ok, err = gm.write_atomic(path, { encode(t), "\n" })
   if not ok then error(err, 0) end
 end
 
@@ -137,12 +155,12 @@ function M.load(path, stamp)
     error(string.format("%s was fit for another run (%s), not this one (%s): run graphmert calibrate again", path,
       tostring(t.stamp), stamp), 0)
   end
-  if type(t.features) ~= "table" or #t.features ~= #(t.model and t.model.weights or {}) then
+  if type(t.features) ~= "table" or #t.features ~= #(type(t.model) == "table" and type(t.model.weights) == "table"
+      and t.model.weights or {}) then
     error(path .. ": its features and weights do not match", 0)
   end
-  local r = setmetatable({ names = t.features, with_model = t.with_model, examples = t.examples, positives = t.positives,
-    model = logistic.from_table(t.model, path) }, Reranker)
-  return r
+  return setmetatable({ names = t.features, with_model = t.with_model, examples = t.examples, positives = t.positives,
+    model = logistic.from_table(t.model, path), pipeline = t.pipeline }, Reranker)
 end
 
 return M

@@ -40,6 +40,8 @@
 --     precision smoothed ((held + 1) / (proposed + 2): a rule seen once is not "certain"); and
 --     warnings for rules that match nearly everything they are tried on
 --   rules.score(list, measured) → sets each rule's score to its measured precision
+--   rules.to_table(list) / rules.from_table(t, graph, where) → the rules (with their scores) as
+--     plain tables (JSON) and back, checked as a patterns file is (errors name `where`)
 --   rules.subsumers(graph, relation, head_id) → every lexical subsumer of the head (the entities
 --     the subsumption rule tries, in its order; the rule takes the first)
 --   rules.fits(graph, relation, head_id, id) → whether the relation may reach entity id from the
@@ -124,6 +126,37 @@ function M.read(path, graph)
     local shown = { table.unpack(bad, 1, math.min(#bad, MESSAGES)) }
     if #bad > MESSAGES then shown[#shown + 1] = "(and " .. (#bad - MESSAGES) .. " more)" end
     error(table.concat(shown, "\n"), 0)
+  end
+  return list
+end
+
+function M.to_table(list)
+  local out = {}
+  for i, r in ipairs(list) do
+    out[i] = { relation = r.relation, on = r.on, source = r.source, tail = r.tail, label = r.label, generic = r.generic,
+      score = r.score }
+  end
+  return out
+end
+
+function M.from_table(t, graph, where)
+  if type(t) ~= "table" then error(where .. ": rules must be a list", 0) end
+  local list = {}
+  for i, r in ipairs(t) do
+    local at = where .. ", rule " .. i
+    if type(r) ~= "table" or type(r.relation) ~= "string" or type(r.label) ~= "string" then
+      error(at .. ": must hold a relation and a label", 0)
+    end
+    local rule, why
+    if r.generic == "subsumption" or r.generic == "genus" then
+      rule = { relation = r.relation, on = "generic", label = r.label, generic = r.generic }
+      if not graph.tail_types[r.relation] then why = "unknown relation '" .. r.relation .. "'" end
+    else
+      rule, why = parse({ r.relation, tostring(r.on), tostring(r.source), tostring(r.tail), r.label }, graph, at)
+    end
+    if not rule or why then error(at .. ": " .. why, 0) end
+    rule.score = type(r.score) == "number" and r.score or nil
+    list[i] = rule
   end
   return list
 end

@@ -363,7 +363,7 @@ function renderHome(missing) {
     `<div><b>${newTails.size}</b>tails that are new entities (${newTailTriples} triples)</div>` +
     `<div><b>${accepted + rejected ? fmt(accepted / (accepted + rejected)) : "–"}</b>reviewed precision (${accepted} ✓ / ${rejected} ✗)</div></div>` +
     `<div class="charts"><div><h2>Triples per relation</h2>${bars || '<p class="muted">none</p>'}</div>` +
-    `<div><h2>Scores (${DEC.length && DEC.every(d => d.startsWith("rule:")) ? "the rule's measured precision" : "mean log-probability per slot"})</h2>${histogramSvg(rows)}</div></div>` +
+    `<div><h2>Scores (${DEC.length && DEC.every(d => d.startsWith("rule:")) ? "the rule's measured precision" : DEC.length && DEC.every(d => d === "calibrated") ? "the probability that the triple holds" : "mean log-probability per slot"})</h2>${histogramSvg(rows)}</div></div>` +
     `<p class="muted">${esc(D.kg)}${D.dataset ? " · seed graph " + esc(D.dataset) : ""} · made ${esc(D.created)}</p></section>` +
     `<section class="panel"><h2>Triples, ${S.order === "random" ? "in a fixed random order (a review sample)" : "best first"}</h2><div id="all-triples"></div></section>`;
   tripleTable($("all-triples"), rows, "No triples pass the filters.");

@@ -1,0 +1,48 @@
+-- pipeline_extraction.lua — `graphmert extract` with the run's reranker (CHECKPOINT/reranker.json,
+-- which `graphmert calibrate` fits): each passage's candidates from every source, scored by the
+-- model (graphmert.kg.candidates, with the relation prior and the rules the reranker was fit
+-- with), and each triple's score the reranker's probability that it holds; model_score keeps the
+-- model's mean log-probability per slot (absent for a tail longer than the leaf slots, which the
+-- model cannot score). Its triples' decoding is "calibrated" (gm.kg.CALIBRATED).
+--   pipeline_extraction.path(checkpoint) → where the run's reranker is; MIN_SCORE: extract's
+--     default --min-score with one
+--   pipeline_extraction.prepare(checkpoint, graph, tok, model, opts) → {propose(chunk) → the
+--     chunk's triples, digest (the reranker file's, for a journal's header)}; an error when the
+--     reranker is not this run's (fit for other weights) or does not read
+local gm = require "graphmert"
+local candidates = require "graphmert.kg.candidates"
+local relation_prior = require "graphmert.kg.relation_prior"
+local reranker = require "graphmert.kg.reranker"
+local rules = require "graphmert.kg.rules"
+
+local M = {}
+
+M.MIN_SCORE = 0.5 -- extract's --min-score by default: triples more likely to hold than not
+
+function M.path(checkpoint) return checkpoint .. "/reranker.json" end
+
+function M.prepare(checkpoint, graph, tok, model, opts)
+  local path = M.path(checkpoint)
+  local weights = gm.file_digest(checkpoint .. "/checkpoint.safetensors")
+  local r = reranker.load(path, "weights " .. tostring(weights))
+  local p = r.pipeline
+  if type(p) ~= "table" or type(p.prior) ~= "table" then error(path .. ": holds no relation prior (calibrate wrote it?)", 0) end
+  if not r.with_model then error(path .. ": a reranker without the model's features is not a run's", 0) end
+  local ctx = candidates.context { graph = graph, tok = tok, layout = model.layout, relations = opts.relations,
+    prior = relation_prior.from_table(p.prior, graph, path), rules = rules.from_table(p.rules or {}, graph, path),
+    model = model, opts = opts, top = math.tointeger(p.top) or 10, threshold = tonumber(p.threshold) or 0 }
+  local digest = gm.file_digest(path)
+  return { digest = digest, propose = function(chunk)
+    local out = {}
+    for _, list in ipairs(candidates.of(ctx, chunk)) do
+      for _, c in ipairs(list) do
+        out[#out + 1] = { head = graph.name[c.head_id], head_id = c.head_id, relation = c.relation, tail = graph.name[c.tail_id],
+          tail_id = c.tail_id, score = r:probability(c), model_score = c.model_score, tokens = c.tokens, source = c.source,
+          span = c.span, decoding = gm.kg.CALIBRATED }
+      end
+    end
+    return out
+  end }
+end
+
+return M
