@@ -202,7 +202,7 @@ describe("the reranker", function()
   local graph = ontology()
   local function candidate(model_score, mention, relation, held)
     return { model_score = model_score, none = -3, best = -1, rank = 1, sources = { mention = mention }, rules = 0,
-      rule_precision = 0, tail_in_head = 0, tail_in_passage = mention and 1 or 0, tail_count = 2, prior = 0.5, own = true,
+      rule_precision = 0, tail_in_head = 0, tail_in_passage = mention and 1 or 0, tail_words_in_passage = 0.5, same_last_word = 0, under_subsumer = 0, tail_count = 2, prior = 0.5, own = true,
       relation = relation }, held
   end
   local list, labels = {}, {}

@@ -24,13 +24,18 @@
 --     source (the passage's id), own (the head is the passage's entity), prior,
 --     sources = {top_k, mention, subsumer, subsumer_tail = true}, rule_precision, rules,
 --     model_score, rank (in the model's top K), best (the query's best model score), none,
---     tail_in_head, tail_in_passage, tail_count, tokens}
+--     tail_in_head (the share of the tail's words in the head's name), tail_words_in_passage (in
+--     the passage), tail_in_passage (its whole name), same_last_word (the head's), under_subsumer
+--     (the tail is a lexical subsumer of the head or below one along the subsumption relation),
+--     above_other, below_other (it is above or below another candidate of the query along the
+--     subsumption relation: 1 or 0), tail_count, tokens}
 local gm = require "graphmert"
 local decode = require("graphmert.eval.decode").decode
 local extract = require "graphmert.eval.extract"
 local linker = require "graphmert.data.linker"
 local tail_list = require "graphmert.data.tail_list"
 local rules_mod = require "graphmert.kg.rules"
+local implied = require "graphmert.eval.implied"
 local normalize = linker.normalize
 
 local M = {}
@@ -59,6 +64,7 @@ function M.context(c)
   end
   c.rules, c.top, c.threshold = c.rules or {}, c.top or 10, c.threshold or 0
   c.counts = tail_counts(c.graph, c.exclude or {})
+  c.implied = c.graph.subsumption and implied.new(c.graph, c.graph.subsumption)
   return c
 end
 
@@ -92,6 +98,16 @@ local function overlap(tail, head_words)
   return n > 0 and shared / n or 0
 end
 
+-- whether entity id is one of the subsumers, or below one along the subsumption relation
+local function under(ctx, subsumers, id)
+  if subsumers[id] then return true end
+  if not ctx.implied or not next(subsumers) then return false end
+  for above in pairs(ctx.implied:ancestors(id)) do
+    if subsumers[above] then return true end
+  end
+  return false
+end
+
 -- the query's candidate for tail entity id (made on first sight, with what needs no model)
 local function candidate(ctx, query, id)
   local c = query.tails[id]
@@ -99,6 +115,9 @@ local function candidate(ctx, query, id)
     local name = normalize(ctx.graph.name[id])
     c = { head_id = query.head_id, relation = query.relation, tail_id = id, head = query.head, own = query.own,
       prior = query.prior, sources = {}, rules = 0, rule_precision = 0, tail_in_head = overlap(name, query.head_words),
+      tail_words_in_passage = overlap(name, query.passage_words),
+      same_last_word = name:match("(%S+)$") == query.last_word and 1 or 0,
+      under_subsumer = under(ctx, query.subsumers, id) and 1 or 0,
       tail_in_passage = query.text:find(" " .. name .. " ", 1, true) and 1 or 0,
       tail_count = (ctx.counts[query.relation] or {})[id] or 0, source = query.source, span = query.span }
     query.tails[id] = c
@@ -122,15 +141,19 @@ local function passage_queries(ctx, passage)
     end
   end
   local text = " " .. normalize(passage.text) .. " "
+  local passage_words = word_set(text)
   local out = {}
   for i, q in ipairs(queries) do
     local m = meta[i]
     local head_id = head_entity(graph, m.relation, m.head, passage.entity)
     local prior = head_id and ctx.prior:probability(head_id, m.relation) or 0
     if head_id and prior >= ctx.threshold then
+      local head_name = normalize(graph.name[head_id])
+      local subsumers = graph.subsumption and rules_mod.subsumers(graph, graph.subsumption, head_id) or {}
       local query = { query = q, head_id = head_id, relation = m.relation, head = m.head, prior = prior, tails = {}, order = {},
-        own = head_id == passage.entity, source = passage.id, span = m.span, text = text,
-        head_words = word_set(normalize(graph.name[head_id])) }
+        own = head_id == passage.entity, source = passage.id, span = m.span, text = text, passage_words = passage_words,
+        head_words = word_set(head_name), last_word = head_name:match("(%S+)$"), subsumers = {} }
+      for _, id in ipairs(subsumers) do query.subsumers[id] = true end
       local function add(id) return candidate(ctx, query, id) end
       for _, phrase in ipairs(mentioned) do
         local id = rules_mod.tail_entity(graph, m.relation, head_id, phrase)
@@ -142,7 +165,7 @@ local function passage_queries(ctx, passage)
         c.rule_precision = math.max(c.rule_precision, t.score or 0)
       end
       if graph.subsumption then
-        for _, s in ipairs(rules_mod.subsumers(graph, graph.subsumption, head_id)) do
+        for _, s in ipairs(subsumers) do
           if m.relation == graph.subsumption then add(s).sources.subsumer = true end
           for id in ((graph.tails[m.relation] or {})[s] or ""):gmatch("[^%z]+") do
             if rules_mod.fits(graph, m.relation, head_id, id) then add(id).sources.subsumer_tail = true end
@@ -193,6 +216,20 @@ local function model_scores(ctx, queries)
   end
 end
 
+-- along the subsumption relation, which of a query's candidates lie above another (more general:
+-- the seed graph keeps the nearest parents, so a tail above another candidate is often implied,
+-- not held) and which below another
+local function nesting(ctx, query)
+  if not ctx.implied then return end
+  for _, c in ipairs(query.order) do c.above_other, c.below_other = 0, 0 end
+  for _, c in ipairs(query.order) do
+    local up = ctx.implied:ancestors(c.tail_id)
+    for _, o in ipairs(query.order) do
+      if o ~= c and up[o.tail_id] then c.below_other, o.above_other = 1, 1 end
+    end
+  end
+end
+
 function M.of(ctx, passages)
   local all, per = {}, {}
   for p, passage in ipairs(passages) do
@@ -200,6 +237,7 @@ function M.of(ctx, passages)
     for _, q in ipairs(per[p]) do all[#all + 1] = q end
   end
   if ctx.model and #all > 0 then model_scores(ctx, all) end
+  for _, q in ipairs(all) do nesting(ctx, q) end
   local out = {}
   for p, queries in ipairs(per) do
     local list = {}

@@ -10,8 +10,11 @@
 --     query's best tail, and log(rank) in the model's top K (0 when not in it)
 --   top_k, mention, subsumer, subsumer_tail: which source proposed it; rules: how many rules
 --     did, rule_precision: the best of their measured precisions
---   tail_in_head, tail_in_passage: the tail's words in the head's name (share), its name in the
---     passage; log_tail_count: log(1 + its facts of the relation in the seed graph);
+--   tail_in_head, tail_words_in_passage, tail_in_passage, same_last_word, under_subsumer: the
+--     tail's words in the head's name and in the passage (shares), its name in the passage, the
+--     head's last word as its own, whether it is a lexical subsumer of the head or below one;
+--     above_other, below_other: whether it is above or below another of the query's candidates
+--     along the subsumption relation (0 without one); log_tail_count: log(1 + its facts of the relation in the seed graph);
 --     prior: the relation prior's log-odds (clipped to ±10); own: the head is the passage's entity
 --   relation:<name> for each relation (its own bias), and <feature>|<relation> for the features
 --     whose weight depends on the relation (BY_RELATION)
@@ -32,12 +35,13 @@ M.VERSION = 1
 
 local MODEL_FEATURES = { "model", "model_score", "margin_none", "margin_best", "log_rank" }
 local SOURCE_FEATURES = { "top_k", "mention", "subsumer", "subsumer_tail", "rules", "rule_precision", "tail_in_head",
-  "tail_in_passage", "log_tail_count", "prior", "own" }
+  "tail_in_passage", "tail_words_in_passage", "same_last_word", "under_subsumer", "above_other", "below_other", "log_tail_count", "prior", "own" }
 
 -- the features whose weight depends on the relation (a mention is a fair part_of tail and a poor
 -- is_a one; the model's score means more for is_a, which it was taught most): each also as
 -- `name|relation`, its value for that relation's candidates and 0 for the others'
-local BY_RELATION = { "model_score", "log_rank", "mention", "rule_precision", "own", "tail_in_head" }
+local BY_RELATION = { "model_score", "log_rank", "mention", "rule_precision", "own", "tail_in_head", "under_subsumer",
+  "above_other" }
 for _, n in ipairs(MODEL_FEATURES) do MODEL_FEATURES[n] = true end
 
 local Reranker = {}
@@ -72,7 +76,9 @@ function value(c, name)
   elseif name == "rules" then return c.rules
   elseif name == "rule_precision" then return c.rule_precision
   elseif name == "tail_in_head" then return c.tail_in_head
-  elseif name == "tail_in_passage" then return c.tail_in_passage
+  elseif name == "tail_in_passage" or name == "tail_words_in_passage" or name == "same_last_word"
+    or name == "under_subsumer" then return c[name]
+  elseif name == "above_other" or name == "below_other" then return c[name] or 0
   elseif name == "log_tail_count" then return math.log(1 + c.tail_count)
   elseif name == "prior" then
     local p = math.max(1e-6, math.min(1 - 1e-6, c.prior))
