@@ -20,6 +20,20 @@ describe("ranking by score", function()
     assert.are.same({ "0.9 1.0000 0.25", "0.8 0.5000 0.25", "0.7 0.5000 0.50", "0.5 0.6000 0.75" }, got)
   end)
 
+  it("takes one system's precision at a recall from another's on the same passages, paired", function()
+    local l, h, v = ranking.difference_at_interval(units, units, 0.25, { samples = 100 })
+    assert.are.same({ 0, 0, 0 }, { l, h, v })
+    -- a system that ranks the second passage's wrong triple last: 3 of 4 held at recall 0.75, against 0.6
+    local better = { units[1], { gold = 2, scored = { { score = 0.7, held = true }, { score = 0.7, recall = true },
+      { score = 0.1, held = false } } } }
+    l, h, v = ranking.difference_at_interval(better, units, 0.75, { samples = 100 })
+    assert.are.near(0.75 - 0.6, v, 1e-12)
+    assert.is_true(l <= v and v <= h)
+    assert.is_nil(ranking.difference_at_interval(better, units, 0.9))
+    assert.has_error(function() ranking.difference_at_interval({ units[1] }, units, 0.5) end,
+      "ranking.difference_at_interval: 1 units against 2")
+  end)
+
   it("gives the best precision among the thresholds that reach a recall, nil where none does", function()
     assert.are.equal(1.0, ranking.precision_at(units, 0.25))
     assert.are.equal(0.6, ranking.precision_at(units, 0.30)) -- (0.5 at 0.50 and 0.6 at 0.75: the best)

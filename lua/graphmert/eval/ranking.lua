@@ -16,6 +16,9 @@
 --     percentile bootstrap over passages (gm.eval.stats; opts as its bootstrap's); a resample
 --     whose triples never reach the recall counts as precision 0 (no threshold gives it), and
 --     all three are nil when the passages themselves do not reach it
+--   ranking.difference_at_interval(a, b, recall, opts) → low, high, value: system a's precision at
+--     the recall minus system b's, on the same passages (units k of both), with a paired 95%
+--     percentile bootstrap; nil when either does not reach the recall
 local stats = require "graphmert.eval.stats"
 
 local M = {}
@@ -87,6 +90,21 @@ function M.precision_at_interval(units, recall, opts)
     return best_at(all, units, weight, recall) or 0
   end, opts)
   return low, high, value
+end
+
+function M.difference_at_interval(a, b, recall, opts)
+  if #a ~= #b then error(string.format("ranking.difference_at_interval: %d units against %d", #a, #b), 2) end
+  local all_a, all_b = entries(a), entries(b)
+  local pa, pb = best_at(all_a, a, ones(a), recall), best_at(all_b, b, ones(b), recall)
+  if not pa or not pb then return nil, nil, nil end
+  local index = {}
+  for k = 1, #a do index[k] = k end
+  local low, high = stats.bootstrap(index, function(sample) -- (the same passages drawn for both)
+    local weight = {}
+    for _, k in ipairs(sample) do weight[k] = (weight[k] or 0) + 1 end
+    return (best_at(all_a, a, weight, recall) or 0) - (best_at(all_b, b, weight, recall) or 0)
+  end, opts)
+  return low, high, pa - pb
 end
 
 return M

@@ -215,7 +215,7 @@ function M.table(systems, e)
     end
     lines[#lines + 1] = string.format("| %s | %d | %s | %s | %s | %s | %s | %s |", s.name, n,
       n > 0 and cell("correct", "n") or "- (no triples)", cell("recalled", "gold"), cell("valid", "n"),
-      correct > 0 and not s.rules and string.format("%.3f", sum(u, "multi_token") / correct) or "-", cell("multi", "correct"),
+      correct > 0 and not s.rules and not (s.pipeline and not s.pipeline.model) and string.format("%.3f", sum(u, "multi_token") / correct) or "-", cell("multi", "correct"),
       (s.dir or (s.pipeline and s.pipeline.model)) and string.format("%.1f", #passages / s.seconds) or "-")
   end
   if #systems > 1 then

@@ -49,6 +49,29 @@ local function own_units(units)
   return out
 end
 
+-- the pipeline's precision at each recall against the systems it must beat: the same pipeline
+-- without the model (what the model adds) and the rules alone, paired over passages
+local function differences_at_recall(systems, lines)
+  local by_name = {}
+  for _, s in ipairs(systems) do by_name[s.name] = s end
+  local pipeline = by_name["pipeline"]
+  if not (pipeline and pipeline.ranked_units) then return end
+  local added = false
+  for _, other in ipairs { by_name["pipeline without model"], by_name["rules"] } do
+    local units = other and (other.ranked_units or other.units)
+    if units and #units == #pipeline.ranked_units then
+      for _, r in ipairs(M.RECALLS) do
+        local l, h, v = ranking.difference_at_interval(pipeline.ranked_units, units, r)
+        if not added then lines[#lines + 1] = ""; added = true end
+        lines[#lines + 1] = v and string.format("pipeline − %s, precision at recall %.2f: %+.3f [%+.3f, %+.3f]%s", other.name,
+          r, v, l, h, (l > 0 and " (better)") or (h < 0 and " (worse)") or " (the interval includes 0)")
+          or string.format("pipeline − %s, precision at recall %.2f: - (%s does not reach it)", other.name, r,
+            ranking.precision_at(pipeline.ranked_units, r) and other.name or "the pipeline")
+      end
+    end
+  end
+end
+
 function M.ranking(systems, implied)
   local head = { "| system | triples | precision [95% CI] | implied precision [95% CI] |" }
   local rule = { "|---|---|---|---|" }
@@ -70,6 +93,7 @@ function M.ranking(systems, implied)
     for _, r in ipairs(M.RECALLS) do row[#row + 1] = " " .. at_recall(s.ranked_units or s.units, r) .. " |" end
     lines[#lines + 1] = table.concat(row)
   end
+  differences_at_recall(systems, lines)
   lines[#lines + 1] = ""
   lines[#lines + 1] = "The same precision at recall counting only the triples whose head is the passage's own entity (the " ..
     "held-out entity: facts no training passage showed), and its facts:"
