@@ -170,6 +170,8 @@ gene-ontology: $(if $(filter 1,$(SETUP)),setup)
 	  --out out/gene_ontology --overwrite
 	./build/bin/graphmert experiments/extract_eval.lua --checkpoint out/gene_ontology \
 	  --config experiments/configs/gene_ontology.lua --decoding constrained
+	./build/bin/graphmert experiments/calibrate.lua --checkpoint out/gene_ontology \
+	  --config experiments/configs/gene_ontology.lua
 
 bench: all build/bin/bench_sgemm
 	./build/bin/graphmert scripts/bench/bench_core.lua
