@@ -70,8 +70,18 @@ local function interval(units, value)
   return string.format("%.3f [%.3f, %.3f]", x, lo, hi)
 end
 
+-- a graph whose scores are all probabilities (graphmert calibrate's reranker): their mean, the
+-- share of its triples expected to hold, beside the share that does
+local calibrated = #triples > 0
+for _, t in ipairs(triples) do calibrated = calibrated and t.decoding == gm.kg.CALIBRATED end
+
 local function row(name, list)
   local cells = { string.format("| %-24s | %7d |", name, #list) }
+  if calibrated then
+    local sum = 0
+    for _, t in ipairs(list) do sum = sum + t.score end
+    cells[#cells + 1] = string.format(" %.3f |", #list > 0 and sum / #list or 0)
+  end
   if graph then
     local units = {}
     for i, t in ipairs(list) do units[i] = { held = graph:holds(t) and 1 or 0, valid = graph:valid(t) and 1 or 0 } end
@@ -98,6 +108,10 @@ for _, t in ipairs(triples) do
 end
 table.sort(names)
 local header, rule = { "| relation                 | triples |" }, { "|--------------------------|---------|" }
+if calibrated then
+  header[#header + 1] = " mean probability |"
+  rule[#rule + 1] = "------------------|"
+end
 if graph then
   header[#header + 1] = " held by the seed graph (95% CI) | valid by the schema |"
   rule[#rule + 1] = "----------------------------------|---------------------|"
@@ -108,4 +122,8 @@ if verdicts then
 end
 local lines = { table.concat(header), table.concat(rule), row("all", triples) }
 for _, name in ipairs(names) do lines[#lines + 1] = row(name, by_relation[name]) end
+if calibrated then
+  lines[#lines + 1] = "(scores are probabilities: the mean is the share of the triples expected to hold on text like the " ..
+    "run's held-out passages; the seed graph counts a true fact it lacks as wrong)"
+end
 print(table.concat(lines, "\n"))

@@ -67,6 +67,11 @@ describe("graphmert calibrate, then extract", function()
     end
     local page = io.open(dir .. "/kg.html"):read("a")
     assert.matches("calibrated", page, 1, true)
+    -- score puts the mean probability beside the share the seed graph holds
+    out, code = run(BIN .. "score --kg " .. dir .. "/kept.jsonl --config " .. config)
+    assert.equal(0, code, out)
+    assert.matches("| mean probability | held by the seed graph", out, 1, true)
+    assert.matches("\n| all +| +%d+ | 0%.%d+ | ", out)
   end)
 
   it("refuses --min-score outside 0..1 and a reranker fit for other weights", function()
