@@ -142,8 +142,22 @@ bench-cpu: all build/bin/bench_fma_peak
 check-core:
 	@! grep -l 'lua\.h\|lauxlib\.h\|lualib\.h' $(CORE_SRC) src/gm.h src/gm_internal.h
 
+# `make setup all` on a machine without the packages: this Makefile's flags come from pkg-config
+# as it is read, before `setup` has installed Lua's and OpenBLAS's development files. So when
+# setup is a goal, the packages are installed first, as a makefile GNU make remakes before
+# anything else, and make then reads this file again (MAKE_RESTARTS) with the flags found.
+SETUP_SCRIPT ?= scripts/setup.sh
+ifneq ($(filter setup,$(MAKECMDGOALS)),)
+ifeq ($(MAKE_RESTARTS),)
+-include build/setup.mk
+build/setup.mk: FORCE
+	@sh $(SETUP_SCRIPT)
+	@mkdir -p build && echo "# make setup ran: the Makefile is read again with the packages installed" > $@
+endif
+endif
+
 setup:
-	@sh scripts/setup.sh
+	@$(if $(MAKE_RESTARTS),:,sh $(SETUP_SCRIPT))
 
 test: $(if $(filter 1,$(SETUP)),setup)
 	$(MAKE) all
