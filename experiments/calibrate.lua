@@ -12,7 +12,6 @@ local gm = require "graphmert"
 local ex = gm.experiment
 local heldout_extraction = require "graphmert.experiment.heldout_extraction"
 local heldout_pipeline = require "graphmert.experiment.heldout_pipeline"
-local preparation = require "graphmert.experiment.preparation"
 local run_folder = require "graphmert.experiment.run_folder"
 local calibration = require "graphmert.eval.calibration"
 local ranking = require "graphmert.eval.ranking"
@@ -31,11 +30,7 @@ local path = args.checkpoint and args.checkpoint .. "/reranker.json"
 local run, cfg, tok, d, relations = heldout_extraction.prepare("calibrate.lua", args, function()
   ex.args.writable("calibrate.lua", path)
 end)
-local validation, passages, exclude = preparation.heldout_halves(d)
-if #passages == 0 or #validation == 0 then
-  fail(args.config .. " holds " .. (#d.heldout == 0 and "no entity" or "too few entities") .. " out of training " ..
-    "(heldout): the reranker is fit on held-out entities' passages")
-end
+local validation, passages, exclude = heldout_extraction.halves("calibrate.lua", args.config, d)
 local graph = d.graph
 local e = { d = d, tok = tok, graph = graph, relations = relations, passages = passages, validation = validation,
   exclude = exclude, prior = gm.kg.relation_prior.fit(graph, exclude),

@@ -37,7 +37,6 @@ local ex = gm.experiment
 local heldout_extraction = require "graphmert.experiment.heldout_extraction"
 local heldout_tables = require "graphmert.experiment.heldout_tables"
 local heldout_pipeline = require "graphmert.experiment.heldout_pipeline"
-local preparation = require "graphmert.experiment.preparation"
 
 local args = ex.args.parse(arg, {
   script = "extract_eval.lua", about = "Extraction from held-out passages, scored against the seed graph.",
@@ -51,18 +50,13 @@ local args = ex.args.parse(arg, {
   { "data", nil, "the dataset folder, when the run was trained with --data" },
   ex.args.precision_option(),
 })
-local function fail(msg) ex.args.fail("extract_eval.lua", msg) end
 local out_dir = args.out or (args.checkpoint and args.checkpoint .. "/extraction")
 local run, cfg, tok, d, relations = heldout_extraction.prepare("extract_eval.lua", args, function()
   ex.args.folder("extract_eval.lua", out_dir, true) -- once the arguments hold: a mistake leaves no folder
 end)
 local graph = d.graph
 
-local validation, passages, exclude = preparation.heldout_halves(d)
-if #passages == 0 or #validation == 0 then
-  fail(args.config .. " holds " .. (#d.heldout == 0 and "no entity" or "too few entities") .. " out of training " ..
-    "(heldout): there is no unseen text to fit the reranker on and evaluate on")
-end
+local validation, passages, exclude = heldout_extraction.halves("extract_eval.lua", args.config, d)
 if args.passages then -- (the first N of each half)
   for _, list in ipairs { validation, passages } do for k = #list, args.passages + 1, -1 do list[k] = nil end end
 end

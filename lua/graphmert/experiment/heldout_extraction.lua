@@ -7,6 +7,8 @@
 --     rules of the dataset (data_dir's patterns.tsv and the generic ones) measured
 --   prepare(script, cli[, checked]) → run, cfg, tok, d, relations: the run and its dataset,
 --     prepared and checked against each other
+--   halves(script, config, d) → validation, test, exclude (preparation.heldout_halves), or a
+--     usage error when a half is empty
 --   rule_list(script, d, data_dir) → those rules, each scored by its precision on the training
 --     passages; the generic ones; what measuring found (graphmert.kg.rules)
 --   run(systems, e)             each system's per-passage scores (system.units) and time; the
@@ -83,6 +85,18 @@ function M.prepare(script, cli, checked)
   local relations = {}
   for id, name in ipairs(run.relations) do relations[name] = id end
   return run, cfg, tok, d, relations
+end
+
+-- the held-out passages' halves (preparation.heldout_halves), refused as a usage error when
+-- either is empty: the rerankers are fit on one and every system measured on the other
+function M.halves(script, config, d)
+  local validation, test, exclude = preparation.heldout_halves(d)
+  if #test == 0 or #validation == 0 then
+    args.fail(script, string.format("%s holds %s out of training (heldout): the rerankers are fit on the passages of one " ..
+      "half of the held-out entities and every system is measured on the other", config,
+      #d.heldout == 0 and "no entity" or "too few entities"))
+  end
+  return validation, test, exclude
 end
 
 -- GraphMERT, its baseline when the run has one, the most frequent tail, and the dataset's rules;
