@@ -17,7 +17,8 @@
 --     along the subsumption relation (0 without one); log_tail_count: log(1 + its facts of the relation in the seed graph);
 --     prior: the relation prior's log-odds (clipped to ±10); own: the head is the passage's entity
 --   relation:<name> for each relation (its own bias), and <feature>|<relation> for the features
---     whose weight depends on the relation (BY_RELATION)
+--     whose weight depends on the relation (BY_RELATION), for each relation with at least
+--     OWN_WEIGHTS candidates that hold in the fit
 --
 --   reranker.fit(candidates, labels, {relations, model = true|false, l2}) → a reranker
 --   r:probability(c) → the candidate's probability; r:features(c) → its feature list
@@ -49,14 +50,19 @@ Reranker.__index = Reranker
 
 local function clip(x, m) return math.max(-m, math.min(m, x)) end
 
--- the feature names of a reranker over these relations, with or without the model's
-local function names_for(relations, with_model)
+-- a relation's own weights for BY_RELATION need this many candidates that hold among those it is
+-- fit on: fewer would be noise, and WordNet's 40 relations would make hundreds of columns
+local OWN_WEIGHTS = 30
+
+-- the feature names of a reranker over these relations, with or without the model's; `rich`: the
+-- relations with weights of their own
+local function names_for(relations, with_model, rich)
   local names = {}
   if with_model then for _, n in ipairs(MODEL_FEATURES) do names[#names + 1] = n end end
   for _, n in ipairs(SOURCE_FEATURES) do names[#names + 1] = n end
   for _, r in ipairs(relations) do names[#names + 1] = "relation:" .. r end
   for _, r in ipairs(relations) do
-    for _, n in ipairs(BY_RELATION) do
+    for _, n in ipairs(rich[r] and BY_RELATION or {}) do
       if with_model or not MODEL_FEATURES[n] then names[#names + 1] = n .. "|" .. r end
     end
   end
@@ -109,7 +115,13 @@ function M.fit(candidates, labels, opts)
     error(string.format("reranker.fit: the %d candidates are all %s: nothing to learn from", #labels,
       positives == 0 and "wrong" or "right"), 2)
   end
-  local r = setmetatable({ names = names_for(opts.relations, opts.model), with_model = opts.model and true or false }, Reranker)
+  local held_by, rich = {}, {}
+  for i, c in ipairs(candidates) do
+    if labels[i] then held_by[c.relation] = (held_by[c.relation] or 0) + 1 end
+  end
+  for relation, n in pairs(held_by) do rich[relation] = n >= OWN_WEIGHTS end
+  local r = setmetatable({ names = names_for(opts.relations, opts.model, rich), with_model = opts.model and true or false },
+    Reranker)
   local rows = {}
   for i, c in ipairs(candidates) do rows[i] = r:features(c) end
   r.model = logistic.fit(rows, labels, { l2 = opts.l2 or 1 })
