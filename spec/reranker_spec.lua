@@ -191,6 +191,22 @@ describe("candidates from every source", function()
     assert.is_true(from_model > 0)
   end)
 
+  it("gives each query the model's score of \"none\" when the model was taught absent relations", function()
+    local taught = gm.nn.GraphMERT { vocab = tok:size(), hidden = 8, layers = 1, heads = 2, ffn = 16, roots = 48, leaves = 4,
+      relations = 3, sbo = false }
+    local opts = gm.eval.extract.options({ tail_end = true, absent = 0.5 }, graph, relations, { mode = "constrained", top = 3 })
+    assert.is_true(opts.empty)
+    opts.tails = graph:known_tails(tok, relations, 4)
+    local ctx = candidates.context { graph = graph, tok = tok, layout = taught.layout, relations = relations,
+      prior = relation_prior.fit(graph), rules = list, model = taught, opts = opts, top = 3 }
+    local found = candidates.of(ctx, { passage })[1]
+    assert.is_true(#found > 0)
+    for _, c in ipairs(found) do
+      assert.is_number(c.none)
+      assert.is_true(c.none <= 0)
+    end
+  end)
+
   it("does not ask what the prior finds hopeless", function()
     local ctx = context(false)
     ctx.threshold = 0.99
