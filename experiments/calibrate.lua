@@ -42,8 +42,11 @@ heldout_pipeline.run(system, e)
 if system.unfit then fail("no reranker: " .. system.unfit) end
 local r = system.reranker
 local stamp = "weights " .. assert(gm.file_digest(args.checkpoint .. "/checkpoint.safetensors"))
+local unseen = {} -- (the held-out entities: the reranker's `seen` is false for them in extract too)
+for id in pairs(exclude) do unseen[#unseen + 1] = id end
+table.sort(unseen)
 r:save(path, stamp, { prior = e.prior:to_table(), rules = rules.to_table(list), top = heldout_pipeline.TOP,
-  threshold = heldout_pipeline.PRIOR })
+  threshold = heldout_pipeline.PRIOR, unseen = unseen })
 local ece = calibration.ece(system.predictions)
 local kept, held = 0, 0
 for _, u in ipairs(system.units) do kept, held = kept + u.n, held + u.correct end

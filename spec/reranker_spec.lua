@@ -164,8 +164,12 @@ describe("candidates from every source", function()
     assert.are.equal(1, is_a.C2.tail_count) -- C3 is_a C2 in the seed graph
     for _, c in ipairs(found) do
       assert.is_true(c.own == (c.head_id == "C3"))
+      assert.is_true(c.seen) -- (no entity is held out of this context's training)
       assert.is_nil(c.model_score)
     end
+    local ctx = context(false)
+    ctx.unseen = { C3 = true }
+    for _, c in ipairs(candidates.of(ctx, { passage })[1]) do assert.are.equal(c.head_id ~= "C3", c.seen) end
     local seen = {}
     for _, c in ipairs(found) do
       local key = c.head_id .. " " .. c.relation .. " " .. c.tail_id

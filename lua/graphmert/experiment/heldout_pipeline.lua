@@ -78,7 +78,8 @@ function M.context(system, e)
     opts.tails = e.constrained_tails
   end
   return candidates.context { graph = e.graph, tok = e.tok, layout = e.d.layout, relations = e.relations, prior = e.prior,
-    rules = p.rules, model = p.model, opts = opts, top = M.TOP, threshold = M.PRIOR, exclude = e.exclude }
+    rules = p.rules, model = p.model, opts = opts, top = M.TOP, threshold = M.PRIOR, exclude = e.exclude,
+    unseen = e.exclude }
 end
 
 function M.fit(system, e)

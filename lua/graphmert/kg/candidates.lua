@@ -18,10 +18,12 @@
 --
 --   candidates.context{graph, tok, layout, relations (name → id), prior, rules (scored, or {}),
 --     model (nil: no model features), opts (gm.eval.extract.options'; constrained), top (K),
---     threshold, exclude (entity ids → true: whose facts do not count in tail_counts)} → ctx
+--     threshold, exclude (entity ids → true: whose facts do not count in tail_counts), unseen
+--     (entity ids → true: the run's held-out entities, whose facts training never showed)} → ctx
 --   candidates.of(ctx, passages) → per passage (in order) a list of candidates {head_id, relation,
 --     tail_id, head (the mention's phrase), span (its first mention, as gm.eval.extract gives it),
---     source (the passage's id), own (the head is the passage's entity), prior,
+--     source (the passage's id), own (the head is the passage's entity), seen (the head is not
+--     one of ctx.unseen: its facts were in the model's training), prior,
 --     sources = {top_k, mention, subsumer, subsumer_tail = true}, rule_precision, rules,
 --     model_score, rank (in the model's top K), best (the query's best model score), none,
 --     tail_in_head (the share of the tail's words in the head's name), tail_words_in_passage (in
@@ -62,7 +64,7 @@ function M.context(c)
   if c.model and (not c.opts or c.opts.mode ~= "constrained") then
     error("candidates.context: a model's candidates need opts of constrained decoding", 2)
   end
-  c.rules, c.top, c.threshold = c.rules or {}, c.top or 10, c.threshold or 0
+  c.rules, c.top, c.threshold, c.unseen = c.rules or {}, c.top or 10, c.threshold or 0, c.unseen or {}
   c.counts = tail_counts(c.graph, c.exclude or {})
   c.implied = c.graph.subsumption and implied.new(c.graph, c.graph.subsumption)
   return c
@@ -114,6 +116,7 @@ local function candidate(ctx, query, id)
   if not c then
     local name = normalize(ctx.graph.name[id])
     c = { head_id = query.head_id, relation = query.relation, tail_id = id, head = query.head, own = query.own,
+      seen = not ctx.unseen[query.head_id],
       prior = query.prior, sources = {}, rules = 0, rule_precision = 0, tail_in_head = overlap(name, query.head_words),
       tail_words_in_passage = overlap(name, query.passage_words),
       same_last_word = name:match("(%S+)$") == query.last_word and 1 or 0,

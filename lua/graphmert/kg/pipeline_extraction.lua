@@ -28,7 +28,9 @@ function M.prepare(checkpoint, graph, tok, model, opts)
   local p = r.pipeline
   if type(p) ~= "table" or type(p.prior) ~= "table" then error(path .. ": holds no relation prior (calibrate wrote it?)", 0) end
   if not r.with_model then error(path .. ": a reranker without the model's features is not a run's", 0) end
-  local ctx = candidates.context { graph = graph, tok = tok, layout = model.layout, relations = opts.relations,
+  local unseen = {}
+  for _, id in ipairs(type(p.unseen) == "table" and p.unseen or {}) do unseen[tostring(id)] = true end
+  local ctx = candidates.context { graph = graph, tok = tok, layout = model.layout, relations = opts.relations, unseen = unseen,
     prior = relation_prior.from_table(p.prior, graph, path), rules = rules.from_table(p.rules or {}, graph, path),
     model = model, opts = opts, top = math.tointeger(p.top) or 10, threshold = tonumber(p.threshold) or 0 }
   local digest = gm.file_digest(path)

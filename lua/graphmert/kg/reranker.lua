@@ -15,7 +15,9 @@
 --     head's last word as its own, whether it is a lexical subsumer of the head or below one;
 --     above_other, below_other: whether it is above or below another of the query's candidates
 --     along the subsumption relation (0 without one); log_tail_count: log(1 + its facts of the relation in the seed graph);
---     prior: the relation prior's log-odds (clipped to ±10); own: the head is the passage's entity
+--     prior: the relation prior's log-odds (clipped to ±10); seen: the head's facts were in the
+--     model's training (not one of the run's held-out entities: a model recalls what it was taught,
+--     and a passage's own subject is no sign of it in a corpus of plain lines)
 --   relation:<name> for each relation (its own bias), and <feature>|<relation> for the features
 --     whose weight depends on the relation (BY_RELATION), for each relation with at least
 --     OWN_WEIGHTS candidates that hold in the fit
@@ -36,12 +38,12 @@ M.VERSION = 1
 
 local MODEL_FEATURES = { "model", "model_score", "margin_none", "margin_best", "log_rank" }
 local SOURCE_FEATURES = { "top_k", "mention", "subsumer", "subsumer_tail", "rules", "rule_precision", "tail_in_head",
-  "tail_in_passage", "tail_words_in_passage", "same_last_word", "under_subsumer", "above_other", "below_other", "log_tail_count", "prior", "own" }
+  "tail_in_passage", "tail_words_in_passage", "same_last_word", "under_subsumer", "above_other", "below_other", "log_tail_count", "prior", "seen" }
 
 -- the features whose weight depends on the relation (a mention is a fair part_of tail and a poor
 -- is_a one; the model's score means more for is_a, which it was taught most): each also as
 -- `name|relation`, its value for that relation's candidates and 0 for the others'
-local BY_RELATION = { "model_score", "log_rank", "mention", "rule_precision", "own", "tail_in_head", "under_subsumer",
+local BY_RELATION = { "model_score", "log_rank", "mention", "rule_precision", "seen", "tail_in_head", "under_subsumer",
   "above_other" }
 for _, n in ipairs(MODEL_FEATURES) do MODEL_FEATURES[n] = true end
 
@@ -89,7 +91,7 @@ function value(c, name)
   elseif name == "prior" then
     local p = math.max(1e-6, math.min(1 - 1e-6, c.prior))
     return math.log(p / (1 - p))
-  elseif name == "own" then return c.own and 1 or 0
+  elseif name == "seen" then return c.seen and 1 or 0
   end
   local base, of = name:match("^(.-)|(.*)$")
   if base then return of == c.relation and value(c, base) or 0 end
