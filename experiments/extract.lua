@@ -20,7 +20,9 @@
 -- model trained with `absent` (a relation its head lacks, taught as an empty tail) may answer
 -- "none": only the tails it ranks above the empty one are kept, so it does not assert every relation.
 -- Output: kg.jsonl (one triple per line: head, relation, tail — by the dataset's preferred names —,
--- score = mean log-probability per decoded slot, count = passages supporting it, sources = their
+-- score = mean log-probability per decoded slot (with the run's reranker.json, which `graphmert
+-- calibrate` writes: the probability that the triple holds, the model's own in model_score, and
+-- decoding "calibrated"), count = passages supporting it, sources = their
 -- ids (a JSONL record's "id", else its line number), decoding, head_id and tail_id = the
 -- entities' ids (tail_id absent for a new tail open decoding wrote), seed = whether the seed graph already holds the triple) and kg.tsv
 -- beside it, written as one (both old or both new), into a folder checked writable before the
@@ -52,9 +54,9 @@ local args = ex.args.parse(arg, {
   { "out", "kg.jsonl", "output: kg.jsonl (a .tsv is written beside it), or a kg.sqlite store that grows as it goes" },
   { "relations", "all", "all, or a comma-separated list of relation names" },
   { "top", 5, "tails kept per (head, relation)", type = "integer", min = 1 },
-  { "min-score", nil, "drop triples scoring below this (a mean log-probability per slot, <= 0; a rule's precision, 0 to 1)", type = "number" },
+  { "min-score", nil, "drop triples scoring below this: a probability, 0 to 1, with the run's reranker.json (default 0.5); a rule's precision, 0 to 1; else a mean log-probability per slot, <= 0", type = "number" },
   { "batch", 16, "sequences per forward", type = "integer", min = 1, max = 4096 },
-  { "decoding", nil, "open (new tails) or constrained (the seed graph's entity names); default open, constrained with --extractor rules",
+  { "decoding", nil, "open (new tails) or constrained (the seed graph's entity names); default open, constrained with --extractor rules or a reranker.json",
     choices = { "open", "constrained" } },
   { "data", nil, "a dataset folder whose seed graph to use instead of the run's own" },
   { "config", nil, "a config whose dataset's seed graph to use instead of the run's own" },
@@ -186,7 +188,7 @@ if pipeline then
 end
 if rank == 0 and not pipeline and not args["model-scores"] then
   io.stderr:write(string.format("note: scores are the model's mean log-probabilities per slot, not probabilities (%s)\n",
-    args.decoding == "open" and "the reranker scores constrained tails: --decoding constrained" or
+    args.decoding == "open" and "the run's reranker scores the seed graph's entities: leave out --decoding open" or
       "no reranker.json in " .. args.checkpoint .. ": graphmert calibrate fits one"))
 end
 

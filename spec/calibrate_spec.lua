@@ -100,6 +100,13 @@ describe("graphmert calibrate, then extract", function()
     out, code = run(BIN .. "extract --checkpoint " .. other .. " --input " .. corpus .. " --out " .. other .. "/y.jsonl")
     assert.equal(2, code, out)
     assert.matches("reranker.json was fit for another run", out, 1, true)
+    -- a hand-edited file is named, not a traceback
+    local good = io.open(dir .. "/reranker.json"):read("a")
+    write(dir .. "/reranker.json", (good:gsub('"top":10', '"top":0')))
+    out, code = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir .. "/z.jsonl")
+    assert.equal(2, code, out)
+    assert.matches("reranker.json: pipeline.top must be a whole number", out, 1, true)
+    write(dir .. "/reranker.json", good)
     -- --model-scores goes without it
     out, code = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir .. "/m.jsonl --model-scores --decoding constrained")
     assert.equal(0, code, out)

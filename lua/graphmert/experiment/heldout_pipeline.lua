@@ -97,8 +97,11 @@ end
 function M.run(system, e)
   local graph = e.graph
   local ok, fitted, ctx = pcall(M.fit, system, e)
-  if not ok then -- (a small split can hold no candidate that holds: the pipeline asserts nothing, and says why)
-    system.unfit = tostring(fitted):gsub("^reranker%.fit: ", "")
+  -- (a small split can hold no candidate that holds: the pipeline asserts nothing, and says why;
+  -- any other error, Ctrl-C among them, goes on up)
+  if not ok and tostring(fitted):sub(1, #reranker.NOTHING) ~= reranker.NOTHING then error(fitted, 0) end
+  if not ok then
+    system.unfit = tostring(fitted):sub(#reranker.NOTHING + 1)
     system.units, system.seconds = {}, 0
     for k, passage in ipairs(e.passages) do system.units[k] = extract.score_passage(graph, e.relations, passage, {}, e.implied) end
     return

@@ -18,7 +18,8 @@
 --
 --   candidates.context{graph, tok, layout, relations (name → id), prior, rules (scored, or {}),
 --     model (nil: no model features), opts (gm.eval.extract.options'; constrained), top (K),
---     threshold, exclude (entity ids → true: whose facts do not count in tail_counts), unseen
+--     threshold, exclude (entity ids → true: no fact of theirs, as head or tail, is read for a
+--     tail's count, its ancestors or a subsumer's tails), unseen
 --     (entity ids → true: the run's held-out entities, whose facts training never showed)} → ctx
 --   candidates.of(ctx, passages) → per passage (in order) a list of candidates {head_id, relation,
 --     tail_id, head (the mention's phrase), span (its first mention, as gm.eval.extract gives it),
@@ -42,15 +43,34 @@ local normalize = linker.normalize
 
 local M = {}
 
--- relation → tail id → how many facts of the seed graph have it, but those of excluded heads
-local function tail_counts(graph, exclude)
+-- The seed graph's facts the candidates may know: relation → head id → its tails' ids joined by
+-- "\0", without any fact of an excluded entity, as head or as tail (the split holds out both
+-- sides of a held-out entity's facts: a count, an ancestor or a subsumer's parent read from them
+-- would tell the test's answers)
+local function known_facts(graph, exclude)
+  if not next(exclude) then return graph.tails end
   local out = {}
   for relation, by_head in pairs(graph.tails) do
-    local c = {}
+    local kept = {}
     for head, joined in pairs(by_head) do
       if not exclude[head] then
-        for id in (joined .. "\0"):gmatch("([^%z]*)%z") do c[id] = (c[id] or 0) + 1 end
+        local ids = {}
+        for id in joined:gmatch("[^%z]+") do if not exclude[id] then ids[#ids + 1] = id end end
+        if #ids > 0 then kept[head] = table.concat(ids, "\0") end
       end
+    end
+    out[relation] = kept
+  end
+  return out
+end
+
+-- relation → tail id → how many of the known facts have it
+local function tail_counts(facts)
+  local out = {}
+  for relation, by_head in pairs(facts) do
+    local c = {}
+    for _, joined in pairs(by_head) do
+      for id in joined:gmatch("[^%z]+") do c[id] = (c[id] or 0) + 1 end
     end
     out[relation] = c
   end
@@ -65,8 +85,9 @@ function M.context(c)
     error("candidates.context: a model's candidates need opts of constrained decoding", 2)
   end
   c.rules, c.top, c.threshold, c.unseen = c.rules or {}, c.top or 10, c.threshold or 0, c.unseen or {}
-  c.counts = tail_counts(c.graph, c.exclude or {})
-  c.implied = c.graph.subsumption and implied.new(c.graph, c.graph.subsumption)
+  c.facts = known_facts(c.graph, c.exclude or {})
+  c.counts = tail_counts(c.facts)
+  c.implied = c.graph.subsumption and implied.new({ tails = c.facts }, c.graph.subsumption)
   return c
 end
 
@@ -170,7 +191,7 @@ local function passage_queries(ctx, passage)
       if graph.subsumption then
         for _, s in ipairs(subsumers) do
           if m.relation == graph.subsumption then add(s).sources.subsumer = true end
-          for id in ((graph.tails[m.relation] or {})[s] or ""):gmatch("[^%z]+") do
+          for id in ((ctx.facts[m.relation] or {})[s] or ""):gmatch("[^%z]+") do
             if rules_mod.fits(graph, m.relation, head_id, id) then add(id).sources.subsumer_tail = true end
           end
         end

@@ -28,11 +28,22 @@ function M.prepare(checkpoint, graph, tok, model, opts)
   local p = r.pipeline
   if type(p) ~= "table" or type(p.prior) ~= "table" then error(path .. ": holds no relation prior (calibrate wrote it?)", 0) end
   if not r.with_model then error(path .. ": a reranker without the model's features is not a run's", 0) end
+  local top = type(p.top) == "number" and math.tointeger(p.top)
+  if not top or top < 1 then error(path .. ": pipeline.top must be a whole number ≥ 1", 0) end
+  if type(p.threshold) ~= "number" or p.threshold < 0 or p.threshold > 1 then
+    error(path .. ": pipeline.threshold must be a number from 0 to 1", 0)
+  end
+  for _, relation in ipairs(graph.relation_names) do
+    if not p.prior.relations or not p.prior.relations[relation] then
+      error(string.format("%s: its relation prior does not know the seed graph's relation %s (calibrate again)", path, relation), 0)
+    end
+  end
   local unseen = {}
   for _, id in ipairs(type(p.unseen) == "table" and p.unseen or {}) do unseen[tostring(id)] = true end
   local ctx = candidates.context { graph = graph, tok = tok, layout = model.layout, relations = opts.relations, unseen = unseen,
+    exclude = unseen, -- (as the fit read the seed graph: without the held-out entities' facts)
     prior = relation_prior.from_table(p.prior, graph, path), rules = rules.from_table(p.rules or {}, graph, path),
-    model = model, opts = opts, top = math.tointeger(p.top) or 10, threshold = tonumber(p.threshold) or 0 }
+    model = model, opts = opts, top = top, threshold = p.threshold }
   local digest = gm.file_digest(path)
   return { digest = digest, propose = function(chunk)
     local out = {}

@@ -128,10 +128,18 @@ function M.from_table(t, graph, where)
   where = where or "relation prior"
   if type(t) ~= "table" or type(t.relations) ~= "table" then error(where .. ": must hold `relations`", 2) end
   for relation, r in pairs(t.relations) do
-    if type(r.types) ~= "table" or type(r.words) ~= "table" or (r.constant == nil and r.model == nil) then
-      error(string.format("%s: relation %s must hold types, words and a model", where, tostring(relation)), 2)
+    local at = string.format("%s: relation %s", where, tostring(relation))
+    if type(r) ~= "table" or type(r.types) ~= "table" or type(r.words) ~= "table" then
+      error(at .. " must hold types, words and a model", 0)
     end
-    if r.model then r.model = logistic.from_table(r.model, where .. ", relation " .. tostring(relation)) end
+    if r.constant ~= nil and r.constant ~= 0 and r.constant ~= 1 then error(at .. ": constant must be 0 or 1", 0) end
+    if r.constant == nil then
+      if r.model == nil then error(at .. " must hold types, words and a model", 0) end
+      r.model = logistic.from_table(r.model, at)
+      if #r.model.weights ~= #r.types + #r.words then
+        error(string.format("%s: %d weights for %d types and %d words", at, #r.model.weights, #r.types, #r.words), 0)
+      end
+    end
   end
   return setmetatable({ relations = t.relations, graph = graph }, Prior)
 end

@@ -35,6 +35,7 @@ local cjson = require "cjson"
 local M = {}
 
 M.VERSION = 1
+M.NOTHING = "reranker.fit: " -- how fit's error starts when the candidates give it nothing to learn
 
 local MODEL_FEATURES = { "model", "model_score", "margin_none", "margin_best", "log_rank" }
 local SOURCE_FEATURES = { "top_k", "mention", "subsumer", "subsumer_tail", "rules", "rule_precision", "tail_in_head",
@@ -110,11 +111,11 @@ function Reranker:probability(c)
 end
 
 function M.fit(candidates, labels, opts)
-  if #candidates == 0 then error("reranker.fit: no candidates to fit on", 2) end
+  if #candidates == 0 then error(M.NOTHING .. "no candidates to fit on", 0) end
   local positives = 0
   for _, y in ipairs(labels) do if y then positives = positives + 1 end end
   if positives == 0 or positives == #labels then
-    error(string.format("reranker.fit: the %d candidates are all %s: nothing to learn from", #labels,
+    error(string.format(M.NOTHING .. "the %d candidates are all %s: nothing to learn from", #labels,
       positives == 0 and "wrong" or "right"), 2)
   end
   local held_by, rich = {}, {}
@@ -178,6 +179,15 @@ function M.load(path, stamp)
   if type(t.features) ~= "table" or #t.features ~= #(type(t.model) == "table" and type(t.model.weights) == "table"
       and t.model.weights or {}) then
     error(path .. ": its features and weights do not match", 0)
+  end
+  local known = {}
+  for _, n in ipairs(MODEL_FEATURES) do known[n] = true end
+  for _, n in ipairs(SOURCE_FEATURES) do known[n] = true end
+  for j, name in ipairs(t.features) do
+    local base = type(name) == "string" and (name:match("^(.-)|") or name)
+    if not (base and (known[base] or name:match("^relation:"))) then
+      error(string.format("%s: feature %d (%s) is not one this graphmert computes", path, j, tostring(name)), 0)
+    end
   end
   return setmetatable({ names = t.features, with_model = t.with_model, examples = t.examples, positives = t.positives,
     model = logistic.from_table(t.model, path), pipeline = t.pipeline }, Reranker)
