@@ -114,14 +114,11 @@ function M.run(system, e)
   for k, list in ipairs(per) do
     local best, order = {}, {} -- one triple per head, relation and tail entity: its best probability
     for _, c in ipairs(list) do
-      local prob = system.reranker:probability(c)
+      local t = system.reranker:triple(graph, c)
       local key = c.head_id .. "\0" .. c.relation .. "\0" .. c.tail_id
-      system.predictions[#system.predictions + 1] = { prob, held(graph, c) }
+      system.predictions[#system.predictions + 1] = { t.score, held(graph, c) }
       if not best[key] then order[#order + 1] = key end
-      if not best[key] or prob > best[key].score then
-        best[key] = { head = graph.name[c.head_id], head_id = c.head_id, relation = c.relation, tail = graph.name[c.tail_id],
-          tokens = c.tokens, score = prob, source = c.source }
-      end
+      if not best[key] or t.score > best[key].score then best[key] = t end
     end
     local all, kept = {}, {}
     for _, key in ipairs(order) do

@@ -32,7 +32,6 @@
 --     (the tail is a lexical subsumer of the head or below one along the subsumption relation),
 --     above_other, below_other (it is above or below another candidate of the query along the
 --     subsumption relation: 1 or 0), tail_count, tokens}
-local gm = require "graphmert"
 local decode = require("graphmert.eval.decode").decode
 local extract = require "graphmert.eval.extract"
 local linker = require "graphmert.data.linker"
@@ -154,11 +153,10 @@ end
 local function passage_queries(ctx, passage)
   local graph = ctx.graph
   local queries, meta = extract.queries(ctx.tok, ctx.layout, passage, ctx.opts or { graph = graph, relations = ctx.relations })
-  local mentioned = {}
-  for _, phrase in ipairs(graph:heads(passage.text)) do mentioned[#mentioned + 1] = phrase end
+  local mentioned = graph:heads(passage.text)
   local proposed = {} -- head id \0 relation → the rules' proposals
   if #ctx.rules > 0 then
-    for _, t in ipairs(rules_mod.propose(ctx.rules, graph, { id = passage.id, text = passage.text, entity = passage.entity })) do
+    for _, t in ipairs(rules_mod.propose(ctx.rules, graph, passage)) do
       local k = t.head_id .. "\0" .. t.relation
       proposed[k] = proposed[k] or {}
       table.insert(proposed[k], t)
@@ -178,21 +176,20 @@ local function passage_queries(ctx, passage)
         own = head_id == passage.entity, source = passage.id, span = m.span, text = text, passage_words = passage_words,
         head_words = word_set(head_name), last_word = head_name:match("(%S+)$"), subsumers = {} }
       for _, id in ipairs(subsumers) do query.subsumers[id] = true end
-      local function add(id) return candidate(ctx, query, id) end
       for _, phrase in ipairs(mentioned) do
         local id = rules_mod.tail_entity(graph, m.relation, head_id, phrase)
-        if id then add(id).sources.mention = true end
+        if id then candidate(ctx, query, id).sources.mention = true end
       end
       for _, t in ipairs(proposed[head_id .. "\0" .. m.relation] or {}) do
-        local c = add(t.tail_id)
+        local c = candidate(ctx, query, t.tail_id)
         c.rules = c.rules + 1
         c.rule_precision = math.max(c.rule_precision, t.score or 0)
       end
       if graph.subsumption then
         for _, s in ipairs(subsumers) do
-          if m.relation == graph.subsumption then add(s).sources.subsumer = true end
+          if m.relation == graph.subsumption then candidate(ctx, query, s).sources.subsumer = true end
           for id in ((ctx.facts[m.relation] or {})[s] or ""):gmatch("[^%z]+") do
-            if rules_mod.fits(graph, m.relation, head_id, id) then add(id).sources.subsumer_tail = true end
+            if rules_mod.fits(graph, m.relation, head_id, id) then candidate(ctx, query, id).sources.subsumer_tail = true end
           end
         end
       end

@@ -118,7 +118,7 @@ end
 
 -- the decoding of a triple whose score is the reranker's probability that it holds
 -- (graphmert.kg.reranker); its model_score is the model's mean log-probability per slot
-M.CALIBRATED = "calibrated"
+M.CALIBRATED = require("graphmert.kg.reranker").CALIBRATED
 
 M.FIELDS = { "head", "relation", "tail", "score", "model_score", "count", "sources", "decoding", "head_id", "tail_id", "seed" }
 M.TSV_HEADER = "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n"

@@ -48,11 +48,7 @@ function M.prepare(checkpoint, graph, tok, model, opts)
   return { digest = digest, propose = function(chunk)
     local out = {}
     for _, list in ipairs(candidates.of(ctx, chunk)) do
-      for _, c in ipairs(list) do
-        out[#out + 1] = { head = graph.name[c.head_id], head_id = c.head_id, relation = c.relation, tail = graph.name[c.tail_id],
-          tail_id = c.tail_id, score = r:probability(c), model_score = c.model_score, tokens = c.tokens, source = c.source,
-          span = c.span, decoding = gm.kg.CALIBRATED }
-      end
+      for _, c in ipairs(list) do out[#out + 1] = r:triple(graph, c) end
     end
     return out
   end }

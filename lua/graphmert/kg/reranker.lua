@@ -23,7 +23,9 @@
 --     OWN_WEIGHTS candidates that hold in the fit
 --
 --   reranker.fit(candidates, labels, {relations, model = true|false, l2}) → a reranker
---   r:probability(c) → the candidate's probability; r:features(c) → its feature list
+--   r:probability(c) → the candidate's probability; r:features(c) → its feature list;
+--   r:triple(graph, c) → the candidate as an extracted triple, scored by its probability
+--     (decoding CALIBRATED, "calibrated": gm.kg.CALIBRATED)
 --   r:save(path, stamp[, extra]) / reranker.load(path, stamp) → reranker.json (atomic), and the
 --     one read back (r.pipeline: the extra saved), refused when its stamp (what it was fit for:
 --     the run's weights) differs
@@ -35,6 +37,7 @@ local cjson = require "cjson"
 local M = {}
 
 M.VERSION = 1
+M.CALIBRATED = "calibrated" -- a triple's decoding when its score is this probability
 M.NOTHING = "reranker.fit: " -- how fit's error starts when the candidates give it nothing to learn
 
 local MODEL_FEATURES = { "model", "model_score", "margin_none", "margin_best", "log_rank" }
@@ -108,6 +111,14 @@ end
 
 function Reranker:probability(c)
   return logistic.probability(self.model, { self:features(c) })[1]
+end
+
+-- the candidate as an extracted triple (kg.jsonl's fields), its score the probability, the
+-- model's own kept; named as the seed graph names its entities
+function Reranker:triple(graph, c)
+  return { head = graph.name[c.head_id], head_id = c.head_id, relation = c.relation, tail = graph.name[c.tail_id],
+    tail_id = c.tail_id, score = self:probability(c), model_score = c.model_score, tokens = c.tokens, source = c.source,
+    span = c.span, decoding = M.CALIBRATED }
 end
 
 function M.fit(candidates, labels, opts)
