@@ -4,7 +4,9 @@
 -- model without decay and without H-GAT, and the evaluation table (also written to
 -- OUT/results.md). The dataset is read and checked before training starts.
 --   graphmert experiments/train.lua [--config experiments/configs/wordnet_small.lua] [--data DIR]
---                                   [--out out/NAME] [--steps N] [--resume | --overwrite]
+--                                   [--out out/NAME] [--steps N] [--resume | --overwrite] [--minutes N]
+-- --data DIR without --config trains a model sized for the data (gm.experiment.sizing: each size
+-- printed with its reason, the config written to OUT/config.lua, which --resume reads again).
 -- (NAME: the --data folder's name, else the config's: a run is named after what it learned)
 -- Ctrl-C writes a checkpoint and exits; --resume continues from it bit for bit. An output folder
 -- that holds a run (whole or stopped) is refused unless --resume or --overwrite says what to do with it.
@@ -23,6 +25,7 @@ local metrics = require "graphmert.experiment.metrics"
 local preparation = require "graphmert.experiment.preparation"
 local report = require "graphmert.experiment.report"
 local run_folder = require "graphmert.experiment.run_folder"
+local sizing = require "graphmert.experiment.sizing"
 local trainer = require "graphmert.experiment.trainer"
 local training_run = require "graphmert.experiment.training_run"
 local variants = require "graphmert.experiment.variants"
@@ -33,13 +36,19 @@ local main, say = dist.is_main(), dist.say
 local args = ex.args.parse(arg, ex.args.training("train.lua",
   "Train GraphMERT on a dataset, then the baseline model; print the evaluation table.", nil,
   { { "resume", false, "continue from the checkpoints in the output folder", flag = true },
-    { "overwrite", false, "train anew over a run already in the output folder (without it, such a run is kept)", flag = true } }))
-args.config = ex.args.training_config("train.lua", args)
+    { "overwrite", false, "train anew over a run already in the output folder (without it, such a run is kept)", flag = true },
+    { "minutes", nil, "with --data and no --config: the training time the model's steps are sized to (default " ..
+      sizing.DEFAULT_MINUTES .. ")", type = "number", min = 0.1 } }))
+-- --data without --config: a model sized for the data (its config written into the run folder)
+local sized = args.data and not args.config
+if args.minutes and not sized then ex.args.fail("train.lua", "--minutes sizes a model for --data given without --config") end
+if not sized then args.config = ex.args.training_config("train.lua", args) end
 if not args.out then -- (the folder's own name: `--data .` is the current folder's)
   local named = args.data and (gm.realpath(args.data) or args.data) or args.config
   local name = named:gsub("/+$", ""):match("[^/]*$"):gsub("%.lua$", "")
   args.out = "out/" .. (name ~= "" and name or "run")
 end
+if sized then args.config = sizing.run_config("train.lua", args) end
 
 local config_path = ex.commands.config_path(args.config) -- a file, or a shipped config's name
 local cfg = data_options.config(args)
@@ -75,6 +84,10 @@ end
 if not main then return end
 rows[#rows + 1] = { name = "most frequent tail", tails = metrics.baseline_metrics(d, cfg) }
 local results = report.table(rows)
+local hints = { string.format("more steps (--steps %d)", cfg.steps * 2), "more passages about each entity" }
+if d.report.skipped["tail longer than the leaf slots"] then hints[#hints + 1] = "a larger model.leaves (see the note above)" end
+if not cfg.mentions or (cfg.absent or 0) == 0 then hints[#hints + 1] = "mentions = true and absent = 0.5 (docs/training.md)" end
+results = results .. "\n\n" .. report.verdict(rows[1].tails, rows[#rows].tails, hints)
 print("\n" .. results)
 local f = assert(io.open(args.out .. "/results.md", "w"))
 f:write(string.format("# %s, %d steps of batch %d, seed %d\n\n%s\n\n%s\n", config_path, cfg.steps, cfg.batch, cfg.seed,

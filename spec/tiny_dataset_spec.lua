@@ -3,6 +3,7 @@
 -- a dataset with bad lines that training reports before it starts.
 local cjson = require "cjson"
 local files = require "spec.files"
+local gm = require "graphmert"
 local run, write = files.run, files.write
 
 local BIN = "./build/bin/graphmert "
@@ -117,10 +118,11 @@ describe("the tiny example dataset end to end", function()
     text, code = run(BIN .. "experiments/validate.lua --data " .. dir .. "/missing")
     assert.equal(2, code)
     assert.matches("validate.lua: dataset: .*missing is not a folder", text)
-    -- train --data without --config says which model it trains (the default is sized for WordNet)
-    text, code = run(BIN .. "train --data " .. dir .. "/missing")
+    -- train --data without --config sizes a model for the data: a missing folder is named first
+    text, code = run(BIN .. "train --data " .. dir .. "/missing --out " .. dir .. "/run_missing")
     assert.equal(2, code)
-    assert.matches("no %-%-config: training .*missing with the model and steps of wordnet_small, sized for WordNet", text)
+    assert.matches("^graphmert train: dataset: .*missing is not a folder", text)
+    assert.is_nil(gm.stat(dir .. "/run_missing"), "no run folder is left behind")
     os.execute("rm -rf " .. dir)
   end)
 

@@ -1,22 +1,9 @@
 -- bench_common.lua — what the benchmark scripts share: the median of timings, the CPU a table
--- names, and running the PyTorch twin of a benchmark (/usr/bin/python3 from Debian's python3-torch).
+-- names (graphmert.machine), and running the PyTorch twin of a benchmark (/usr/bin/python3 from Debian's python3-torch).
 local M = {}
 
 -- the CPU as a result names it: model name, family and model, and its vector features
-function M.cpu()
-  local name, flags, family, model = "unknown CPU", "", "?", "?"
-  for line in io.lines("/proc/cpuinfo") do
-    name = line:match("^model name%s*:%s*(.-)%s*$") or name
-    family = line:match("^cpu family%s*:%s*(%d+)") or family
-    model = line:match("^model%s*:%s*(%d+)") or model
-    flags = line:match("^flags%s*:%s*(.*)$") or flags
-  end
-  local simd = {}
-  for _, f in ipairs { "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile" } do
-    if (" " .. flags .. " "):find(" " .. f .. " ", 1, true) then simd[#simd + 1] = f end
-  end
-  return string.format("%s (family %s, model %s; %s)", name, family, model, table.concat(simd, ", "))
-end
+M.cpu = require("graphmert.machine").cpu
 
 
 function M.median(xs)

@@ -28,14 +28,6 @@ local function first_line(cmd)
   return out
 end
 
-local function cpu_model()
-  for line in io.lines("/proc/cpuinfo") do
-    local name = line:match("^model name%s*:%s*(.-)%s*$")
-    if name then return name end
-  end
-  return "unknown CPU"
-end
-
 local function peak(kind)
   local out = first_line(string.format("OMP_NUM_THREADS=%d build/bin/bench_fma_peak %s 1", threads, kind))
   return tonumber(out:match("^%S+ %d+ ([%d.]+)")) or error("bench_fma_peak failed: " .. out)
@@ -64,7 +56,7 @@ end
 
 local config = gm.config()
 local peak_f32, peak_fed, peak_bf16, peak_amx = peak("f32"), peak("f32-fed"), peak("bf16"), peak("amx")
-print(string.format("%s, %d threads; vector features: %s", cpu_model(), threads, table.concat(config.cpu_features, " ")))
+print(string.format("%s, %d threads; vector features: %s", require("graphmert.machine").cpu_name(), threads, table.concat(config.cpu_features, " ")))
 print(string.format("OpenBLAS kernels %s (%s); medium computes with: %s (own kernel: %s; large products: %s)",
   config.blas_core, config.blas_core_source, with_precision("medium", function() return gm.config().matmul_compute end),
   config.bf16_kernel, config.bf16_large_products))

@@ -15,6 +15,7 @@
 --   local ids = tok:encode("A dog barks.")        -- 1-based ids, no [CLS]/[SEP]
 --   tok:decode(ids)                               -- "a dog barks ."
 --   tok:spells(ids)                               -- no [UNK] among them: decode writes them back
+--   tok:first(n)                                  -- train's tokenizer with vocab_size n (n ≤ size)
 --   tok:save(path); tokenizer.load(path)          -- either kind (tok:text() the file's text;
 --                                                 tok:signature() what encoding depends on)
 -- Special ids: pad_id, unk_id, cls_id, sep_id, mask_id — [PAD] 1, [UNK] 2, [CLS] 3, [SEP] 4,
@@ -114,6 +115,7 @@ function M.train(texts, opts)
   table.sort(singles)
   for _, c in ipairs(singles) do add(c) end
   for _, c in ipairs(singles) do add("##" .. c) end
+  local base = #pieces -- kept whatever vocab_size says
   local ranked = {}
   for p, f in pairs(counts) do
     local len = (utf8.len(p) or #p) - (p:sub(1, 2) == "##" and 2 or 0) -- in characters
@@ -124,10 +126,22 @@ function M.train(texts, opts)
     if #pieces >= vocab_size then break end
     add(r[1])
   end
-  return new(pieces, { max_piece = max_piece })
+  local t = new(pieces, { max_piece = max_piece })
+  t.base = base
+  return t
 end
 
 function Tokenizer:size() return #self.pieces end
+
+-- The tokenizer train gives with vocab_size n, from one train made with a larger vocab_size: it
+-- adds pieces best first, so vocabulary sizes can be compared with one count of the corpus.
+function Tokenizer:first(n)
+  if not self.base then error("tokenizer:first: only for a tokenizer train made (its pieces best first)", 2) end
+  local pieces = table.move(self.pieces, 1, math.min(math.max(n, self.base), #self.pieces), 1, {})
+  local t = new(pieces, { max_piece = self.max_piece })
+  t.base = self.base
+  return t
+end
 
 -- one word → ids, longest piece first; [UNK] when it cannot be spelled. Byte substrings suffice:
 -- a piece is valid UTF-8, so only substrings on character boundaries can match one.

@@ -1,5 +1,6 @@
 -- commands.lua — the graphmert binary's subcommands: `graphmert train ...` runs the shipped
 -- experiments/train.lua with the arguments that follow, wherever graphmert is installed.
+--   init      experiments/init.lua         a training config sized for a dataset, with reasons
 --   train     experiments/train.lua        train GraphMERT (and its baseline) on a config's dataset
 --   extract   experiments/extract.lua      a knowledge graph from text with a trained model
 --   evaluate  experiments/extract_eval.lua extraction from held-out passages, scored
@@ -20,9 +21,10 @@ local args = require "graphmert.experiment.args"
 
 local M = {}
 
-M.scripts = { train = "train.lua", extract = "extract.lua", evaluate = "extract_eval.lua", ablate = "ablation.lua",
+M.scripts = { init = "init.lua", train = "train.lua", extract = "extract.lua", evaluate = "extract_eval.lua", ablate = "ablation.lua",
   validate = "validate.lua", export = "export.lua", score = "score_kg.lua", page = "page.lua", calibrate = "calibrate.lua" }
 local ABOUT = {
+  init = "write a training config sized for a dataset of your own, each size with its reason",
   train = "train GraphMERT (and its baseline) on a config's dataset",
   extract = "a knowledge graph from text with a trained model",
   evaluate = "extraction from held-out passages, scored against the seed graph",
@@ -34,7 +36,7 @@ local ABOUT = {
   page = "the KG page: a kg.jsonl or kg.sqlite as one HTML file to browse, check and review",
   configs = "list the shipped configs",
 }
-local ORDER = { "train", "calibrate", "extract", "page", "export", "score", "evaluate", "validate", "ablate", "configs" }
+local ORDER = { "init", "train", "calibrate", "extract", "page", "export", "score", "evaluate", "validate", "ablate", "configs" }
 
 local function is_file(path)
   local info = gm.stat(path)

@@ -1,6 +1,7 @@
 -- report.lua — what the training and evaluation commands show: the evaluation table of
 -- masked-token accuracy and tail prediction, and pictures drawn by gnuplot.
 --   table(rows) → markdown text      plot(path, terminal, commands) → whether a picture was written
+--   verdict(model, frequency, hints) → one plain line: does the model beat the most frequent tail?
 local gm = require "graphmert"
 
 local M = {}
@@ -53,6 +54,39 @@ function M.table(rows)
     "tail@k: the whole tail among the decoder's top k of the known tails, its length not given; first@1: the " ..
     "first token's hits@1 with the length given; -: nothing to score)", f.n, s.n)
   return table.concat(lines, "\n")
+end
+
+-- The verdict after training, for a user who cannot read the table yet: whether GraphMERT ranks
+-- the held-out tails better than the most frequent tail per relation, beyond the noise. Both are
+-- scored on the same triples (held-out facts and held-out entities' triples, paired), by MRR@10
+-- of the whole tail among the known tails; the interval is a paired bootstrap over the triples.
+-- model, frequency: tail_metrics results; hints: what to try, in order ({"--steps N", ...}).
+local FEW = 30 -- held-out triples below which the comparison is too weak to say much
+function M.verdict(model, frequency, hints)
+  local units = {}
+  for _, part in ipairs { "facts", "entities" } do
+    local a, b = model[part].tail and model[part].tail.ranks or {}, frequency[part].tail and frequency[part].tail.ranks or {}
+    for k = 1, math.min(#a, #b) do units[#units + 1] = { a[k], b[k] } end
+  end
+  if #units == 0 then
+    return "verdict: no held-out tail to measure the model on (no held-out triple whose head is in its passage and whose " ..
+      "tail fits the leaves): raise heldout or heldout_triples"
+  end
+  local function mrr(i) return function(sample)
+    local sum = 0
+    for _, u in ipairs(sample) do if u[i] <= 10 then sum = sum + 1 / u[i] end end
+    return sum / #sample
+  end end
+  local low, high, diff = require("graphmert.eval.stats").paired(units, mrr(1), mrr(2))
+  local figures = string.format("MRR@10 %.3f against %.3f, difference %+.3f [%+.3f, %+.3f] over %d held-out triples",
+    mrr(1)(units), mrr(2)(units), diff, low, high, #units)
+  local few = #units < FEW and string.format("; %d triples are few: a larger heldout measures it better", #units) or ""
+  if low > 0 then
+    return "verdict: GraphMERT beats the most frequent tail on held-out tails beyond the noise (" .. figures .. ")" .. few
+  end
+  return string.format("verdict: GraphMERT does %s the most frequent tail on held-out tails (%s): its extractions " ..
+    "are not yet worth more than the seed graph's commonest tails. Try %s%s", high < 0 and "worse than" or
+    "not beat, beyond the noise,", figures, table.concat(hints, "; "), few)
 end
 
 return M
