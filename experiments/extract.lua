@@ -14,8 +14,9 @@
 -- names and aliases found in each passage (the run's dataset, gm.data.linker: longest match,
 -- multi-word, case and accents folded); relations are those the schema allows for heads of their
 -- type (or --relations); tails are decoded over all leaf slots of the head's root
--- (gm.eval.decode), open or constrained to the names of the entities of the types the relation
--- reaches. The heads of a passage are asked together, one relation each per sequence, as training
+-- (gm.eval.decode), constrained to the names of the entities of the types the relation reaches
+-- (the default), or open: new tails too, and a known entity of a type the schema forbids kept with
+-- decoding "open, outside the schema" for a reviewer to see. The heads of a passage are asked together, one relation each per sequence, as training
 -- shows them (--unpacked: one query per sequence), and sequences are batched across passages. A
 -- model trained with `absent` (a relation its head lacks, taught as an empty tail) may answer
 -- "none": only the tails it ranks above the empty one are kept, so it does not assert every relation.
@@ -56,7 +57,7 @@ local args = ex.args.parse(arg, {
   { "top", 5, "tails kept per (head, relation)", type = "integer", min = 1 },
   { "min-score", nil, "drop triples scoring below this: a probability, 0 to 1, with the run's reranker.json (default 0.5); a rule's precision, 0 to 1; else a mean log-probability per slot, <= 0", type = "number" },
   { "batch", 16, "sequences per forward", type = "integer", min = 1, max = 4096 },
-  { "decoding", nil, "open (new tails) or constrained (the seed graph's entity names); default open, constrained with --extractor rules or a reranker.json",
+  { "decoding", "constrained", "constrained (the seed graph's entity names, of the types the schema allows) or open (new tails too; a tail of a type the schema forbids is kept with decoding \"" .. gm.kg.OUTSIDE_SCHEMA .. "\")",
     choices = { "open", "constrained" } },
   { "data", nil, "a dataset folder whose seed graph to use instead of the run's own" },
   { "config", nil, "a config whose dataset's seed graph to use instead of the run's own" },
@@ -72,10 +73,10 @@ local args = ex.args.parse(arg, {
 })
 local function fail(msg) ex.args.fail("extract.lua", msg) end
 local by_rules = args.extractor == "rules"
--- (a run with a reranker ranks the seed graph's entities: constrained, unless open is asked for)
+-- (constrained unless open is asked for: a run's reranker ranks the seed graph's entities)
 local calibrated = not by_rules and not args["model-scores"] and args.checkpoint
   and gm.stat(pipeline_extraction.path(args.checkpoint)) ~= nil
-args.decoding = args.decoding or ((by_rules or calibrated) and "constrained" or "open")
+args.decoding = args.decoding or "constrained"
 calibrated = calibrated and args.decoding == "constrained"
 if by_rules and args.checkpoint then fail("--extractor rules uses no model: give --data or --config, not --checkpoint") end
 if by_rules and not (args.data or args.config) then fail("--extractor rules needs the dataset: give --data or --config") end

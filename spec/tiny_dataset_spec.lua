@@ -45,6 +45,20 @@ describe("the tiny example dataset end to end", function()
     os.execute("rm -rf " .. out)
   end)
 
+  it("flags an open-decoded tail of a type the schema forbids, and names new tails by no entity", function()
+    local gm = require "graphmert"
+    local graph = gm.data.seed_graph.new(gm.data.dataset.load { dir = "experiments/data/tiny" })
+    local name = require("graphmert.kg.extraction_run").name_entities
+    -- is_a joins organs and cells; blood is a tissue
+    local t = name(graph, { head = "Heart", relation = "is_a", tail = "blood", decoding = "open" })
+    assert.same({ "heart", "ANAT:0007", "ANAT:0022", gm.kg.OUTSIDE_SCHEMA }, { t.head, t.head_id, t.tail_id, t.decoding })
+    t = name(graph, { head = "heart", relation = "part_of", tail = "circulatory system", decoding = "open" })
+    assert.same({ "ANAT:0002", "open" }, { t.tail_id, t.decoding })
+    t = name(graph, { head = "heart", relation = "part_of", tail = "hiiiiii", decoding = "open" })
+    assert.same({ "hiiiiii", "open" }, { t.tail, t.decoding })
+    assert.is_nil(t.tail_id)
+  end)
+
   it("refuses a resume that is not the run's and a rerun over a trained one, before writing anything, and an --out that cannot be a folder", function()
     local dir = files.tmpname()
     local train = BIN .. "experiments/train.lua --config experiments/configs/tiny.lua --steps 2 --out " .. dir .. "/run"

@@ -12,6 +12,8 @@
 --     table, with constrained decoding's tails), total (the passages of the input), pipeline
 --     (graphmert.kg.pipeline_extraction's, when the run's reranker scores the triples); or, for
 --     the rule extractor, rules (graphmert.kg.rule_extraction's) instead of tok, model and opts
+--   extraction_run.name_entities(graph, t) → t with the entities' names and ids, flagged when
+--     outside the schema
 -- Ctrl-C stops it between chunks: the chunks done are kept (a journal's merged into the partial
 -- outputs, a store committed), and the status is 130.
 local gm = require "graphmert"
@@ -30,6 +32,17 @@ M.CHUNK = 32
 
 local function fail(msg) ex.args.fail("extract.lua", msg) end
 local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
+
+-- A model's triple named by the seed graph's entities: head and tail by their preferred names,
+-- with their ids (a new tail open decoding wrote has none), and an open-decoded tail of a type the
+-- schema forbids flagged by its decoding (gm.kg.OUTSIDE_SCHEMA).
+function M.name_entities(graph, t)
+  local head_id, head = graph:entity(t.head, t.relation, "head")
+  local tail_id, tail = graph:entity(t.tail, t.relation, "tail", head_id)
+  t.head, t.head_id, t.tail, t.tail_id = head or t.head, head_id, tail or t.tail, tail_id
+  if tail_id and t.decoding == "open" and not graph:valid(t) then t.decoding = gm.kg.OUTSIDE_SCHEMA end
+  return t
+end
 
 -- a file as it is now: a journal or a store continues only the same corpus and weights, not a
 -- file rewritten under the same name
@@ -92,9 +105,7 @@ local function extract_chunk(x, chunk, storing)
     or extract.triples(x.model, x.tok, chunk, opts)
   for _, t in ipairs(triples) do
     if not (x.rules or x.pipeline) then -- (the rules and the pipeline name entities by id already)
-      local head_id, head = graph:entity(t.head, t.relation, "head")
-      local tail_id, tail = graph:entity(t.tail, t.relation, "tail", head_id)
-      t.head, t.head_id, t.tail, t.tail_id = head or t.head, head_id, tail or t.tail, tail_id
+      M.name_entities(graph, t)
     end
     table.insert(found[t.source], t)
   end

@@ -119,6 +119,9 @@ end
 -- the decoding of a triple whose score is the reranker's probability that it holds
 -- (graphmert.kg.reranker); its model_score is the model's mean log-probability per slot
 M.CALIBRATED = require("graphmert.kg.reranker").CALIBRATED
+-- the decoding of an open-decoded triple whose tail names an entity of a type the schema does
+-- not let the relation reach from its head's type: kept, and flagged for the reviewer
+M.OUTSIDE_SCHEMA = "open, outside the schema"
 
 M.FIELDS = { "head", "relation", "tail", "score", "model_score", "count", "sources", "decoding", "head_id", "tail_id", "seed" }
 M.TSV_HEADER = "head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed\n"
