@@ -9,7 +9,8 @@
 --   run_folder    a training run's output folder: run.json, model, tokenizer, seed graph
 -- and, as modules: config (the config schema), args (the scripts' argument parser), commands (the
 -- binary's subcommands), progress (a long run's progress line). The commands' own drivers
--- (training_run, ablation_*, heldout_extraction) are required by the commands that use them.
+-- (training_run, ablation_*, heldout_extraction, sizing: a config sized from a dataset) are
+-- required by the commands that use them.
 local M = {
   config = require "graphmert.experiment.config",
   args = require "graphmert.experiment.args",
