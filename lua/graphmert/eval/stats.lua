@@ -8,6 +8,8 @@
 --   so evaluating never changes training and the same call gives the same interval. With
 --   exhaustive = true every one of the n^n ordered resamples is taken once instead (the exact
 --   bootstrap distribution, for small tables: at most a million resamples).
+-- covering(values, share) → the smallest of the values that at least `share` of them do not
+--   exceed (the nearest-rank quantile: the leaf slots that hold 98% of the tails), nil for none.
 -- paired(units, a, b, opts) → low, high, value for the difference a(sample) − b(sample) on the
 --   same resamples: the interval of a paired comparison (better/worse only when it excludes 0).
 -- ratio(units, num, den) → a statistic Σ num(u) / Σ den(u) over a sample (0 when Σ den = 0),
@@ -102,6 +104,12 @@ local function resampled(units, fn, opts)
 end
 
 function M.bootstrap(units, statistic, opts) return resampled(units, statistic, opts) end
+
+function M.covering(values, share)
+  local sorted = table.move(values, 1, #values, 1, {})
+  table.sort(sorted)
+  return sorted[math.max(1, math.ceil(share * #sorted))]
+end
 
 local Z95 = 1.959963984540054 -- the standard normal's 97.5% quantile
 

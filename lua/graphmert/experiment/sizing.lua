@@ -40,11 +40,7 @@ local PASSES = 40
 local MIN_STEPS = 200
 local BUDGET_USED = 0.85 -- of the time budget, for training steps: evaluations and checkpoints take the rest
 
-local function percentile(values, q)
-  local sorted = table.move(values, 1, #values, 1, {})
-  table.sort(sorted)
-  return sorted[math.max(1, math.ceil(q * #sorted))]
-end
+local covering = require("graphmert.eval.stats").covering
 
 local function grouped(n) -- 12345 → "12,345"
   local s = tostring(math.floor(n))
@@ -87,7 +83,7 @@ local function leaves_for(tok, tails, reasons)
     lengths[i] = #tok:encode(name)
     if lengths[i] > longest then longest, longest_name = lengths[i], name end
   end
-  local leaves = math.min(MAX_LEAVES, math.max(MIN_LEAVES, percentile(lengths, TAILS_HELD)))
+  local leaves = math.min(MAX_LEAVES, math.max(MIN_LEAVES, covering(lengths, TAILS_HELD)))
   local held = 0
   for _, n in ipairs(lengths) do if n <= leaves then held = held + 1 end end
   reasons.leaves = string.format("%d of the %d triples' tails fit (%.0f%%); the longest, %q, has %d pieces", held,
@@ -98,10 +94,10 @@ end
 local function roots_for(tok, texts, reasons)
   local lengths = {}
   for i, text in ipairs(texts) do lengths[i] = #tok:encode(text) end
-  local p95 = percentile(lengths, 0.95)
+  local p95 = covering(lengths, 0.95)
   local roots = math.min(MAX_ROOTS, math.max(MIN_ROOTS, 8 * math.ceil((p95 + 2) / 8)))
   reasons.roots = string.format("95%% of the passages have at most %d pieces (the longest %d), + [CLS] and [SEP]%s", p95,
-    percentile(lengths, 1), roots == MAX_ROOTS and p95 + 2 > MAX_ROOTS and "; longer passages are cut" or "")
+    covering(lengths, 1), roots == MAX_ROOTS and p95 + 2 > MAX_ROOTS and "; longer passages are cut" or "")
   return roots, lengths
 end
 
