@@ -7,7 +7,8 @@
 -- triple the probability that it holds as its score (the model's own as model_score).
 --   graphmert calibrate --checkpoint out/gene_ontology --config experiments/configs/gene_ontology.lua [--data DIR]
 -- The run must hold entities out of training (heldout > 0, as every shipped config does); the
--- dataset is the one it was trained on (--config, and --data when training had it).
+-- dataset is the one it was trained on (--config, and --data when training had it; a run sized
+-- by `train --data` without a config holds its own, CHECKPOINT/config.lua, read when neither is given).
 local gm = require "graphmert"
 local ex = gm.experiment
 local heldout_extraction = require "graphmert.experiment.heldout_extraction"
@@ -21,11 +22,12 @@ local reranker = require "graphmert.kg.reranker"
 local args = ex.args.parse(arg, {
   script = "calibrate.lua", about = "Fit the reranker that makes extraction scores probabilities (CHECKPOINT/reranker.json).",
   { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
-  { "config", nil, "the config the run was trained with (run.json records which)" },
+  { "config", nil, "the config the run was trained with (run.json records which; default: CHECKPOINT/config.lua when the run has one)" },
   { "data", nil, "the dataset folder, when the run was trained with --data" },
   ex.args.precision_option(),
 })
 local function fail(msg) ex.args.fail("calibrate.lua", msg) end
+local FEW_POSITIVES = 30 -- true candidates below which a fit's probabilities say little
 local path = args.checkpoint and args.checkpoint .. "/reranker.json"
 local run, cfg, tok, d, relations = heldout_extraction.prepare("calibrate.lua", args, function()
   ex.args.writable("calibrate.lua", path)
@@ -52,6 +54,11 @@ local kept, held = 0, 0
 for _, u in ipairs(system.units) do kept, held = kept + u.n, held + u.correct end
 print(string.format("fit on %d candidates of %d validation passages (%d hold); %d rules, the relation prior, the model's top %d",
   r.examples, #validation, r.positives, #list, heldout_pipeline.TOP))
+if r.positives < FEW_POSITIVES then
+  print(string.format("note: %d true candidates are too few to fit probabilities a user can trust (%d or more are): " ..
+    "read these scores as a ranking, or hold more entities out (heldout) to give the reranker more to learn from",
+    r.positives, FEW_POSITIVES))
+end
 print(string.format("on the %d test passages: expected calibration error %.3f over %d candidates; at probability ≥ %.1f, %d triples, " ..
   "%.3f of them hold", #passages, ece or 0, #system.predictions, heldout_pipeline.THRESHOLD, kept, kept > 0 and held / kept or 0))
 for _, recall in ipairs { 0.1, 0.2, 0.3 } do

@@ -46,7 +46,7 @@ local args = ex.args.parse(arg, {
   { "answer-all", false, "ignore a model's empty answer (trained with absent): every (head, relation) gets its best tail", flag = true },
   { "unpacked", false, "one (head, relation) query per sequence instead of a passage's heads together (slower)", flag = true },
   { "out", nil, "output folder (default CHECKPOINT/extraction)" },
-  { "config", nil, "the config the run was trained with (run.json records which)" },
+  { "config", nil, "the config the run was trained with (run.json records which; default: CHECKPOINT/config.lua when the run has one)" },
   { "data", nil, "the dataset folder, when the run was trained with --data" },
   ex.args.precision_option(),
 })

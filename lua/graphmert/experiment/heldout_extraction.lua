@@ -65,6 +65,16 @@ function M.prepare(script, cli, checked)
   if not cli.checkpoint then fail("--checkpoint is required (see --help)") end
   args.apply_precision(cli)
   local run = args.try(script, run_folder.read_run, cli.checkpoint)
+  -- a run sized from its data (train --data, no config) holds its config: the folder's own file, read
+  -- as its run.json is (a path run.json names elsewhere is never followed)
+  local own = cli.checkpoint .. "/config.lua"
+  if not cli.config and not cli.data and gm.stat(own) then
+    cli.config = own
+    local now = require("graphmert.experiment.variants").settings(args.try(script, data_options.config, cli))
+    if run.settings and run.settings ~= now then
+      fail(string.format("%s has changed since the run was trained: give the config it was trained with (--config)", own))
+    end
+  end
   if not cli.config then
     fail(string.format("--config is required: the config the run was trained with (run.json records %s%s)", tostring(run.config),
       run.data.dir and (", with data " .. tostring(run.data.dir)) or ""))
