@@ -4,8 +4,10 @@
 --   graphmert experiments/validate.lua --data experiments/data/tiny
 --   graphmert experiments/validate.lua --config experiments/configs/tiny.lua [--strict]
 -- Prints the dataset's summary, the skipped lines, how many entity mentions a passage has and
--- the share of passages with one, the ambiguous mentions, and the triples whose head no passage
--- mentions (they cannot be injected). Exits 0, or 1 with --strict when a line was skipped.
+-- the share of passages with one, the ambiguous mentions, the triples whose head no passage
+-- mentions (they cannot be injected), and the names written with capitals that the corpus
+-- mostly writes in lower case (common words: linked only where written as named). Exits 0, or 1
+-- with --strict when a line was skipped.
 local gm = require "graphmert"
 local ex = gm.experiment
 local data_options = require "graphmert.experiment.data_options"
@@ -71,9 +73,28 @@ if r.skipped_total > 0 then
 end
 
 local graph = gm.data.seed_graph.new(ds)
+local linker = gm.data.linker
 local mentions, with_head, ambiguous, mentioned, names = 0, 0, 0, {}, {}
+-- names with capitals (the linker's cased phrases) met in the corpus in any case: as the entities
+-- file writes them (`starts`: at a sentence's start, where the capital may be the place's) or
+-- otherwise; in passages with a capital only, where the linker minds the case
+local written, starts, otherwise = {}, {}, {}
+local SENTENCE_END = { ["."] = true, ["!"] = true, ["?"] = true, [":"] = true }
+local function add(tally, phrase) tally[phrase] = (tally[phrase] or 0) + 1 end
+local function count_case(text, words)
+  local spans, first, after = linker.word_spans(text)
+  local surface = #spans == #words and linker.surface(text, function(i) return first[i], after[i] end)
+  for _, m in ipairs(surface and graph.linker:mentions(nil, words) or {}) do -- (in any case)
+    if graph.linker.cased[m.phrase] then
+      local ok = graph.linker:as_written(m.phrase, m.first, m.words, surface)
+      add(ok and written or otherwise, m.phrase)
+      if ok and (m.first == 1 or SENTENCE_END[words[m.first - 1]]) then add(starts, m.phrase) end
+    end
+  end
+end
 for _, p in ipairs(ds.passages) do
-  local found = graph.linker:mentions(p.text)
+  local found, words = graph.linker:mentions(p.text)
+  count_case(p.text, words)
   mentions = mentions + #found
   if #found > 0 then with_head = with_head + 1 end
   for _, m in ipairs(found) do
@@ -100,4 +121,27 @@ for i = 1, math.min(#list, 10) do
   print(string.format("  ambiguous: %s names %s (%s)", list[i], table.concat(n.ids, ", "), count(n.n, "mention")))
 end
 if #list > 10 then print(string.format("  ... and %d more ambiguous names", #list - 10)) end
+
+-- a phrase as the entities file writes it with capitals (its first such name or alias)
+local function as_named(phrase)
+  for _, id in ipairs(graph:candidates(phrase)) do
+    for _, name in ipairs { graph.name[id], table.unpack(linker.split(graph.aliases[id] or "")) } do
+      if name:find("%u") and linker.normalize(name) == phrase then return name end
+    end
+  end
+  return phrase
+end
+local common = {}
+for phrase, n in pairs(otherwise) do if n > (written[phrase] or 0) then common[#common + 1] = phrase end end
+table.sort(common, function(a, b) return otherwise[a] > otherwise[b] or (otherwise[a] == otherwise[b] and a < b) end)
+if #common > 0 then
+  print(string.format("%s with capitals mostly written in lower case in the corpus (common words?), linked only where " ..
+    "written as named; the entity property any_case links a name in any case (docs/datasets.md):", count(#common, "name")))
+end
+for i = 1, math.min(#common, 10) do
+  local phrase = common[i]
+  print(string.format("  %s: %d in lower case, %d as named%s", as_named(phrase), otherwise[phrase], written[phrase] or 0,
+    starts[phrase] and string.format(" (%d at a sentence's start)", starts[phrase]) or ""))
+end
+if #common > 10 then print(string.format("  ... and %d more such names", #common - 10)) end
 if args.strict and r.skipped_total > 0 then os.exit(1) end

@@ -60,7 +60,8 @@ describe("gm.data.dataset", function()
     assert.same({ 1, 1, 1, 1, 1, 1, 1 }, { s["fewer than 2 fields"], s["duplicate entity id"], s["fewer than 3 fields"],
       s["unknown relation"], s["unknown entity"], s["head type not allowed by the relation schema"], s["duplicate triple"] })
     assert.equal(1, s["not UTF-8 text"])
-    assert.equal(2, s["more than 4 fields"]) -- tabs for |: nothing dropped unsaid
+    -- tabs for |: nothing dropped unsaid (an entity's fifth column holds its properties)
+    assert.same({ 1, 1 }, { s["more than 4 fields"], s["unknown property 'milt' (known: any_case)"] })
     assert.equal(2, #ds.triples)
     assert.is_not_nil(ds.schema.contains) -- a row padded with tabs is whole
     assert.equal(2, #ds.passages)
@@ -69,6 +70,7 @@ describe("gm.data.dataset", function()
       assert.matches(dir .. "/" .. where:gsub("%.", "%%.") .. ": ", all)
     end
     assert.matches("E9", all)
+    assert.matches("entities.tsv:8: unknown property 'milt' %(known: any_case%) %(E6; aliases are separated by |", all)
     assert.matches("10 lines skipped", ds:summary())
     -- on_error = "stop": the first bad line is the error
     assert.matches("entities.tsv:6: fewer than 2 fields", error_of(function() dataset.load { dir = dir, on_error = "stop" } end))
@@ -161,6 +163,44 @@ describe("a relation's properties", function()
     assert.equal("connected_to", ds.subsumption)
     assert.matches("relations.jsonl:3: subsumption not true or false %(contains%)", table.concat(ds.report.messages, "\n"))
     os.execute("rm -rf " .. dir)
+  end)
+end)
+
+describe("an entity's properties", function()
+  it("let an entity's names match in any case, in TSV and JSONL, kept through the saved seed graph and its index", function()
+    local corpus = "The Moon and the moon; Mars and mars.\n"
+    local dir = folder {
+      ["entities.tsv"] = "id\tname\ttype\taliases\tproperties\nM1\tMoon\tbody\t\t\nM2\tMars\tbody\t\tany_case\n" ..
+        "M3\tPhobos\tbody\t\tany_case,loud\n",
+      ["triples.tsv"] = "M1\torbits\tM2\n",
+      ["corpus.txt"] = corpus,
+    }
+    local ds = dataset.load { dir = dir }
+    assert.same({ nil, true }, { ds.entities.M1.any_case, ds.entities.M2.any_case })
+    assert.matches("entities.tsv:4: unknown property 'loud' %(known: any_case%)", ds.report.messages[1])
+    local function mentions(graph)
+      local out = {}
+      for _, m in ipairs(graph.linker:mentions(corpus)) do out[#out + 1] = m.phrase .. "@" .. m.first end
+      return table.concat(out, " ")
+    end
+    local graph = gm.data.seed_graph.new(ds)
+    assert.equal("moon@2 mars@7 mars@9", mentions(graph))
+    local saved = dir .. "/saved"
+    ds:save_seed_graph(saved, graph)
+    assert.is_true(dataset.load_seed_graph(saved).entities.M2.any_case)
+    assert.equal("moon@2 mars@7 mars@9", mentions(gm.data.seed_graph.new(dataset.load_seed_graph(saved))))
+    assert.equal("moon@2 mars@7 mars@9", mentions(gm.data.seed_graph.load(saved .. "/index.bin")))
+    -- JSONL: "any_case": true; another value is named
+    local jsonl = folder {
+      ["entities.jsonl"] = '{"id": "M1", "name": "Moon", "any_case": true}\n{"id": "M2", "name": "Mars", "any_case": false}\n' ..
+        '{"id": "M3", "name": "Phobos", "any_case": "yes"}\n',
+      ["triples.tsv"] = "M1\torbits\tM2\n",
+      ["corpus.txt"] = corpus,
+    }
+    ds = dataset.load { dir = jsonl }
+    assert.equal("entities.jsonl:3: any_case not true or false (M3)", ds.report.messages[1]:match("[^/]*$"))
+    assert.equal("moon@2 moon@5 mars@7", mentions(gm.data.seed_graph.new(ds)))
+    os.execute("rm -rf " .. dir .. " " .. jsonl)
   end)
 end)
 

@@ -210,7 +210,7 @@ describe("seed_graph:save and seed_graph.load", function()
     refused(function(t) t.known_tails["ids:" .. key], t.known_tails["lengths:" .. key] = nil, nil end,
       "known tails lack the types \"food\"")
     refused(function(t) t.meta.tails_leaves = nil end, "lacks their tokenizer or leaf count")
-    refused(function(t) t.meta.version = "6" end, "version 6, this build reads versions 1 to 5")
+    refused(function(t) t.meta.version = "7" end, "version 7, this build reads versions 1 to 6")
   end)
 
   it("refuse a device or a directory as gm.read_file does", function()

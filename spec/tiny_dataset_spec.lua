@@ -142,6 +142,30 @@ describe("the tiny example dataset end to end", function()
     os.execute("rm -rf " .. dir)
   end)
 
+  it("lists the names with capitals that the corpus mostly writes in lower case, with counts", function()
+    local dir = files.tmpname()
+    os.execute("mkdir -p " .. dir)
+    write(dir .. "/entities.tsv", "id\tname\ttype\taliases\tproperties\nB1\tMoon\tbody\t\t\nB2\tPhobos\tbody\t\t\n" ..
+      "B3\tMars\tbody\t\t\nB4\tSun\tbody\t\t\n")
+    write(dir .. "/triples.tsv", "B2\torbits\tB3\nB1\torbits\tB3\n")
+    write(dir .. "/corpus.txt", "The tiny moon Phobos orbits Mars.\nMoon rocks. The Moon, a moon.\nEach moon of Mars; the Sun.\n" ..
+      "the sun, the moon and mars in a lower-case passage.\n")
+    local text, code = run(BIN .. "experiments/validate.lua --data " .. dir)
+    assert.equal(0, code, text)
+    assert.matches("linking: 9 mentions", text) -- the lower-case passage's three, Phobos, Mars twice, Moon twice, Sun
+    assert.matches("\n1 name with capitals mostly written in lower case in the corpus %(common words%?%), linked only where " ..
+      "written as named; the entity property any_case links a name in any case", text)
+    assert.matches("\n  Moon: 3 in lower case, 2 as named %(1 at a sentence's start%)\n", text)
+    assert.is_nil(text:find("Mars:"), text)
+    -- opted out: linked in any case, not listed
+    os.execute("sed -i 's/^B1\tMoon\tbody\t\t$/B1\tMoon\tbody\t\tany_case/' " .. dir .. "/entities.tsv")
+    text, code = run(BIN .. "experiments/validate.lua --data " .. dir)
+    assert.equal(0, code, text)
+    assert.matches("linking: 12 mentions", text)
+    assert.is_nil(text:find("lower case in the corpus"), text)
+    os.execute("rm -rf " .. dir)
+  end)
+
   it("names a type of the relation schema no entity has, with its line, before the triples it skips", function()
     local dir = files.tmpname()
     os.execute("cp -r experiments/data/tiny " .. dir .. " && sed -i 's/^produces\torgan,cell/produces\torgans,cell/' " .. dir ..

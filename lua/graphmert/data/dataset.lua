@@ -7,9 +7,10 @@
 --              its own), or a folder corpus/ of such files (read in name order)
 --   triples    triples.tsv (head<TAB>relation<TAB>tail) or triples.jsonl ({head, relation,
 --              tail}); head and tail by entity id, or by a name or alias naming one entity
---   entities   entities.tsv (id<TAB>name<TAB>type<TAB>aliases separated by |) or entities.jsonl
---              ({id, name, type, aliases = [...]}); optional when the triples name their
---              entities (each name is then an entity of type "entity")
+--   entities   entities.tsv (id<TAB>name<TAB>type<TAB>aliases separated by |[<TAB>properties])
+--              or entities.jsonl ({id, name, type, aliases = [...], any_case}); optional when the
+--              triples name their entities (each name is then an entity of type "entity");
+--              any_case: its names are matched in any case (gm.data.linker's written case)
 --   relations  optional: relations.tsv (relation<TAB>head types<TAB>tail types, comma-separated,
 --              * for any) or relations.jsonl ({name, head_types, tail_types}); a relation on
 --              several lines allows each line's pairs (is_a: a process of a process, a function
@@ -24,9 +25,9 @@
 --     relations = ..., on_error = "skip" | "stop"} → Dataset
 --   dataset.new(name, {link = linker options, split_hash}) → an empty Dataset a source fills
 --     (gm.data.wordnet.dataset):
---     ds:add_entity(id, name, type, aliases), ds:add_triple(head_id, relation, tail_id[, where]),
+--     ds:add_entity(id, name, type, aliases[, any_case]), ds:add_triple(head_id, relation, tail_id[, where]),
 --     ds:add_passage{id, text, entity}, then ds:finish()
--- A Dataset: entities (id → {id, name, type, aliases}), entity_order (ids in file order),
+-- A Dataset: entities (id → {id, name, type, aliases, any_case}), entity_order (ids in file order),
 -- triples ({head, relation, tail} entity ids, in file order), passages ({id, text, entity,
 -- triples, source = "file:line"}), relation_names (sorted), schema (relation → {head = set of
 -- types, tail = set: all its rows', or "*"; rows = {{head, tail, where}, ...}: the pairs it
@@ -68,8 +69,8 @@ function Dataset:skip(where, reason, detail)
   if #r.messages < MESSAGES then r.messages[#r.messages + 1] = msg end
 end
 
-function Dataset:add_entity(id, name, type, aliases)
-  local e = { id = id, name = name, type = type ~= "" and type or "entity", aliases = aliases or {} }
+function Dataset:add_entity(id, name, type, aliases, any_case)
+  local e = { id = id, name = name, type = type ~= "" and type or "entity", aliases = aliases or {}, any_case = any_case or nil }
   self.entities[id] = e
   self.entity_order[#self.entity_order + 1] = id
   return e

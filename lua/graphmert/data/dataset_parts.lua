@@ -2,7 +2,8 @@
 -- (graphmert.data.dataset), each record checked: an entity needs an id and a name, a relation row
 -- its three fields; a triple's head and tail are resolved to entity ids (by id, or by a name or
 -- alias naming one entity) and, with a relation schema, its types checked against the schema's
--- rows; a passage needs text and an id of its own. A record that fails is skipped, counted by
+-- rows; a passage needs text and an id of its own; an entity's and a relation's properties must
+-- be known ones. A record that fails is skipped, counted by
 -- reason and named as `file:line: reason` (ds:skip).
 --   parts.entities(ds, path), parts.relations(ds, path): entities.tsv/.jsonl, relations.tsv/.jsonl
 --   parts.triples(ds, path, implicit): triples.tsv/.jsonl (implicit: no entities file, so a name
@@ -19,19 +20,46 @@ local M = {}
 
 function M.a(word) return (word:match("^[aeiouAEIOU]") and "an " or "a ") .. word end
 
+-- A record's properties, `known` the list of those a file allows: in TSV its properties column,
+-- comma-separated; in JSONL each a field of its own, true or false. → the set of those true, or
+-- nil and why not.
+local function properties(r, fields, known)
+  local props, allowed = {}, {}
+  for _, p in ipairs(known) do allowed[p] = true end
+  if fields then
+    for _, p in ipairs(records.list(r.properties, ",")) do
+      if not allowed[p] then return nil, "unknown property '" .. p .. "' (known: " .. table.concat(known, ", ") .. ")" end
+      props[p] = true
+    end
+    return props
+  end
+  for _, p in ipairs(known) do
+    if r[p] ~= nil and type(r[p]) ~= "boolean" then return nil, p .. " not true or false" end
+    props[p] = r[p] or nil
+  end
+  return props
+end
+
+-- An entity's properties (the fifth column; a JSONL record's "any_case": true): "any_case" has
+-- its names matched in any case, where a name written with capitals is otherwise matched only
+-- as written (gm.data.linker).
+local ENTITY_PROPERTIES = { "any_case" }
+
 function M.entities(ds, path)
-  records.each(ds, path, { "id", "name", "type", "aliases" }, function(where, r, fields)
+  records.each(ds, path, { "id", "name", "type", "aliases", "properties" }, function(where, r, fields)
     local id, name = records.text(r.id), records.text(r.name)
+    local props, why = properties(r, fields, ENTITY_PROPERTIES)
     if fields and fields < 2 then ds:skip(where, "fewer than 2 fields", "id<TAB>name<TAB>type<TAB>aliases; this line has one field: are its fields separated by tabs?")
-    elseif fields and fields > 4 then -- aliases separated by tabs, not |, would lose all but the first
-      ds:skip(where, "more than 4 fields", "id<TAB>name<TAB>type<TAB>aliases separated by |")
+    elseif fields and fields > 5 then -- aliases separated by tabs, not |, would lose all but the first
+      ds:skip(where, "more than 5 fields", "id<TAB>name<TAB>type<TAB>aliases separated by |<TAB>properties")
     elseif not id then ds:skip(where, "no entity id")
     elseif not name then ds:skip(where, "no entity name")
     elseif ds.entities[id] then ds:skip(where, "duplicate entity id", id)
     elseif not fields and not records.is_string_list(r.aliases) then ds:skip(where, "aliases not a list of strings", id)
+    elseif not props then ds:skip(where, why, fields and id .. "; aliases are separated by |, the fifth column holds properties" or id)
     else
       local type_ = r.type ~= nil and records.text(r.type) or "entity"
-      ds:add_entity(id, name, type_, records.list(r.aliases, "|"))
+      ds:add_entity(id, name, type_, records.list(r.aliases, "|"), props.any_case)
     end
   end)
 end
@@ -40,19 +68,11 @@ end
 -- true): "subsumption" marks the relation that orders the entities from specific to general (is_a,
 -- hypernym), along which evaluation counts implied triples and the generic rules propose tails.
 -- One relation at most has it.
-local PROPERTIES = { subsumption = true }
+local RELATION_PROPERTIES = { "subsumption" }
 
-local function properties(ds, where, name, r, fields)
-  local props = {}
-  if fields then
-    for _, p in ipairs(records.list(r.properties, ",")) do
-      if not PROPERTIES[p] then return nil, "unknown property '" .. p .. "' (known: subsumption)" end
-      props[p] = true
-    end
-  elseif r.subsumption ~= nil then
-    if type(r.subsumption) ~= "boolean" then return nil, "subsumption not true or false" end
-    props.subsumption = r.subsumption or nil
-  end
+local function relation_properties(ds, name, r, fields)
+  local props, why = properties(r, fields, RELATION_PROPERTIES)
+  if not props then return nil, why end
   if props.subsumption and ds.subsumption and ds.subsumption ~= name then
     return nil, "a second subsumption relation (" .. ds.subsumption .. " is one)"
   end
@@ -64,7 +84,7 @@ function M.relations(ds, path)
   records.each(ds, path, { "relation", "head_types", "tail_types", "properties" }, function(where, r, fields)
     local name = records.text(r.relation or r.name)
     local props, why
-    if name and not (fields and (fields < 3 or fields > 4)) then props, why = properties(ds, where, name, r, fields) end
+    if name and not (fields and (fields < 3 or fields > 4)) then props, why = relation_properties(ds, name, r, fields) end
     if fields and (fields < 3 or fields > 4) then
       ds:skip(where, fields < 3 and "fewer than 3 fields" or "more than 4 fields",
         "relation<TAB>head types<TAB>tail types[<TAB>properties]")

@@ -24,8 +24,8 @@ function M.seed_graph(ds, dir, graph, known)
     local e = ds.entities[id]
     local aliases = {} -- a JSON array even when empty (cjson writes {} for an empty table)
     for j, a in ipairs(e.aliases) do aliases[j] = cjson.encode(a) end
-    entities[i] = string.format('{"id":%s,"name":%s,"type":%s,"aliases":[%s]}\n', cjson.encode(e.id), cjson.encode(e.name),
-      cjson.encode(e.type), table.concat(aliases, ","))
+    entities[i] = string.format('{"id":%s,"name":%s,"type":%s,"aliases":[%s]%s}\n', cjson.encode(e.id), cjson.encode(e.name),
+      cjson.encode(e.type), table.concat(aliases, ","), e.any_case and ',"any_case":true' or "")
   end
   for i, t in ipairs(ds.triples) do triples[i] = cjson.encode { head = t.head, relation = t.relation, tail = t.tail } .. "\n" end
   for _, name in ipairs(ds.relation_names) do -- a line per pair of types it allows

@@ -13,12 +13,19 @@
 -- WordNet's letter S and metre) and the word before n't ("don't", "won't": the river Don, the
 -- Korean won); "the letter 's'" is read as a contraction too.
 --
--- Acronyms: a phrase whose every name is written as an acronym (at most 6 characters, capitals,
--- digits and hyphens, two capitals at least: "AD", "APP", "HER2", "IL-6") is a mention only
--- where the text writes it without lower-case letters: "AD" in "AD patients", not "ad" in "ad
--- libitum", nor "app" in "a smartphone app". A passage with no capital at all (a lower-cased
--- corpus) is read as before. A phrase that is also an ordinary name of some entity ("aids":
--- AIDS and a verb) is matched in any case.
+-- Written case: a name the entities file writes with capitals is a mention only where the text
+-- writes them. A name written as an acronym (at most 6 characters, capitals, digits and hyphens,
+-- two capitals at least: "AD", "APP", "HER2", "IL-6") without lower-case letters ("AD patients",
+-- not "ad libitum", nor "a smartphone app"); in any other name, each word written with a capital
+-- A-Z first with one ("the Moon", "Christiaan Huygens", GO's "CCR4-NOT complex" as "the Ccr4-Not
+-- complex"; not "the tiny moon Phobos"). A word the name writes in lower case, or starting
+-- otherwise ("tRNA", "Émile"), takes any case. A capital the text owes to its place passes: a
+-- sentence's first word ("Moon rocks are grey") and a heading in capitals ("THE MOON") link as
+-- before, since they cannot be told from a name's. A passage with no capital at all (a
+-- lower-cased corpus) is read as before. A phrase that several names write differently takes the
+-- looser writing, word by word ("aids": AIDS and a verb, any case); an entity added with any_case
+-- (its dataset's opt-out) is matched in any case, and with the option proper_names = false
+-- (WordNet's) only names written as acronyms keep their case.
 --
 -- Ambiguity: a name may denote several entities (WordNet's "dog" names seven synsets; an alias
 -- may be shared). A mention keeps all of them as candidates, ranked: entities whose preferred
@@ -26,17 +33,20 @@
 -- then by id. The first is the mention's entity; evaluation counts a triple as held when any
 -- head candidate has the relation to any tail candidate.
 --
---   local l = linker.new { max_words = nil, stopwords = linker.english_stopwords }
---   l:add(id, name, preferred, weight)     -- once per name or alias (weight: its triple count)
+--   local l = linker.new { max_words = nil, stopwords = linker.english_stopwords, proper_names = true }
+--   l:add(id, name, preferred, weight[, any_case])  -- once per name or alias (weight: its triple
+--                                                      count; any_case: the entity opts out of case)
 --   l:freeze()                             -- then, once all are in
 --   l:mentions(text[, words, surface]) → { {phrase = "glycolytic process", first = 3, words = 2},
 --     ... } in text order, and the text's normalised words (or those given: the pieces' words,
---     with surface(i) the text of word i as written, for the acronym rule; nil: no rule)
+--     with surface(i) the text of word i as written, for the written case; nil: any case)
+--   l:as_written(phrase, first, count, surface) → whether words first.. of a passage (surface as
+--     above) are written as the phrase's names write them (true for a phrase of any case)
 --   linker.pieces(text) → the text's pieces {s, e, words}: where each normalised word is in it
 --   linker.word_spans(text) → the text's normalised words, and each word's first byte and the
 --     byte after it (what `mentions` takes, and where its mentions are in the text)
 --   linker.surface(text, span) → mentions' surface for words whose bytes span(i) gives (first,
---     after): word i as written; nil when the text has no capital A–Z (the acronym rule is off)
+--     after): word i as written; nil when the text has no capital A–Z (any case then)
 --   l:heads(text) → the distinct phrases mentioned, in order of first mention
 --   l:candidates(phrase) → the ranked entity ids of a normalised phrase (or nil)
 --   linker.normalize(text) → the normalised phrase ("Hot-Dog" → "hot - dog")
@@ -129,17 +139,21 @@ local Linker = {}
 Linker.__index = Linker
 
 -- opts.max_words: longest mention in words (nil: the longest name); opts.stopwords: a set of
--- one-word matches that are not mentions (default english_stopwords; {} for none)
+-- one-word matches that are not mentions (default english_stopwords; {} for none);
+-- opts.proper_names = false: only whole names written as acronyms keep their case
 function M.new(opts)
   opts = opts or {}
   local l = M.restore { index = {}, prefix = {}, longest = 0, max_words = opts.max_words,
     stopwords = opts.stopwords or M.english_stopwords }
-  l.acronym = {} -- phrase → whether every name of it so far is an acronym (while adding)
+  l.proper_names = opts.proper_names ~= false
+  l.written = {} -- phrase → how its names so far write its words (false: any case), while adding
   return l
 end
 
 -- A linker over tables a frozen one had (seed_graph.load reads them back from a file): index,
--- prefix, longest, max_words, stopwords, cased (the acronyms' phrases; none in an older index).
+-- prefix, longest, max_words, stopwords, cased (phrase → how its words are written, one letter
+-- a word: "A" without lower-case letters, "C" with a capital first, "." any case; a phrase of
+-- any case is absent; an index before version 6 holds only acronyms, each `true`).
 function M.restore(t)
   return setmetatable({ index = t.index, prefix = t.prefix, rank = {}, longest = t.longest, max_words = t.max_words,
     stopwords = t.stopwords, cased = t.cased or {} }, Linker)
@@ -149,13 +163,40 @@ local function is_acronym(name)
   return #name <= 6 and name:match("^[%u%d%-]+$") ~= nil and select(2, name:gsub("%u", "")) >= 2
 end
 
+-- How a name of `count` normalised words writes each (the letters of `cased` above), or false
+-- for any case: an acronym "A" throughout; with proper names, a word with a capital first "C"
+-- (an acronym's word in a longer name too), else "."
+local function writing(name, count, proper_names)
+  if is_acronym(name) then return ("A"):rep(count) end
+  if not proper_names then return false end
+  local words, first = M.word_spans(name)
+  if #words ~= count then return false end
+  local letters = {}
+  for i = 1, count do letters[i] = name:find("^%u", first[i]) and "C" or "." end
+  local s = table.concat(letters)
+  return s:find("[AC]") ~= nil and s
+end
+
+-- the looser of two writings of one phrase, word by word ("A" ⊂ "C" ⊂ "."); false: any case
+local STRICTNESS = { ["."] = 0, C = 1, A = 2 }
+local function looser(a, b)
+  if not a or not b then return false end
+  local s = a:gsub("()(.)", function(i, x)
+    local y = b:sub(i, i)
+    return STRICTNESS[x] <= STRICTNESS[y] and x or y
+  end)
+  return s:find("[AC]") ~= nil and s
+end
+
 -- Adds a name (or alias) of entity `id`. Candidates are kept sorted by the ranking above:
 -- rank[phrase .. "\0" .. id] holds the key they sort by.
-function Linker:add(id, name, preferred, weight)
+function Linker:add(id, name, preferred, weight, any_case)
   local words = M.words(name)
   local phrase = table.concat(words, " ")
   if #words == 0 or not phrase:match("[%a\128-\255]") then return false end -- a letter of any script
-  self.acronym[phrase] = self.acronym[phrase] ~= false and is_acronym(name)
+  local written = not any_case and writing(name, #words, self.proper_names)
+  if self.written[phrase] == nil then self.written[phrase] = written
+  else self.written[phrase] = looser(self.written[phrase], written) end
   local key = phrase .. "\0" .. id
   local r = { preferred and 0 or 1, -(weight or 0), id }
   local old = self.rank[key]
@@ -196,10 +237,10 @@ function Linker:freeze()
   for phrase, c in pairs(self.index) do
     if type(c) == "table" then self.index[phrase] = table.concat(c, "\0") end
   end
-  for phrase, acronym in pairs(self.acronym or {}) do
-    if acronym then self.cased[phrase] = true end
+  for phrase, written in pairs(self.written or {}) do
+    if written then self.cased[phrase] = written end
   end
-  self.rank, self.acronym = {}, nil
+  self.rank, self.written = {}, nil
   return self
 end
 
@@ -233,30 +274,33 @@ local function surface_of(text, count)
   return M.surface(text, function(i) return first[i], after[i] end)
 end
 
+function Linker:as_written(phrase, first, count, surface)
+  local written = self.cased[phrase]
+  if not surface or not written then return true end
+  for k = 1, count do
+    local s = surface(first + k - 1)
+    if not s then return true end
+    local letter = written == true and "A" or written:sub(k, k)
+    if (letter == "A" and s:find("%l")) or (letter == "C" and not s:find("^%u")) then return false end
+  end
+  return true
+end
+
 function Linker:mentions(text, words, surface)
   if not words then
     words = M.words(text)
-    surface = text:find("%u") and function(i) -- (the words as written, found once an acronym is met)
-      surface = surface_of(text, #words)
-      return surface and surface(i)
+    local spans -- (the words as written, found once a cased phrase is met; false: none)
+    surface = text:find("%u") and function(i)
+      if spans == nil then spans = surface_of(text, #words) or false end
+      return spans and spans(i)
     end
-  end
-  -- an acronym's words as the text writes them hold no lower-case letter
-  local function as_written(phrase, at, n)
-    if not surface or not self.cased[phrase] then return true end
-    for k = at, at + n - 1 do
-      local s = surface(k)
-      if s == nil then return true end
-      if s:find("%l") then return false end
-    end
-    return true
   end
   local out, i, limit = {}, 1, self.max_words or self.longest
   while i <= #words do
     local phrase, best, len = words[i], nil, 0
     for n = 1, math.min(limit, #words - i + 1) do
       if n > 1 then phrase = phrase .. " " .. words[i + n - 1] end
-      if self.index[phrase] and as_written(phrase, i, n) then best, len = phrase, n end
+      if self.index[phrase] and self:as_written(phrase, i, n, surface) then best, len = phrase, n end
       if not self.prefix[phrase] then break end
     end
     if best then

@@ -131,8 +131,8 @@ function M.new(ds)
     local e = ds.entities[id]
     g.type[id], g.name[id] = e.type, e.name
     if #e.aliases > 0 then g.aliases[id] = table.concat(e.aliases, "\0") end
-    g.linker:add(id, e.name, true, count[id])
-    for _, a in ipairs(e.aliases) do g.linker:add(id, a, false, count[id]) end
+    g.linker:add(id, e.name, true, count[id], e.any_case)
+    for _, a in ipairs(e.aliases) do g.linker:add(id, a, false, count[id], e.any_case) end
   end
   g.linker:freeze()
   return g
@@ -149,15 +149,16 @@ end
 -- (such a name links only where the text writes those marks). Version 5 adds `pair_tails`
 -- ("<relation>\0<head type>" → the tail types, for a relation whose schema has several rows),
 -- `cased` (the linker's acronyms, matched only as written in capitals), and its phrases fold en
--- and figure dashes and the micro sign (gm.data.linker). An earlier version still loads
+-- and figure dashes and the micro sign (gm.data.linker). Version 6 makes `cased` a map: how each
+-- word of a phrase is written, names with capitals too (before, a set of acronyms). An earlier version still loads
 -- (g.version says which); a run's index of an earlier version is built again from its seed
 -- graph (gm.experiment.run_graph).
-local FORMAT, VERSION = "graphmert seed graph index", "5"
+local FORMAT, VERSION = "graphmert seed graph index", "6"
 M.VERSION = VERSION
-local READS = { ["1"] = true, ["2"] = true, ["3"] = true, ["4"] = true, ["5"] = true }
+local READS = { ["1"] = true, ["2"] = true, ["3"] = true, ["4"] = true, ["5"] = true, ["6"] = true }
 local TABLES = { meta = "map", phrases = "map", prefixes = "set", stopwords = "set", entity_types = "map",
   entity_names = "map", head_types = "map", tail_types = "map" }
-local OPTIONAL = { known_tails = "map", entity_aliases = "map", pair_tails = "map", cased = "set" }
+local OPTIONAL = { known_tails = "map", entity_aliases = "map", pair_tails = "map", cased = "map" }
 
 local function types_set(s)
   if s == "*" then return "*" end
@@ -295,7 +296,7 @@ function M.load(path)
     local v
     for _, first in pairs(tbl) do v = first break end
     if not kind then error(string.format("%s: the seed graph index has an unknown table %s", path, name), 0) end
-    if kind == "map" and v ~= nil and type(v) ~= "string" then
+    if kind == "map" and v ~= nil and type(v) ~= "string" and not (name == "cased" and meta.version == "5") then
       error(string.format("%s: the seed graph index's %s table is not a map of strings", path, name), 0)
     end
     if relation then tails[relation] = tbl end

@@ -14,8 +14,9 @@
 --   its first lemma, the other lemmas aliases, type its part of speech: noun, verb, adjective,
 --   adverb), one passage per synset ("lemma: gloss; example; ...", about that synset, carrying
 --   its pointers as its own triples, in file order), the pointers between loaded synsets as the
---   seed graph, hypernym its subsumption relation; mentions are linked up to 3 words long and the split hashes ids as the README's
---   figures were measured (gm.experiment's polynomial hash).
+--   seed graph, hypernym its subsumption relation; mentions are linked up to 3 words long, a
+--   lemma with capitals in any case (only acronyms as written), and the split hashes ids as the
+--   README's figures were measured (gm.experiment's polynomial hash).
 local lpeg = require "lpeg"
 local P, R, S, C, Ct, Cg = lpeg.P, lpeg.R, lpeg.S, lpeg.C, lpeg.Ct, lpeg.Cg
 
@@ -129,8 +130,10 @@ local pos_names = { n = "noun", v = "verb", a = "adjective", r = "adverb" }
 
 function M.dataset(opts)
   local wn = M.load(opts)
-  -- linked up to 3 words, split by the polynomial hash: as the README's figures were measured
-  local ds = require("graphmert.data.dataset").new("wordnet", { link = { max_words = 3 }, split_hash = "polynomial" })
+  -- linked up to 3 words, lemmas with capitals in any case, split by the polynomial hash: as the
+  -- README's figures were measured
+  local ds = require("graphmert.data.dataset").new("wordnet", { link = { max_words = 3, proper_names = false },
+    split_hash = "polynomial" })
   local keys = {}
   for key in pairs(wn.synsets) do keys[#keys + 1] = key end
   table.sort(keys) -- a fixed order: the same corpus on every run
