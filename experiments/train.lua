@@ -34,9 +34,11 @@ local session <close> = dist.session() -- ends MPI at the end, or the whole job 
 local main, say = dist.is_main(), dist.say
 
 local args = ex.args.parse(arg, ex.args.training("train.lua",
-  "Train GraphMERT on a dataset, then the baseline model; print the evaluation table.", nil,
+  "Train GraphMERT on a dataset (then its baseline, when the config has one); print the evaluation table and a verdict.", nil,
   { { "resume", false, "continue from the checkpoints in the output folder", flag = true },
     { "overwrite", false, "train anew over a run already in the output folder (without it, such a run is kept)", flag = true },
+    { "all-data", false, "train on every entity and fact (heldout and heldout_triples 0): the model to extract with, once " ..
+      "a run that held some out has its verdict; nothing is left to measure or calibrate it with", flag = true },
     { "minutes", nil, "with --data and no --config: the training time the model's steps are sized to (default " ..
       sizing.DEFAULT_MINUTES .. ")", type = "number", min = 0.1 } }))
 -- --data without --config: a model sized for the data (its config written into the run folder)
@@ -53,6 +55,7 @@ if sized then args.config = sizing.run_config("train.lua", args) end
 local config_path = ex.commands.config_path(args.config) -- a file, or a shipped config's name
 local cfg = data_options.config(args)
 if args.steps then cfg.steps = args.steps end
+if args["all-data"] then cfg.heldout, cfg.heldout_triples = 0, 0 end
 variants.apply_settings(cfg)
 ex.args.folder("train.lua", args.out) -- made once the data has been read
 -- a run's files are never written among the passages it reads (a dataset's corpus/ folder)
@@ -87,7 +90,9 @@ local results = report.table(rows)
 local hints = { string.format("more steps (--steps %d)", cfg.steps * 2), "more passages about each entity" }
 if d.report.skipped["tail longer than the leaf slots"] then hints[#hints + 1] = "a larger model.leaves (see the note above)" end
 if not cfg.mentions or (cfg.absent or 0) == 0 then hints[#hints + 1] = "mentions = true and absent = 0.5 (docs/training.md)" end
-results = results .. "\n\n" .. report.verdict(rows[1].tails, rows[#rows].tails, hints)
+results = results .. "\n\n" .. (cfg.heldout == 0 and cfg.heldout_triples == 0 and "verdict: none: nothing was held " ..
+  "out to measure this model on (heldout = 0); a run of the same config that holds entities out measures it" or
+  report.verdict(rows[1].tails, rows[#rows].tails, hints))
 print("\n" .. results)
 local f = assert(io.open(args.out .. "/results.md", "w"))
 f:write(string.format("# %s, %d steps of batch %d, seed %d\n\n%s\n\n%s\n", config_path, cfg.steps, cfg.batch, cfg.seed,

@@ -1,7 +1,7 @@
 -- commands.lua — the graphmert binary's subcommands: `graphmert train ...` runs the shipped
 -- experiments/train.lua with the arguments that follow, wherever graphmert is installed.
 --   init      experiments/init.lua         a training config sized for a dataset, with reasons
---   train     experiments/train.lua        train GraphMERT (and its baseline) on a config's dataset
+--   train     experiments/train.lua        train GraphMERT on a dataset, with a verdict
 --   extract   experiments/extract.lua      a knowledge graph from text with a trained model
 --   evaluate  experiments/extract_eval.lua extraction from held-out passages, scored
 --   calibrate experiments/calibrate.lua    fit the reranker: extraction scores become probabilities
@@ -25,7 +25,7 @@ M.scripts = { init = "init.lua", train = "train.lua", extract = "extract.lua", e
   validate = "validate.lua", export = "export.lua", score = "score_kg.lua", page = "page.lua", calibrate = "calibrate.lua" }
 local ABOUT = {
   init = "write a training config sized for a dataset of your own, each size with its reason",
-  train = "train GraphMERT (and its baseline) on a config's dataset",
+  train = "train GraphMERT on a dataset (sized for it with --data alone, or a config's), with a verdict",
   extract = "a knowledge graph from text with a trained model",
   evaluate = "extraction from held-out passages, scored against the seed graph",
   calibrate = "fit the reranker that makes extraction scores probabilities (reranker.json)",

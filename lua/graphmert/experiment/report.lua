@@ -82,7 +82,9 @@ function M.verdict(model, frequency, hints)
     mrr(1)(units), mrr(2)(units), diff, low, high, #units)
   local few = #units < FEW and string.format("; %d triples are few: a larger heldout measures it better", #units) or ""
   if low > 0 then
-    return "verdict: GraphMERT beats the most frequent tail on held-out tails beyond the noise (" .. figures .. ")" .. few
+    return "verdict: GraphMERT beats the most frequent tail on held-out tails beyond the noise (" .. figures .. ")" .. few ..
+      ". It ranks unseen tails better than their frequency does; whether its new triples hold is for a review " ..
+      "(graphmert page) or for probabilities (graphmert calibrate) to say"
   end
   return string.format("verdict: GraphMERT does %s the most frequent tail on held-out tails (%s): its extractions " ..
     "are not yet worth more than the seed graph's commonest tails. Try %s%s", high < 0 and "worse than" or

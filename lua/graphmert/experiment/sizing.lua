@@ -3,10 +3,10 @@
 -- A copied config sized for another dataset leaves names untaught (leaf slots too few for its
 -- tails, a vocabulary that spells them in letters) and its step count says nothing of this CPU;
 -- here each size is read off the data, and the steps off a few steps timed on this machine.
---   sizing.size(dir, {minutes = 10, say = function(line)}) → cfg, reasons (key → why)
+--   sizing.size(dir, {minutes = 10, all_data, say = function(line)}) → cfg, reasons (key → why)
 --   sizing.text(cfg, reasons, header) → the config as an editable Lua file, reasons as comments
 --   sizing.summary(cfg, reasons) → the lines a command prints
---   sizing.write(script, dir, path, {minutes, make_folder}) → sizes, prints and writes the
+--   sizing.write(script, dir, path, {minutes, all_data, steps, make_folder}) → sizes, prints and writes the
 --     config `path` (its data.dir relative to the file's folder), then returns path
 --   sizing.run_config(script, opts) → OUT/config.lua for `train --data DIR`: written, or read
 --     again with --resume
@@ -36,6 +36,7 @@ local WHOLE_WORDS = 0.9 -- share of tail words a vocabulary must keep whole
 local TAILS_HELD = 0.98 -- share of tails the leaf slots must hold
 local MIN_LEAVES, MAX_LEAVES = 3, 12
 local MIN_ROOTS, MAX_ROOTS = 16, 128
+local UNSEEN_MARGIN = 0.15 -- text a tokenizer did not learn from takes more pieces
 local PASSES = 40
 local MIN_STEPS = 200
 local BUDGET_USED = 0.85 -- of the time budget, for training steps: evaluations and checkpoints take the rest
@@ -64,15 +65,16 @@ local function vocabulary(texts, tails, reasons)
     for _, w in ipairs(tokenizer.pretokenize(name)) do words[#words + 1] = w end
   end
   local full = tokenizer.train(texts, { vocab_size = VOCAB_LADDER[#VOCAB_LADDER] })
-  local chosen, share, before
+  local chosen, share, before, smaller
   for _, size in ipairs(VOCAB_LADDER) do
     local tok = full:first(size)
-    chosen, before, share = size, share, whole_share(tok, words)
+    smaller, before = chosen, share
+    chosen, share = size, whole_share(tok, words)
     if share >= WHOLE_WORDS or tok:size() >= full:size() then break end
   end
   if full:size() < chosen then chosen = round_to(full:size(), 100) end
   reasons.vocab_size = string.format("%.0f%% of the %s words of the triples' tails are whole pieces%s", 100 * share,
-    grouped(#words), before and string.format(" (%.0f%% with the size before)", 100 * before) or
+    grouped(#words), before and string.format(" (%.0f%% with %s)", 100 * before, grouped(smaller)) or
       (full:size() <= chosen and " (every piece the corpus has)" or ""))
   return chosen, full:first(chosen)
 end
@@ -95,9 +97,11 @@ local function roots_for(tok, texts, reasons)
   local lengths = {}
   for i, text in ipairs(texts) do lengths[i] = #tok:encode(text) end
   local p95 = covering(lengths, 0.95)
-  local roots = math.min(MAX_ROOTS, math.max(MIN_ROOTS, 8 * math.ceil((p95 + 2) / 8)))
-  reasons.roots = string.format("95%% of the passages have at most %d pieces (the longest %d), + [CLS] and [SEP]%s", p95,
-    covering(lengths, 1), roots == MAX_ROOTS and p95 + 2 > MAX_ROOTS and "; longer passages are cut" or "")
+  local wanted = math.ceil(p95 * (1 + UNSEEN_MARGIN)) + 2
+  local roots = math.min(MAX_ROOTS, math.max(MIN_ROOTS, 8 * math.ceil(wanted / 8)))
+  reasons.roots = string.format("95%% of the passages have at most %d pieces (the longest %d); + %.0f%% for text the " ..
+    "tokenizer never saw (held-out and new passages spell more pieces), + [CLS] and [SEP], to a multiple of 8%s", p95,
+    covering(lengths, 1), 100 * UNSEEN_MARGIN, wanted > MAX_ROOTS and "; longer passages are cut" or "")
   return roots, lengths
 end
 
@@ -118,14 +122,33 @@ local function width_for(tokens, reasons)
   end
 end
 
-local function heldout_for(entities, reasons)
-  local share = entities < 500 and 0.1 or entities < 10000 and 0.05 or 0.02
-  reasons.heldout = string.format("%d of the %s entities kept out of training, and their passages: what the verdict " ..
-    "after training measures on", math.floor(share * entities + 0.5), grouped(entities))
+local function heldout_for(entities, reasons, all_data)
+  if all_data then
+    reasons.heldout = "--all-data: every entity and fact trained on, none held out (nothing to measure the model on, " ..
+      "or to calibrate it with)"
+    reasons.heldout_triples = "--all-data"
+    return 0, 0
+  end
   local facts = entities < 500 and 0.1 or 0.05
   reasons.heldout_triples = string.format("%g of the other facts kept out too, and asked on the passages training read",
     facts)
-  return share, facts
+  return entities < 500 and 0.1 or entities < 10000 and 0.05 or 0.02, facts
+end
+
+-- the held-out entities by name (the first few), once the split is known
+local function heldout_reason(d, entities)
+  local names, seen = {}, {}
+  for _, r in ipairs(d.heldout) do
+    local id = r.entity
+    if id and not seen[id] then
+      seen[id] = true
+      names[#names + 1] = d.dataset.entities[id] and d.dataset.entities[id].name or id
+    end
+  end
+  local shown = table.concat(names, ", ", 1, math.min(#names, 6)) .. (#names > 6 and ", ..." or "")
+  return string.format("%d of the %s entities (%s) kept out of training with their passages and facts: the verdict is " ..
+    "measured on them, and this model never learns their facts (--all-data trains the model to extract with on everything)",
+    d.heldout_entities, grouped(entities), shown)
 end
 
 -- seconds per training step of cfg's model on the prepared data, timed here (after one step
@@ -162,7 +185,7 @@ function M.size(dir, opts)
   local tokens = 0
   for _, n in ipairs(lengths) do tokens = tokens + n end
   local width = width_for(tokens, reasons)
-  local heldout, heldout_triples = heldout_for(#ds.entity_order, reasons)
+  local heldout, heldout_triples = heldout_for(#ds.entity_order, reasons, opts.all_data)
   local cfg = {
     seed = 1, data = { dir = dir }, heldout = heldout, heldout_triples = heldout_triples, copies = 4,
     vocab_size = vocab_size, leaf_rate = 0.5, tail_end = true, mentions = true, absent = 0.5,
@@ -177,6 +200,7 @@ function M.size(dir, opts)
   reasons.baseline = "no second model without decay and H-GAT (it doubles the time; true compares them)"
   local checked = config.check(cfg, "sizing") -- with every default, as training reads it
   local d = preparation.prepare(checked)
+  if heldout > 0 then reasons.heldout = heldout_reason(d, #ds.entity_order) end
   local per_pass = math.ceil(#d.train_seqs / cfg.batch)
   local seconds = seconds_per_step(d, checked)
   local by_data = math.max(MIN_STEPS, PASSES * per_pass)
@@ -267,7 +291,11 @@ end
 
 function M.write(script, dir, path, opts)
   local args = require "graphmert.experiment.args"
-  local cfg, reasons = args.try(script, M.size, dir, { minutes = opts.minutes, say = print })
+  local cfg, reasons = args.try(script, M.size, dir, { minutes = opts.minutes, all_data = opts.all_data, say = print })
+  if opts.steps then -- (train's --steps: the file says what the run trains)
+    reasons.steps = string.format("--steps (sized: %d, %s)", cfg.steps, reasons.steps)
+    cfg.steps = opts.steps
+  end
   for _, line in ipairs(M.summary(cfg, reasons)) do print(line) end
   local folder = path:match("^(.*)/[^/]*$") or "."
   if opts.make_folder then args.folder(script, folder, true) end -- (once the data has been read)
@@ -298,7 +326,8 @@ function M.run_config(script, opts)
   end
   require("graphmert.experiment.training_run").check_output(script, opts, nil, path) -- a run there is never lost
   args.folder(script, opts.out)
-  return M.write(script, opts.data, path, { minutes = opts.minutes, make_folder = true })
+  return M.write(script, opts.data, path, { minutes = opts.minutes, all_data = opts["all-data"], steps = opts.steps,
+    make_folder = true })
 end
 
 return M
