@@ -55,7 +55,7 @@ local args = ex.args.parse(arg, {
   { "out", "kg.jsonl", "output: kg.jsonl (a .tsv is written beside it), or a kg.sqlite store that grows as it goes" },
   { "relations", "all", "all, or a comma-separated list of relation names" },
   { "top", 5, "tails kept per (head, relation)", type = "integer", min = 1 },
-  { "min-score", nil, "drop triples scoring below this: a probability, 0 to 1, with the run's reranker.json (default 0.5); a rule's precision, 0 to 1; else a mean log-probability per slot, <= 0", type = "number" },
+  { "min-score", nil, "drop triples scoring below this: a probability, 0 to 1, with the run's reranker.json (default 0.5 there); a rule's precision, 0 to 1; else a mean log-probability per slot, <= 0 (no default: nothing dropped)", type = "number" },
   { "batch", 16, "sequences per forward", type = "integer", min = 1, max = 4096 },
   { "decoding", "constrained", "constrained (the seed graph's entity names, of the types the schema allows) or open (new tails too; a tail of a type the schema forbids is kept with decoding \"" .. gm.kg.OUTSIDE_SCHEMA .. "\")",
     choices = { "open", "constrained" } },
