@@ -25,7 +25,7 @@
 -- decoding "calibrated"), count = passages supporting it, sources = their
 -- ids (a JSONL record's "id", else its line number), decoding, head_id and tail_id = the
 -- entities' ids (tail_id absent for a new tail open decoding wrote), seed = whether the seed graph already holds the triple) and kg.tsv
--- beside it, written as one (both old or both new), into a folder checked writable before the
+-- beside it, written as one (both old or both new), into a folder made if missing and checked writable before the
 -- first passage (graphmert.kg.extraction_outputs). While it runs, each chunk of passages'
 -- triples is appended to OUT.journal (under mpirun, one journal per process: graphmert.kg.journal
 -- says what it holds, how it is locked and when --resume continues it); the outputs are merged
