@@ -62,14 +62,10 @@ do
   if other then fail(string.format("%s is the page of %s: --out %s replaces it, or name another", out, other, out)) end
 end
 
-local graph
-if args.checkpoint then
-  graph = try(run_folder.run_graph, args.checkpoint)
-elseif args.data or args.config then
-  graph = try(function() return gm.data.seed_graph.new(data_options.dataset(args)) end)
-elseif storing and meta.checkpoint and gm.stat(meta.checkpoint) then
+local graph = try(data_options.seed_graph, args)
+if not graph and storing and meta.checkpoint and gm.stat(meta.checkpoint) then
   graph = try(run_folder.run_graph, meta.checkpoint) -- the store's run
-else
+elseif not graph then
   keep_existing("the seed graph (--checkpoint, --data or --config)")
   io.stderr:write("page: no --checkpoint, --data or --config: no seed-graph facts to draw beside the triples\n")
 end

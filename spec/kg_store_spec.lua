@@ -73,7 +73,7 @@ describe("kg.sqlite", function()
     store:close()
   end)
 
-  it("is scored against the seed graph as the kg.jsonl exported from it is", function()
+  it("is scored against the seed graph (the dataset's, or the run's) as the kg.jsonl exported from it is", function()
     local path = dir .. "/tiny.sqlite"
     out, code = run(BIN .. "export --store " .. path .. " --out " .. dir .. "/tiny.jsonl --top 3")
     assert.equal(0, code, out)
@@ -83,6 +83,11 @@ describe("kg.sqlite", function()
     assert.equal(0, c2, from_jsonl)
     assert.matches("| all +| +%d+ | %d%.%d+ %[%d%.%d+, %d%.%d+%] | 1%.000 |", from_store)
     assert.equal(from_store, from_jsonl)
+    -- the run's own seed graph, the dataset it was trained on
+    assert.equal(from_store, (run(BIN .. "score --kg " .. path .. " --top 3 --checkpoint " .. dir .. "/run")))
+    out, code = run(BIN .. "score --kg " .. path .. " --checkpoint " .. dir .. "/run --config tiny")
+    assert.equal(2, code, out)
+    assert.matches("^graphmert score: give one of %-%-checkpoint, %-%-data and %-%-config", out)
     os.execute("tac " .. dir .. "/tiny.jsonl > " .. dir .. "/reversed.jsonl")
     assert.equal(from_jsonl, (run(BIN .. "score --kg " .. dir .. "/reversed.jsonl --config tiny")))
     -- as extract writes them: sources are line numbers
