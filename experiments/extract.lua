@@ -63,7 +63,7 @@ local args = ex.args.parse(arg, {
   { "resume", false, "continue a stopped run from the journal it left (a .sqlite store always continues)", flag = true },
   { "overwrite", false, "replace a finished kg.jsonl and its .tsv (without it, an existing graph is kept)", flag = true },
   { "unpacked", false, "one (head, relation) query per sequence instead of a passage's heads together (slower)", flag = true },
-  { "no-page", false, "do not write the KG page (kg.html) beside the output", flag = true },
+  { "no-page", false, "do not write the KG page beside the output (kg.html for kg.jsonl, kg.sqlite.html for kg.sqlite)", flag = true },
   ex.args.precision_option(),
   { "extractor", "graphmert", "graphmert (the trained model: --checkpoint) or rules (the dataset's string rules, no model: --data or --config)",
     choices = { "graphmert", "rules" } },

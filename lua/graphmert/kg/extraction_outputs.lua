@@ -2,8 +2,9 @@
 -- from harm before any work starts. With --out kg.jsonl: kg.jsonl and kg.tsv beside it, put in
 -- place as one (both old or both new); an interrupted run's kg.partial.jsonl and .partial.tsv
 -- instead (never over a complete output); the merge's scratch file kg.jsonl.merge. With --out
--- kg.sqlite: the store (graphmert.kg.store). Either way the KG page kg.html unless --no-page
--- (graphmert.kg.page), made after the graph, so that no failure of the page's loses the graph.
+-- kg.sqlite: the store (graphmert.kg.store). Either way the KG page unless --no-page, kg.html or
+-- kg.sqlite.html (graphmert.kg.page.path), made after the graph, so that no failure of the page's
+-- loses the graph.
 --   extraction_outputs.prepare(opts, storing, rank) → outputs, once every output is checked
 --     writable and apart from every input (opts: the command's options out, input, checkpoint,
 --     data, no-page); outputs.out, .tsv, .page (false with --no-page), .merge, .partial, .partial_tsv
@@ -32,7 +33,7 @@ Outputs.__index = Outputs
 function M.prepare(opts, storing, rank)
   local out, stem = opts.out, opts.out:gsub("%.[^./]*$", "")
   local o = setmetatable({ out = out, storing = storing, tsv = out:gsub("%.jsonl$", "") .. ".tsv",
-    page = not opts["no-page"] and stem .. ".html", merge = out .. ".merge" }, Outputs)
+    page = not opts["no-page"] and gm.kg.page.path(out), merge = out .. ".merge" }, Outputs)
   o.partial, o.partial_tsv = out:gsub("%.jsonl$", "") .. ".partial.jsonl", o.tsv:gsub("%.tsv$", "") .. ".partial.tsv"
   -- the outputs' folder must take files before any work is done
   args.writable(SCRIPT, out)
