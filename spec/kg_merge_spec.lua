@@ -26,6 +26,19 @@ describe("graphmert.kg.merge", function()
     end
   end)
 
+  it("tells two entities of one name apart by id, as a store does", function()
+    local function t(head_id, tail_id, source)
+      return { head = "mercury", head_id = head_id, relation = "is_a", tail = "body", tail_id = tail_id, score = -1, source = source }
+    end
+    local triples = { t("planet", "b1", 1), t("element", "b1", 2), t("planet", "b2", 3), t("planet", "b1", 4),
+      { head = "mercury", head_id = "planet", relation = "is_a", tail = "body", score = -1, source = 5 } } -- (a new tail)
+    for _, kg in ipairs { both(triples, { top = 5 }) } do
+      local got = {}
+      for _, e in ipairs(kg) do got[#got + 1] = e.head_id .. ">" .. (e.tail_id or "new") .. ":" .. e.count end
+      assert.same({ "planet>b1:2", "planet>b2:1", "planet>new:1", "element>b1:1" }, got)
+    end
+  end)
+
   it("gives the same entries in memory and on disk, on triples with ties, repeats and drops", function()
     local triples, rand = {}, math.random
     math.randomseed(17)

@@ -96,6 +96,19 @@ describe("kg.sqlite", function()
     assert.equal(first.sources[1], math.tointeger(first.sources[1]))
   end)
 
+  it("counts its triples as a kg.jsonl of the same run does: the top per head and relation", function()
+    local corpus = "experiments/data/tiny/corpus.txt --top 2 --no-page --out " .. dir
+    local jsonl_out, c1 = run(extract .. corpus .. "/counted.jsonl")
+    local store_out, c2 = run(extract .. corpus .. "/counted.sqlite")
+    assert.equal(0, c1, jsonl_out)
+    assert.equal(0, c2, store_out)
+    local n = math.tointeger(tonumber(jsonl_out:match("32 passages, (%d+) triples")))
+    assert.equal(#files.lines(dir .. "/counted.jsonl"), n)
+    assert.matches(": " .. n .. " triples from 32 passages in all %(the top 2 per head and relation; %d+ stored%)", store_out)
+    assert.is_true(tonumber(store_out:match("(%d+) stored")) > n) -- (every passage's top 2, as the store keeps them)
+    assert.equal(n, #gm.kg.read(dir .. "/counted.sqlite", { top = 2 }))
+  end)
+
   it("survives kill -9 midway: a valid store that a re-run completes to the uninterrupted content", function()
     local whole, killed = dir .. "/whole.sqlite", dir .. "/killed.sqlite"
     out, code = run(extract .. dir .. "/corpus.txt --out " .. whole)

@@ -250,8 +250,10 @@ function M.run(x)
     local store = sink.store
     gm.without_interrupts(function()
       store:commit()
-      print(string.format("%s%d passages added to %s: %d triples from %d passages in all, %.1f s", ok and "" or "interrupted: ",
-        counts.done - counts.skipped, cli.out, store:count("triples"), store:count("passages"), gm.clock() - t0))
+      -- (the triples counted as kg.jsonl lists them, the top per head and relation: the store keeps every passage's)
+      print(string.format("%s%d passages added to %s: %d triples from %d passages in all (the top %d per head and relation; " ..
+        "%d stored), %.1f s", ok and "" or "interrupted: ", counts.done - counts.skipped, cli.out, store:listed(cli.top),
+        store:count("passages"), cli.top, store:count("triples"), gm.clock() - t0))
       store:close()
     end)
     tell_not_asked(x, counts.not_asked, "in the passages added now")
