@@ -33,9 +33,12 @@ describe("experiments/extract.lua", function()
     assert.is_true(#jsonl > 0)
     assert.equal(#jsonl + 1, #tsv)
     assert.equal("head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed", tsv[1])
-    local per_pair = {}
+    local per_pair, before = {}, nil
     for i, line in ipairs(jsonl) do
       local t = cjson.decode(line)
+      -- best first: by score, then count (then first seen)
+      assert.is_true(not before or before.score > t.score or (before.score == t.score and before.count >= t.count), line)
+      before = t
       assert.is_true(t.score <= 0 and t.count >= 1 and #t.sources == t.count)
       assert.equal("open", t.decoding)
       assert.is_truthy(t.tail:match("%a"))

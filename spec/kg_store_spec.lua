@@ -109,6 +109,14 @@ describe("kg.sqlite", function()
     assert.equal(n, #gm.kg.read(dir .. "/counted.sqlite", { top = 2 }))
   end)
 
+  it("exports the kg.jsonl and kg.tsv extract writes for the same run, line for line (best first)", function()
+    for _, ext in ipairs { "jsonl", "tsv" } do
+      out, code = run(BIN .. "export --store " .. dir .. "/counted.sqlite --top 2 --out " .. dir .. "/exported." .. ext)
+      assert.equal(0, code, out)
+      assert.equal(files.read(dir .. "/counted." .. ext), files.read(dir .. "/exported." .. ext))
+    end
+  end)
+
   it("survives kill -9 midway: a valid store that a re-run completes to the uninterrupted content", function()
     local whole, killed = dir .. "/whole.sqlite", dir .. "/killed.sqlite"
     out, code = run(extract .. dir .. "/corpus.txt --out " .. whole)

@@ -16,8 +16,9 @@
 --   - an entry's score is its best, count the number of distinct sources, sources their ids in
 --     the order first seen; tail, tokens, decoding and the ids are its first triple's, the head's
 --     name its group's first triple's;
---   - groups (head, relation) come in the order first seen, and within one the `top` entries by
---     score, then count, then first seen (so equal entries keep the order they came in).
+--   - of each (head, relation) the `top` entries are kept by score, then count, then first seen
+--     (so equal entries keep the order they came in), and they come best first by the same
+--     order over the whole graph (kg.jsonl's and kg.tsv's line order).
 -- In memory by default. With disk = path the entries live in a scratch SQLite file there (removed
 -- by close, and replaced if a killed run left one), so a corpus's graph is merged in a memory that
 -- does not grow with it; both ways give the same entries.
@@ -79,18 +80,21 @@ local function better(x, y)
 end
 
 function Memory:each()
-  local groups, group_order = {}, {}
+  local groups, kept = {}, {}
   for _, e in ipairs(self.order) do
-    if not groups[e.group] then groups[e.group] = {}; group_order[#group_order + 1] = e.group end
+    groups[e.group] = groups[e.group] or {}
     table.insert(groups[e.group], e)
   end
-  return coroutine.wrap(function()
-    for _, key in ipairs(group_order) do
-      local g = groups[key]
-      table.sort(g, better)
-      for k = 1, math.min(#g, self.opts.top or 5) do coroutine.yield(entry(g[k], g[k].sources)) end
-    end
-  end)
+  for _, g in pairs(groups) do
+    table.sort(g, better)
+    for k = 1, math.min(#g, self.opts.top or 5) do kept[#kept + 1] = g[k] end
+  end
+  table.sort(kept, better) -- (a total order: first seen tells every two entries apart)
+  local i = 0
+  return function()
+    i = i + 1
+    return kept[i] and entry(kept[i], kept[i].sources)
+  end
 end
 
 function Memory:close() end
@@ -117,7 +121,7 @@ local SQL = {
   count = "UPDATE entries SET count = count + 1 WHERE id = ?",
   ranked = "SELECT e.id, g.head, g.relation, e.tail, e.tokens, e.score, e.model_score, e.count, e.decoding, e.head_id, e.tail_id FROM " ..
     "(SELECT *, row_number() OVER (PARTITION BY grp ORDER BY score DESC, count DESC, id) AS rank FROM entries) e " ..
-    "JOIN groups g ON g.id = e.grp WHERE e.rank <= ? ORDER BY e.grp, e.rank",
+    "JOIN groups g ON g.id = e.grp WHERE e.rank <= ? ORDER BY e.score DESC, e.count DESC, e.id",
   sources_of = "SELECT source FROM sources WHERE entry = ? ORDER BY seq",
 }
 

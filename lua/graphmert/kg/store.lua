@@ -32,7 +32,7 @@
 --   s:triples_of(entity)    triples with the entity (an id or a name) as head or tail, best first
 --   s:top(relation, k)      the relation's k best triples
 --   s:evidence(head, relation, tail)   the passages of a triple (ids), best first
---   s:kg(top)               the top triples per (head, relation), as kg.jsonl records
+--   s:kg(top)               the top triples per (head, relation), as kg.jsonl records, best first
 --   s:listed(top)           → how many triples s:kg(top) gives (a kg.jsonl's lines), without reading them
 --   s:sources(numbered)     triple id → the ids of its passages
 --   s:count(table)          rows of a table
@@ -321,12 +321,13 @@ end
 -- first seen: passages are stored in input order)
 local RANK = "row_number() OVER (PARTITION BY t.head, t.relation ORDER BY t.score DESC, t.count DESC, t.id) AS rank"
 
--- kg.jsonl's view: per (head, relation), the `top` best triples, as kg.jsonl records (a new tail
--- has no tail_id; sources in passage-line order)
+-- kg.jsonl's view: per (head, relation), the `top` best triples, as kg.jsonl records in its order
+-- (best first, as graphmert.kg.merge: score, count, first stored; a new tail has no tail_id;
+-- sources in passage-line order)
 function Store:kg(top)
   local sources, out = self:sources(true), {}
   local rows = self:rows("SELECT * FROM (" .. TRIPLE:gsub("^SELECT ", "SELECT " .. RANK .. ", ") .. ") WHERE rank <= ? " ..
-    "ORDER BY head_id, relation, rank", top or 5)
+    "ORDER BY score DESC, count DESC, id", top or 5)
   for i, t in ipairs(rows) do
     out[i] = { head = t.head, relation = t.relation, tail = t.tail, score = t.score, count = math.tointeger(t.count),
       sources = sources[t.id] or {}, decoding = t.decoding, head_id = t.head_id,
