@@ -8,7 +8,8 @@
 --   mpirun -np K graphmert extract ...     the passages split over K processes, one output
 -- Input: plain text (one passage per line; blank lines and lines starting with # skipped) or,
 -- for a .jsonl file (or --format jsonl), the JSONL corpus format (a line per record with a
--- "text" field); the format assumed is printed. The file
+-- "text" field); the format assumed is printed. --input - reads standard input (kept in a
+-- temporary file meanwhile; text unless --format jsonl). The file
 -- is read twice, a line at a time: once to check it all (a bad line is named before any work),
 -- once to extract; a corpus of any size takes the same memory. Heads are the seed graph's entity
 -- names and aliases found in each passage (the run's dataset, gm.data.linker: longest match,
@@ -49,7 +50,7 @@ local data_options = require "graphmert.experiment.data_options"
 local args = ex.args.parse(arg, {
   script = "extract.lua", about = "A knowledge graph from text with a trained GraphMERT.",
   { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
-  { "input", nil, "passages: plain text, one per line (lines starting with # are comments), or JSONL records with a \"text\" field" },
+  { "input", nil, "passages: plain text, one per line (lines starting with # are comments), or JSONL records with a \"text\" field; - reads standard input" },
   { "format", "auto", "the input's format: text, jsonl, or auto (jsonl for a .jsonl file, else text)", choices = { "auto", "text", "jsonl" } },
   { "out", "kg.jsonl", "output: kg.jsonl (a .tsv is written beside it), or a kg.sqlite store that grows as it goes" },
   { "relations", "all", "all, or a comma-separated list of relation names" },
@@ -106,7 +107,11 @@ if storing and size > 1 then
   fail("a .sqlite store is written by one process: under mpirun, give --out kg.jsonl (graphmert export reads a store, not the reverse)")
 end
 
-local input = extraction_input.open(args.input, args.format, rank)
+if args.input == "-" and size > 1 then
+  fail("--input - (standard input) reaches one process: under mpirun, give a file")
+end
+
+local input <close> = extraction_input.open(args.input, args.format, rank)
 local outputs = extraction_outputs.prepare(args, storing, rank)
 local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
 -- --relations as a set of names (nil: all), each one of `known`
@@ -133,6 +138,7 @@ if by_rules then
   local rules = try(rule_extraction.prepare, args, ds, graph, chosen_relations(graph.relation_names))
   local status = extraction_run.run { cli = args, precision = precision, input = input, outputs = outputs,
     run = { model = {}, relations = graph.relation_names }, graph = graph, dataset = ds, rules = rules, total = total }
+  input:close() -- (os.exit closes no variable)
   if status then os.exit(status) end
   return
 end
@@ -194,4 +200,5 @@ end
 
 local status = extraction_run.run { cli = args, precision = precision, input = input, outputs = outputs, run = run, tok = tok,
   model = model, graph = graph, dataset = ds, opts = opts, total = total, pipeline = pipeline }
+input:close() -- (os.exit closes no variable)
 if status then os.exit(status) end

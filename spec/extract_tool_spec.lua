@@ -179,6 +179,33 @@ describe("experiments/extract.lua", function()
     assert.equal(files.read(dir .. "/whole.jsonl"), files.read(dir .. "/killed.jsonl"))
   end)
 
+  it("reads standard input with --input -, and continues a stopped run of it only from the same text piped again", function()
+    corpus(dir .. "/piped.txt", 2000)
+    local cmd = extract .. "- --top 2 --out "
+    local out, code = run("cat " .. dir .. "/piped.txt | " .. cmd .. dir .. "/piped.jsonl")
+    assert.equal(0, code, out)
+    assert.matches("reading standard input as plain text", out)
+    out, code = run(extract .. dir .. "/piped.txt --top 2 --no-page --out " .. dir .. "/from_file.jsonl")
+    assert.equal(0, code, out)
+    assert.equal(files.read(dir .. "/from_file.jsonl"), files.read(dir .. "/piped.jsonl"))
+    -- kill -9 once the journal holds two chunks
+    local killed = dir .. "/piped_killed.jsonl"
+    run("(cat " .. dir .. "/piped.txt | " .. cmd .. killed .. " > /dev/null 2>&1 & pid=$!; while kill -0 $pid 2> /dev/null && " ..
+      "[ $(cat " .. killed .. ".journal 2> /dev/null | wc -l) -lt 3 ]; do sleep 0.02; done; kill -9 $pid; wait $pid)")
+    assert.is_nil(io.open(killed), "the run ended before it was killed")
+    out, code = run("head -100 " .. dir .. "/piped.txt | " .. cmd .. killed .. " --resume")
+    assert.equal(2, code, out)
+    assert.matches("is the journal of another run %(input_file %d+ bytes, digest %x+, here %d+ bytes, digest %x+%)", out)
+    out, code = run("cat " .. dir .. "/piped.txt | " .. cmd .. killed .. " --resume")
+    assert.equal(0, code, out)
+    assert.matches("continued .*piped_killed.jsonl.journal: %d+ passages were done before", out)
+    assert.equal(files.read(dir .. "/piped.jsonl"), files.read(killed))
+    -- bad input is named as standard input, not by its temporary copy
+    out, code = run("printf 'they eat\\ncaf\\351\\n' | " .. cmd .. dir .. "/bad_piped.jsonl")
+    assert.equal(2, code, out)
+    assert.matches("extract.lua: stdin:2: not UTF%-8 text", out)
+  end)
+
   it("splits the passages over mpirun's ranks into one process's output", function()
     if not run(BIN .. "-e 'io.write(tostring(require(\"graphmert\").distributed.compiled()))'"):match("true")
       or not os.execute("command -v mpirun > /dev/null") then

@@ -83,7 +83,8 @@ function Outputs:refuse_finished(opts, size)
   if opts.overwrite or (opts.resume and journal.stopped(self.out, 0, size)) then return end
   if opts.resume and gm.stat(self.out) then -- (a run stopped while it made the page, after the graph)
     fail(string.format("%s is complete (its run ended: --resume has nothing to continue); `graphmert page --kg %s --input %s " ..
-      "--checkpoint %s` makes its page, --overwrite extracts again", self.out, self.out, opts.input, opts.checkpoint))
+      "--checkpoint %s` makes its page, --overwrite extracts again", self.out, self.out,
+      opts.input == "-" and "FILE (the text piped in)" or opts.input, opts.checkpoint))
   end
   for _, path in ipairs { self.out, self.tsv } do
     if gm.stat(path) then
@@ -125,7 +126,7 @@ function Outputs:write_page(graph, input, triples, passages, entities, _, lines)
   local written, err = pcall(function()
     if not passages then passages, lines = gm.kg.page.cited(triples, input:passages()) end
     local ok, werr = gm.kg.page.write(self.page, gm.kg.page.data { triples = triples, graph = graph, passages = passages,
-      lines = lines, stored = self.storing, entities = entities, title = self.out, kg = self.out, corpus = input.path })
+      lines = lines, stored = self.storing, entities = entities, title = self.out, kg = self.out, corpus = input.name })
     if not ok then error(werr, 0) end
   end)
   if written then
