@@ -14,8 +14,9 @@
 -- and M.try(script, fn, ...) give scripts the same ending for what they check themselves;
 -- M.writable(script, path) checks an output can be written before the work starts (its folder
 -- made when missing), M.folder(script, dir, make) that an output folder can be (and makes it),
--- M.apart(script, outputs, inputs) that no output would write over an input. M.precision_option() and M.apply_precision(args): --precision
--- for the scripts that run a trained model.
+-- M.apart(script, outputs, inputs) that no output would write over an input; M.running() is the
+-- script running now. M.precision_option() and M.apply_precision(args): --precision for the
+-- scripts that run a trained model.
 local errors = require "graphmert.errors"
 local gm = require "graphmert"
 
@@ -59,6 +60,13 @@ end
 
 -- a usage error: one line, exit status 2
 function M.fail(script, msg) errors.raise("usage", M.invoked(script) .. ": " .. tostring(msg)) end
+
+-- the script running now (the command's, else arg[0]'s file name), for a usage error raised by
+-- code that several scripts share: M.fail(M.running(), msg) names the command as the user typed it
+function M.running()
+  if M.command then return M.command.script end
+  return type(arg) == "table" and type(arg[0]) == "string" and arg[0]:match("[^/]*$") or "graphmert"
+end
 
 -- fn(...)'s results, or a usage error with its message (a "file:line: " prefix dropped: the
 -- message is for the user, not a traceback); Ctrl-C passes through
