@@ -4,7 +4,8 @@
 -- fields extract writes).
 --   graphmert export --store kg.sqlite --out kg.ttl [--base http://example.org/kg/]
 --   graphmert export --store kg.sqlite --out kg.jsonl [--top 5]
--- The format follows --out's extension (.nt, .ttl, .jsonl, .tsv) or --format.
+-- The format follows --out's extension (.nt, .ttl, .jsonl, .tsv) or --format; --out's folder is
+-- made when missing.
 local gm = require "graphmert"
 local ex = gm.experiment
 
@@ -28,9 +29,9 @@ local by_extension = { nt = "ntriples", ttl = "turtle", jsonl = "jsonl", tsv = "
 local format = args.format ~= "auto" and args.format or by_extension[args.out:match("%.(%w+)$") or ""]
 if not format then fail("cannot tell the format of " .. args.out .. " (.nt, .ttl, .jsonl, .tsv, or --format)") end
 ex.args.apart("export.lua", { args.out }, { args.store })
-ex.args.writable("export.lua", args.out)
-
 local store = ex.args.try("export.lua", gm.kg.store.open, args.store, { read_only = true })
+ex.args.writable("export.lua", args.out) -- (after the store is read: a missing store makes no folder)
+
 local t0, n = gm.clock(), 0
 if format == "ntriples" or format == "turtle" then
   n = ex.args.try("export.lua", gm.kg.rdf.export, store, args.out, { format = format, base = args.base })

@@ -8,7 +8,8 @@
 --   mpirun -np K graphmert extract ...     the passages split over K processes, one output
 -- Input: plain text (one passage per line; blank lines and lines starting with # skipped) or,
 -- for a .jsonl file (or --format jsonl), the JSONL corpus format (a line per record with a
--- "text" field); the format assumed is printed. The file
+-- "text" field); the format assumed is printed. --input - reads standard input (kept in a
+-- temporary file meanwhile; text unless --format jsonl). The file
 -- is read twice, a line at a time: once to check it all (a bad line is named before any work),
 -- once to extract; a corpus of any size takes the same memory. Heads are the seed graph's entity
 -- names and aliases found in each passage (the run's dataset, gm.data.linker: longest match,
@@ -26,7 +27,7 @@
 -- decoding "calibrated"), count = passages supporting it, sources = their
 -- ids (a JSONL record's "id", else its line number), decoding, head_id and tail_id = the
 -- entities' ids (tail_id absent for a new tail open decoding wrote), seed = whether the seed graph already holds the triple) and kg.tsv
--- beside it, written as one (both old or both new), into a folder checked writable before the
+-- beside it, written as one (both old or both new), into a folder made if missing and checked writable before the
 -- first passage (graphmert.kg.extraction_outputs). While it runs, each chunk of passages'
 -- triples is appended to OUT.journal (under mpirun, one journal per process: graphmert.kg.journal
 -- says what it holds, how it is locked and when --resume continues it); the outputs are merged
@@ -50,7 +51,7 @@ local data_options = require "graphmert.experiment.data_options"
 local args = ex.args.parse(arg, {
   script = "extract.lua", about = "A knowledge graph from text with a trained GraphMERT.",
   { "checkpoint", nil, "a training output folder (run.json, tokenizer.txt, checkpoint.safetensors)" },
-  { "input", nil, "passages: plain text, one per line (lines starting with # are comments), or JSONL records with a \"text\" field" },
+  { "input", nil, "passages: plain text, one per line (lines starting with # are comments), or JSONL records with a \"text\" field; - reads standard input" },
   { "format", "auto", "the input's format: text, jsonl, or auto (jsonl for a .jsonl file, else text)", choices = { "auto", "text", "jsonl" } },
   { "out", "kg.jsonl", "output: kg.jsonl (a .tsv is written beside it), or a kg.sqlite store that grows as it goes" },
   { "relations", "all", "all, or a comma-separated list of relation names" },
@@ -64,7 +65,7 @@ local args = ex.args.parse(arg, {
   { "resume", false, "continue a stopped run from the journal it left (a .sqlite store always continues)", flag = true },
   { "overwrite", false, "replace a finished kg.jsonl and its .tsv (without it, an existing graph is kept)", flag = true },
   { "unpacked", false, "one (head, relation) query per sequence instead of a passage's heads together (slower)", flag = true },
-  { "no-page", false, "do not write the KG page (kg.html) beside the output", flag = true },
+  { "no-page", false, "do not write the KG page beside the output (kg.html for kg.jsonl, kg.sqlite.html for kg.sqlite)", flag = true },
   ex.args.precision_option(),
   { "extractor", "graphmert", "graphmert (the trained model: --checkpoint) or rules (the dataset's string rules, no model: --data or --config)",
     choices = { "graphmert", "rules" } },
@@ -107,7 +108,11 @@ if storing and size > 1 then
   fail("a .sqlite store is written by one process: under mpirun, give --out kg.jsonl (graphmert export reads a store, not the reverse)")
 end
 
-local input = extraction_input.open(args.input, args.format, rank)
+if args.input == "-" and size > 1 then
+  fail("--input - (standard input) reaches one process: under mpirun, give a file")
+end
+
+local input <close> = extraction_input.open(args.input, args.format, rank)
 local outputs = extraction_outputs.prepare(args, storing, rank)
 local function try(fn, ...) return ex.args.try("extract.lua", fn, ...) end
 -- --relations as a set of names (nil: all), each one of `known`
@@ -134,6 +139,7 @@ if by_rules then
   local rules = try(rule_extraction.prepare, args, ds, graph, chosen_relations(graph.relation_names))
   local status = extraction_run.run { cli = args, precision = precision, input = input, outputs = outputs,
     run = { model = {}, relations = graph.relation_names }, graph = graph, dataset = ds, rules = rules, total = total }
+  input:close() -- (os.exit closes no variable)
   if status then os.exit(status) end
   return
 end
@@ -195,4 +201,5 @@ end
 
 local status = extraction_run.run { cli = args, precision = precision, input = input, outputs = outputs, run = run, tok = tok,
   model = model, graph = graph, dataset = ds, opts = opts, total = total, pipeline = pipeline }
+input:close() -- (os.exit closes no variable)
 if status then os.exit(status) end

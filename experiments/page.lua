@@ -4,7 +4,7 @@
 -- extract` writes one beside kg.jsonl; this makes one from any kg.jsonl and its corpus, or from a
 -- kg.sqlite store (which holds its passages).
 --   graphmert page --kg out/tiny/kg.jsonl --input experiments/data/tiny/corpus.txt --checkpoint out/tiny
---   graphmert page --kg kg.sqlite [--config tiny] [--out kg.html] [--top 5]
+--   graphmert page --kg kg.sqlite [--config tiny] [--out kg.sqlite.html] [--top 5]
 -- The seed graph (entity names, types and aliases to search by; the facts drawn beside the
 -- extracted triples) is the run's (--checkpoint; for a store, the run it records), a dataset's
 -- (--data, --config), or none.
@@ -21,7 +21,7 @@ local args = ex.args.parse(arg, {
   { "checkpoint", nil, "the training run whose seed graph to show (its seed_graph/)" },
   { "data", nil, "a dataset folder whose seed graph to show" },
   { "config", nil, "a config whose dataset's seed graph to show" },
-  { "out", nil, "the page to write (default: the kg file with .html)" },
+  { "out", nil, "the page to write (default: beside the kg file, kg.html for kg.jsonl, kg.sqlite.html for kg.sqlite)" },
   { "top", 5, "triples kept per (head, relation) from a store", type = "integer", min = 1 },
   { "title", nil, "the page's title (default: the kg file's path)" },
 })
@@ -37,7 +37,7 @@ do
   local info = gm.stat(args.kg)
   if not info or info.type ~= "file" then fail(args.kg .. ": not a file") end
 end
-local out = args.out or (args.kg:gsub("%.[^./]*$", "") .. ".html")
+local out = args.out or gm.kg.page.path(args.kg)
 ex.args.apart("page.lua", { out }, { args.kg, args.input })
 ex.args.writable("page.lua", out)
 
@@ -62,14 +62,10 @@ do
   if other then fail(string.format("%s is the page of %s: --out %s replaces it, or name another", out, other, out)) end
 end
 
-local graph
-if args.checkpoint then
-  graph = try(run_folder.run_graph, args.checkpoint)
-elseif args.data or args.config then
-  graph = try(function() return gm.data.seed_graph.new(data_options.dataset(args)) end)
-elseif storing and meta.checkpoint and gm.stat(meta.checkpoint) then
+local graph = try(data_options.seed_graph, args)
+if not graph and storing and meta.checkpoint and gm.stat(meta.checkpoint) then
   graph = try(run_folder.run_graph, meta.checkpoint) -- the store's run
-else
+elseif not graph then
   keep_existing("the seed graph (--checkpoint, --data or --config)")
   io.stderr:write("page: no --checkpoint, --data or --config: no seed-graph facts to draw beside the triples\n")
 end

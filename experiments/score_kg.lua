@@ -1,9 +1,11 @@
 -- score_kg.lua — how much of an extracted knowledge graph does a dataset's seed graph hold, how
 -- much does its relation schema allow, and how much did a person accept? Reads a kg.sqlite store
--- (the top triples per head and relation, as kg.jsonl lists them) or a kg.jsonl, the dataset
--- --config or --data names, and a review the KG page exported (--gold).
+-- (the top triples per head and relation, as kg.jsonl lists them) or a kg.jsonl, the seed graph
+-- of the training run --checkpoint names (the one extract read) or of the dataset --config or
+-- --data names, and a review the KG page exported (--gold).
 --   graphmert score --kg out/tiny/kg.sqlite --config tiny [--top 5]
 --   graphmert score --kg out/tiny/kg.jsonl --data experiments/data/tiny
+--   graphmert score --kg out/tiny/kg.jsonl --checkpoint out/tiny
 --   graphmert score --kg out/tiny/kg.jsonl --gold review.jsonl [--config tiny]
 -- Prints, overall and per relation: the triples, the share the seed graph holds (precision
 -- against it, with a 95% Wilson interval over triples) and the share whose head and tail types
@@ -18,6 +20,7 @@ local stats = gm.eval.stats
 local args = ex.args.parse(arg, {
   script = "score_kg.lua", about = "Score an extracted knowledge graph (kg.sqlite or kg.jsonl) against a dataset's seed graph.",
   { "kg", nil, "a kg.sqlite store or a kg.jsonl file" },
+  { "checkpoint", nil, "a training run whose seed graph to score against (the dataset it was trained on)" },
   { "config", nil, "a config whose dataset to score against (a file or a shipped config's name)" },
   { "data", nil, "a dataset folder to score against" },
   { "top", 5, "triples kept per (head, relation) from a store", type = "integer", min = 1 },
@@ -25,12 +28,13 @@ local args = ex.args.parse(arg, {
 })
 local function fail(msg) ex.args.fail("score_kg.lua", msg) end
 if not args.kg then fail("--kg is required (see --help)") end
-data_options.check("score_kg.lua", args, not args.gold, "--gold review.jsonl")
+if args.checkpoint and (args.data or args.config) then fail("give one of --checkpoint, --data and --config") end
+data_options.check("score_kg.lua", args, not (args.gold or args.checkpoint), "--checkpoint RUN, or --gold review.jsonl")
 
 local info = gm.stat(args.kg)
 if not info or info.type ~= "file" then fail(args.kg .. ": not a file") end
 local triples = ex.args.try("score_kg.lua", gm.kg.read, args.kg, { top = args.top })
-local graph = (args.data or args.config) and gm.data.seed_graph.new(ex.args.try("score_kg.lua", data_options.dataset, args))
+local graph = ex.args.try("score_kg.lua", data_options.seed_graph, args)
 if graph and #triples > 0 then -- a graph scored against another dataset than its own scores 0 by every measure
   local known, foreign, n_foreign = {}, {}, 0
   for _, name in ipairs(graph.relation_names) do known[name] = true end

@@ -112,6 +112,11 @@ describe("make install", function()
     assert.equal(0, code, out)
     assert.matches("reading .*corpus.txt as plain text", out)
     assert.is_not_nil(io.open(work .. "/kg.jsonl"))
+    -- extract and export make the missing folders of their --out, as train does
+    out, code = run(gm_bin .. "extract --checkpoint run --input " .. prefix .. "/share/graphmert/experiments/data/tiny/corpus.txt " ..
+      "--out new/deeper/kg.sqlite --no-page && " .. prefix .. "/bin/graphmert export --store new/deeper/kg.sqlite --out more/kg.nt")
+    assert.equal(0, code, out)
+    assert.is_not_nil(io.open(work .. "/more/kg.nt"))
     out, code = run(gm_bin .. "extract --help")
     assert.equal(0, code, out)
     assert.matches("^usage: graphmert extract %[options%]\n", out)
@@ -146,8 +151,10 @@ describe("make install", function()
       { "extract --checkpoint run --top 3 --top 4", "^graphmert extract: %-%-top is given twice %(see %-%-help%)" },
       { "extract --chekpoint run", "^graphmert extract: unknown argument %-%-chekpoint %(did you mean %-%-checkpoint%?%)" },
       { "train --config tiny --steps x", "^graphmert train: %-%-steps must be an integer, got x" },
-      { "train --config astro", "^config: no file astro, and no shipped config of that name %(graphmert configs lists them%)" },
-      { "export --store kg.sqlite --out nodir/x.nt", "^graphmert export: cannot write nodir/x%.nt: nodir is not a folder that exists" },
+      { "train --config astro", "^graphmert train: %-%-config: no file astro, and no shipped config of that name %(graphmert configs lists them%)" },
+      { "validate --config run", "^graphmert validate: %-%-config: run is a folder: it names a config file or a shipped config" },
+      { "export --store new/deeper/kg.sqlite --out train.log/x.nt", "^graphmert export: cannot write train%.log/x%.nt: train%.log is a file, not a folder" },
+      { "extract --checkpoint run --input train.log --out train.log/in/kg.jsonl", "\ngraphmert extract: cannot write train%.log/in/kg%.jsonl: train%.log is a file, not a folder\n$" },
       { "validate --data run --config tiny", "^graphmert validate: give %-%-data DIR or %-%-config FILE, not both" },
       { "extract --checkpoint run --input train.log --ouput k.jsonl", "did you mean %-%-out%?" },
       { "extract --checkpoint run/run.json --input train.log", "run/run%.json is a file, not a training run's folder" },

@@ -77,6 +77,20 @@ describe("gm.data.dataset", function()
     os.execute("rm -rf " .. dir)
   end)
 
+  it("names the relation an unknown one nearly spells, on every line that has it", function()
+    local dir = folder {
+      ["entities.tsv"] = ENTITIES, ["relations.tsv"] = RELATIONS, ["corpus.txt"] = "The liver produces bile.\n",
+      ["triples.tsv"] = "E1\tprodcues\tE2\nE4\tprodcues\tE2\nE1\tsecretes\tE2\nE1\tproduces\tE2\n",
+    }
+    local ds = dataset.load { dir = dir }
+    assert.equal(3, ds.report.skipped["unknown relation"])
+    local all = table.concat(ds.report.messages, "\n")
+    assert.matches("triples.tsv:1: unknown relation %(prodcues is not in the relation schema: did you mean produces%?%)", all)
+    assert.matches("triples.tsv:2: unknown relation %(prodcues is not in the relation schema: did you mean produces%?%)", all)
+    assert.matches("triples.tsv:3: unknown relation %(secretes is not in the relation schema%)", all) -- (nothing near)
+    os.execute("rm -rf " .. dir)
+  end)
+
   it("refuses a missing corpus, an empty corpus, an empty seed graph and a name that names two entities", function()
     local dir = folder { ["entities.tsv"] = ENTITIES, ["triples.tsv"] = "E1\tproduces\tE2\n" }
     assert.error_matches(function() dataset.load { dir = dir } end, "no corpus")

@@ -33,9 +33,12 @@ describe("experiments/extract.lua", function()
     assert.is_true(#jsonl > 0)
     assert.equal(#jsonl + 1, #tsv)
     assert.equal("head\trelation\ttail\tscore\tcount\tdecoding\thead_id\ttail_id\tseed", tsv[1])
-    local per_pair = {}
+    local per_pair, before = {}, nil
     for i, line in ipairs(jsonl) do
       local t = cjson.decode(line)
+      -- best first: by score, then count (then first seen)
+      assert.is_true(not before or before.score > t.score or (before.score == t.score and before.count >= t.count), line)
+      before = t
       assert.is_true(t.score <= 0 and t.count >= 1 and #t.sources == t.count)
       -- a known tail of a type the schema forbids is flagged, not dropped
       assert.is_true(t.decoding == "open" or (t.decoding == gm.kg.OUTSIDE_SCHEMA and t.tail_id ~= nil), t.decoding)
@@ -176,6 +179,33 @@ describe("experiments/extract.lua", function()
     assert.equal(0, code, out)
     assert.matches("%-%-resume: no journal .*killed%.jsonl%.journal to continue: extracting from the first passage", out)
     assert.equal(files.read(dir .. "/whole.jsonl"), files.read(dir .. "/killed.jsonl"))
+  end)
+
+  it("reads standard input with --input -, and continues a stopped run of it only from the same text piped again", function()
+    corpus(dir .. "/piped.txt", 2000)
+    local cmd = extract .. "- --top 2 --out "
+    local out, code = run("cat " .. dir .. "/piped.txt | " .. cmd .. dir .. "/piped.jsonl")
+    assert.equal(0, code, out)
+    assert.matches("reading standard input as plain text", out)
+    out, code = run(extract .. dir .. "/piped.txt --top 2 --no-page --out " .. dir .. "/from_file.jsonl")
+    assert.equal(0, code, out)
+    assert.equal(files.read(dir .. "/from_file.jsonl"), files.read(dir .. "/piped.jsonl"))
+    -- kill -9 once the journal holds two chunks
+    local killed = dir .. "/piped_killed.jsonl"
+    run("(cat " .. dir .. "/piped.txt | " .. cmd .. killed .. " > /dev/null 2>&1 & pid=$!; while kill -0 $pid 2> /dev/null && " ..
+      "[ $(cat " .. killed .. ".journal 2> /dev/null | wc -l) -lt 3 ]; do sleep 0.02; done; kill -9 $pid; wait $pid)")
+    assert.is_nil(io.open(killed), "the run ended before it was killed")
+    out, code = run("head -100 " .. dir .. "/piped.txt | " .. cmd .. killed .. " --resume")
+    assert.equal(2, code, out)
+    assert.matches("is the journal of another run %(input_file %d+ bytes, digest %x+, here %d+ bytes, digest %x+%)", out)
+    out, code = run("cat " .. dir .. "/piped.txt | " .. cmd .. killed .. " --resume")
+    assert.equal(0, code, out)
+    assert.matches("continued .*piped_killed.jsonl.journal: %d+ passages were done before", out)
+    assert.equal(files.read(dir .. "/piped.jsonl"), files.read(killed))
+    -- bad input is named as standard input, not by its temporary copy
+    out, code = run("printf 'they eat\\ncaf\\351\\n' | " .. cmd .. dir .. "/bad_piped.jsonl")
+    assert.equal(2, code, out)
+    assert.matches("extract.lua: stdin:2: not UTF%-8 text", out)
   end)
 
   it("splits the passages over mpirun's ranks into one process's output", function()
@@ -363,12 +393,15 @@ io.write("@@", io.open("/proc/self/status"):read("a"):match("VmHWM:%%s*(%%d+)"),
     os.execute("rm -rf " .. other .. " " .. canary .. " " .. trace)
   end)
 
-  it("checks the output folder before any work, and leaves no temporary file behind", function()
+  it("checks the output folder before any work (making a missing one), and leaves no temporary file behind", function()
     local t0 = os.time()
-    local out, code = run(extract .. passages .. " --out " .. dir .. "/no/such/folder/kg.jsonl")
+    local out, code = run(extract .. passages .. " --out " .. passages .. "/no/such/folder/kg.jsonl")
     assert.equal(2, code, out)
-    assert.matches("cannot write .*no/such/folder/kg.jsonl", out)
+    assert.matches("cannot write .*no/such/folder/kg.jsonl: .*passages%.txt is a file, not a folder", out)
     assert.is_nil(out:find("passages/s"), "passages were processed first")
+    out, code = run(extract .. passages .. " --out " .. dir .. "/made/for/it/kg.jsonl")
+    assert.equal(0, code, out)
+    assert.is_not_nil(io.open(dir .. "/made/for/it/kg.tsv"))
     out, code = run(extract .. passages .. " --out " .. dir)
     assert.equal(2, code, out)
     assert.matches("is a directory; %-%-out names the output file", out)

@@ -26,6 +26,30 @@ describe("graphmert.kg.merge", function()
     end
   end)
 
+  it("lists the graph best first: score, then count, then first seen, across (head, relation) groups", function()
+    local function t(head, tail, score, source) return { head = head, relation = "hypernym", tail = tail, score = score, source = source } end
+    local triples = { t("cat", "feline", -1, 1), t("dog", "canine", -0.5, 1), t("cat", "pet", -0.5, 2), t("dog", "animal", -1, 2),
+      t("dog", "animal", -1, 3) }
+    for _, kg in ipairs { both(triples, { top = 5 }) } do
+      local got = {}
+      for _, e in ipairs(kg) do got[#got + 1] = e.head .. ">" .. e.tail end
+      assert.same({ "dog>canine", "cat>pet", "dog>animal", "cat>feline" }, got)
+    end
+  end)
+
+  it("tells two entities of one name apart by id, as a store does", function()
+    local function t(head_id, tail_id, source)
+      return { head = "mercury", head_id = head_id, relation = "is_a", tail = "body", tail_id = tail_id, score = -1, source = source }
+    end
+    local triples = { t("planet", "b1", 1), t("element", "b1", 2), t("planet", "b2", 3), t("planet", "b1", 4),
+      { head = "mercury", head_id = "planet", relation = "is_a", tail = "body", score = -1, source = 5 } } -- (a new tail)
+    for _, kg in ipairs { both(triples, { top = 5 }) } do
+      local got = {}
+      for _, e in ipairs(kg) do got[#got + 1] = e.head_id .. ">" .. (e.tail_id or "new") .. ":" .. e.count end
+      assert.same({ "planet>b1:2", "element>b1:1", "planet>b2:1", "planet>new:1" }, got)
+    end
+  end)
+
   it("gives the same entries in memory and on disk, on triples with ties, repeats and drops", function()
     local triples, rand = {}, math.random
     math.randomseed(17)

@@ -289,23 +289,32 @@ describe("graphmert page and extract's kg.html", function()
     assert.same(a, b)
   end)
 
-  it("makes a page from a kg.sqlite store, with the run's seed graph", function()
+  it("makes a page from a kg.sqlite store, with the run's seed graph, beside kg.jsonl's", function()
     -- (constrained: the small model's open tails are mostly function words, which are dropped)
-    local o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir ..
-      "/kg.sqlite --no-page --decoding constrained")
+    local page = files.read(page_path) -- kg.jsonl's: the store's is kg.sqlite.html
+    local o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir .. "/kg.sqlite --decoding constrained")
     assert.equal(0, c, o)
-    local page = files.read(page_path) -- kg.jsonl's, which a page of the store beside it would replace
-    o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir .. "/kg.sqlite --decoding constrained")
-    assert.equal(2, c, o)
-    assert.matches("kg%.html is the page of .*kg%.jsonl: give %-%-no%-page, or another %-%-out name", o)
+    assert.matches("the KG page: " .. (dir .. "/kg.sqlite.html"):gsub("%p", "%%%0"), o)
     assert.equal(page, files.read(page_path))
-    o, c = run(BIN .. "page --kg " .. dir .. "/kg.sqlite") -- nor does `page` by the default name, unasked
-    assert.equal(2, c, o)
-    assert.matches("kg%.html is the page of .*kg%.jsonl: %-%-out .*kg%.html replaces it, or name another", o)
-    assert.equal(page, files.read(page_path))
-    o, c = run(BIN .. "page --kg " .. dir .. "/kg.sqlite --out " .. dir .. "/store.html")
+    os.remove(dir .. "/kg.sqlite.html")
+    o, c = run(BIN .. "page --kg " .. dir .. "/kg.sqlite")
     assert.equal(0, c, o)
-    assert.matches(dir:gsub("%p", "%%%0") .. "/store%.html: %d+ triples, %d+ entities, [1-9]%d* seed%-graph facts, 32 passages", o)
+    assert.matches(dir:gsub("%p", "%%%0") .. "/kg%.sqlite%.html: %d+ triples, %d+ entities, [1-9]%d* seed%-graph facts, 32 passages", o)
+    assert.equal(page, files.read(page_path))
+    -- a page of another kg file by the name this one's would take (a store's page of an earlier
+    -- graphmert was kg.html) is not replaced unasked
+    os.execute("cp " .. dir .. "/kg.sqlite " .. dir .. "/old.sqlite")
+    o, c = run(BIN .. "page --kg " .. dir .. "/old.sqlite --out " .. dir .. "/old.html")
+    assert.equal(0, c, o)
+    local old_page = files.read(dir .. "/old.html")
+    o, c = run(BIN .. "extract --checkpoint " .. dir .. " --input " .. corpus .. " --out " .. dir .. "/old.jsonl --decoding constrained")
+    assert.equal(2, c, o)
+    assert.matches("old%.html is the page of .*old%.sqlite: give %-%-no%-page, or another %-%-out name", o)
+    os.execute("cp " .. kg_path .. " " .. dir .. "/old.jsonl")
+    o, c = run(BIN .. "page --kg " .. dir .. "/old.jsonl --input " .. corpus .. " --checkpoint " .. dir)
+    assert.equal(2, c, o)
+    assert.matches("old%.html is the page of .*old%.sqlite: %-%-out .*old%.html replaces it, or name another", o)
+    assert.equal(old_page, files.read(dir .. "/old.html"))
   end)
 
   -- the tiny corpus as JSONL records with ids of their own ("PMID:<line>0"), a comment first so
@@ -406,7 +415,7 @@ describe("graphmert page and extract's kg.html", function()
       { "page --kg " .. kg_path .. " --data " .. TINY .. " --config tiny" .. " --out " .. dir .. "/other.html", "give one of" },
       { "page --kg " .. kg_path .. " --input " .. dir .. "/none.txt" .. " --out " .. dir .. "/other.html", "none%.txt" },
       { "page --kg " .. kg_path .. " --input " .. TINY .. "/relations.tsv" .. " --out " .. dir .. "/other.html", "is not in the corpus given" },
-      { "page --kg " .. kg_path .. " --out /nonexistent/dir/kg.html", "cannot write /nonexistent/dir/kg.html" },
+      { "page --kg " .. kg_path .. " --out " .. kg_path .. "/dir/kg.html", "cannot write .*kg%.jsonl/dir/kg%.html: .*kg%.jsonl is a file, not a folder" },
       { "page --kg " .. kg_path .. " --input /tmp" .. " --out " .. dir .. "/other.html", "/tmp is a directory, not a regular file" },
       { "score --kg " .. kg_path .. " --gold /tmp", "/tmp is a directory, not a regular file" },
       { "score --kg " .. dir .. "/foreign.jsonl --config tiny",

@@ -73,7 +73,7 @@ describe("kg.sqlite", function()
     store:close()
   end)
 
-  it("is scored against the seed graph as the kg.jsonl exported from it is", function()
+  it("is scored against the seed graph (the dataset's, or the run's) as the kg.jsonl exported from it is", function()
     local path = dir .. "/tiny.sqlite"
     out, code = run(BIN .. "export --store " .. path .. " --out " .. dir .. "/tiny.jsonl --top 3")
     assert.equal(0, code, out)
@@ -83,12 +83,38 @@ describe("kg.sqlite", function()
     assert.equal(0, c2, from_jsonl)
     assert.matches("| all +| +%d+ | %d%.%d+ %[%d%.%d+, %d%.%d+%] | 1%.000 |", from_store)
     assert.equal(from_store, from_jsonl)
+    -- the run's own seed graph, the dataset it was trained on
+    assert.equal(from_store, (run(BIN .. "score --kg " .. path .. " --top 3 --checkpoint " .. dir .. "/run")))
+    out, code = run(BIN .. "score --kg " .. path .. " --checkpoint " .. dir .. "/run --config tiny")
+    assert.equal(2, code, out)
+    assert.matches("^graphmert score: give one of %-%-checkpoint, %-%-data and %-%-config", out)
     os.execute("tac " .. dir .. "/tiny.jsonl > " .. dir .. "/reversed.jsonl")
     assert.equal(from_jsonl, (run(BIN .. "score --kg " .. dir .. "/reversed.jsonl --config tiny")))
     -- as extract writes them: sources are line numbers
     local first = cjson.decode(files.read(dir .. "/tiny.jsonl"):match("^[^\n]+"))
     assert.equal("number", type(first.sources[1]))
     assert.equal(first.sources[1], math.tointeger(first.sources[1]))
+  end)
+
+  it("counts its triples as a kg.jsonl of the same run does: the top per head and relation", function()
+    local corpus = "experiments/data/tiny/corpus.txt --top 2 --no-page --out " .. dir
+    local jsonl_out, c1 = run(extract .. corpus .. "/counted.jsonl")
+    local store_out, c2 = run(extract .. corpus .. "/counted.sqlite")
+    assert.equal(0, c1, jsonl_out)
+    assert.equal(0, c2, store_out)
+    local n = math.tointeger(tonumber(jsonl_out:match("32 passages, (%d+) triples")))
+    assert.equal(#files.lines(dir .. "/counted.jsonl"), n)
+    assert.matches(": " .. n .. " triples from 32 passages in all %(the top 2 per head and relation; %d+ stored%)", store_out)
+    assert.is_true(tonumber(store_out:match("(%d+) stored")) > n) -- (every passage's top 2, as the store keeps them)
+    assert.equal(n, #gm.kg.read(dir .. "/counted.sqlite", { top = 2 }))
+  end)
+
+  it("exports the kg.jsonl and kg.tsv extract writes for the same run, line for line (best first)", function()
+    for _, ext in ipairs { "jsonl", "tsv" } do
+      out, code = run(BIN .. "export --store " .. dir .. "/counted.sqlite --top 2 --out " .. dir .. "/exported." .. ext)
+      assert.equal(0, code, out)
+      assert.equal(files.read(dir .. "/counted." .. ext), files.read(dir .. "/exported." .. ext))
+    end
   end)
 
   it("survives kill -9 midway: a valid store that a re-run completes to the uninterrupted content", function()

@@ -9,7 +9,8 @@
 --     /etc/passwd. Errors start with `who`.
 --   folder.need(dir, name, who) → path, size; a missing file is an error too.
 --   folder.make(dir[, who]) → dir, made with its parents when missing; an error (starting with
---     `who`, if given) when something else has that name or it cannot be made, saying why.
+--     `who`, if given) when something else has that name or a parent's (a file in the way), or it
+--     cannot be made, saying why.
 local gm = require "graphmert"
 
 local M = {}
@@ -44,6 +45,16 @@ function M.make(dir, who)
   local info = gm.stat(dir)
   if info and info.type ~= "directory" then error(string.format("%s%s is a %s, not a folder", who, dir, info.type), 0) end
   if not info then
+    -- a file where a parent folder should be is named, not left to mkdir's "Not a directory"
+    local up = dir:match("^(.+)/[^/]*$")
+    while up do
+      local above = gm.stat(up)
+      if above then
+        if above.type ~= "directory" then error(string.format("%s%s is a %s, not a folder", who, up, above.type), 0) end
+        break
+      end
+      up = up:match("^(.+)/[^/]*$")
+    end
     local p = io.popen("mkdir -p -- '" .. dir:gsub("'", "'\\''") .. "' 2>&1")
     local said = p:read("a")
     p:close()

@@ -15,6 +15,7 @@ local cjson = require "cjson"
 local normalize = require("graphmert.data.linker").normalize
 local records = require "graphmert.data.dataset_records"
 local seed_graph = require "graphmert.data.seed_graph"
+local suggest = require("graphmert.experiment.args").suggest
 
 local M = {}
 
@@ -159,6 +160,20 @@ end
 
 local function allowed(set, type_) return set == "*" or set[type_] end
 
+-- ": did you mean part_of?" for a relation the schema lacks but names nearly (a typo), else ""
+-- (once per name: a dataset may repeat it on every line)
+local function near_relation(ds, relation)
+  ds.near_relation = ds.near_relation or {}
+  if not ds.near_relation[relation] then
+    local known = {}
+    for name in pairs(ds.schema) do known[#known + 1] = name end
+    table.sort(known)
+    local near = suggest(relation, known)
+    ds.near_relation[relation] = near and ": did you mean " .. near .. "?" or ""
+  end
+  return ds.near_relation[relation]
+end
+
 -- one triple from a file or a passage: resolved, its relation and types checked, added
 -- (a per-passage triple may repeat one another passage gave: `from_passage` does not report it)
 local function add_triple(ds, where, r, implicit, fields, from_passage)
@@ -178,7 +193,9 @@ local function add_triple(ds, where, r, implicit, fields, from_passage)
   if not tail then return ds:skip(where, why, what) end
   if ds.schema_given then
     local s = ds.schema[relation]
-    if not s then return ds:skip(where, "unknown relation", relation .. " is not in the relation schema") end
+    if not s then
+      return ds:skip(where, "unknown relation", relation .. " is not in the relation schema" .. near_relation(ds, relation))
+    end
     local ht, tt = ds.entities[head].type, ds.entities[tail].type
     if not allowed(s.head, ht) then
       local places = {}

@@ -12,10 +12,11 @@
 -- line, "script: message (see --help)", with no traceback and exits with status 2; run as a
 -- command, "graphmert extract: ..." names it as the user typed it). M.fail(script, msg)
 -- and M.try(script, fn, ...) give scripts the same ending for what they check themselves;
--- M.writable(script, path) checks an output can be written before the work starts, M.folder(script,
--- dir, make) that an output folder can be (and makes it), M.apart(script, outputs, inputs) that no
--- output would write over an input. M.precision_option() and M.apply_precision(args): --precision
--- for the scripts that run a trained model.
+-- M.writable(script, path) checks an output can be written before the work starts (its folder
+-- made when missing), M.folder(script, dir, make) that an output folder can be (and makes it),
+-- M.apart(script, outputs, inputs) that no output would write over an input; M.running() is the
+-- script running now. M.precision_option() and M.apply_precision(args): --precision for the
+-- scripts that run a trained model.
 local errors = require "graphmert.errors"
 local gm = require "graphmert"
 
@@ -60,6 +61,13 @@ end
 -- a usage error: one line, exit status 2
 function M.fail(script, msg) errors.raise("usage", M.invoked(script) .. ": " .. tostring(msg)) end
 
+-- the script running now (the command's, else arg[0]'s file name), for a usage error raised by
+-- code that several scripts share: M.fail(M.running(), msg) names the command as the user typed it
+function M.running()
+  if M.command then return M.command.script end
+  return type(arg) == "table" and type(arg[0]) == "string" and arg[0]:match("[^/]*$") or "graphmert"
+end
+
 -- fn(...)'s results, or a usage error with its message (a "file:line: " prefix dropped: the
 -- message is for the user, not a traceback); Ctrl-C passes through
 function M.try(script, fn, ...)
@@ -73,16 +81,16 @@ function M.try(script, fn, ...)
 end
 
 -- the output file `path` can be written — checked before the work starts, so that hours of it are
--- never lost to a missing folder, a full disk or a directory in the way — else a usage error
+-- never lost to a full disk or a directory in the way — else a usage error; its folder is made
+-- with its parents when missing, as train makes its --out (not where a file is in the way)
 function M.writable(script, path)
   local gm = require "graphmert"
   local info = gm.stat(path)
   if info and info.type ~= "file" then M.fail(script, path .. " is a " .. info.type .. "; --out names the output file") end
   local dir = path:match("^(.*)/[^/]*$") or "."
-  local folder = gm.stat(dir)
-  if not folder or folder.type ~= "directory" then
-    M.fail(script, string.format("cannot write %s: %s is not a folder that exists", path, dir))
-  end
+  if dir == "" then dir = "/" end
+  local made, why = pcall(require("graphmert.folder").make, dir)
+  if not made then M.fail(script, string.format("cannot write %s: %s", path, tostring(why))) end
   local probe = string.format("%s/.graphmert-probe.%d.%d", dir, math.random(1 << 30), os.time())
   local ok, err = gm.write_atomic(probe, { "" })
   if not ok then M.fail(script, "cannot write " .. path .. ": " .. err:gsub("^" .. probe:gsub("%p", "%%%0") .. "[^:]*: ", "")) end

@@ -59,7 +59,8 @@ function M.home()
   end
 end
 
--- a --config value: a file that exists, or the name of a shipped config ("tiny", "tiny.lua")
+-- a --config value: a file that exists, or the name of a shipped config ("tiny", "tiny.lua"); else
+-- a usage error of the command running
 function M.config_path(value)
   if is_file(value) then return value end
   local home = M.home()
@@ -67,11 +68,13 @@ function M.config_path(value)
   if shipped and is_file(shipped) then return shipped end
   local info = gm.stat(value)
   if info and info.type == "directory" then
-    args.fail("config", value .. " is a folder: --config names a config file or a shipped config (a dataset folder goes to --data)")
+    args.fail(args.running(), "--config: " .. value .. " is a folder: it names a config file or a shipped config " ..
+      "(a dataset folder goes to --data)")
   end
   if value:find("/") then return value end
   if not info then
-    args.fail("config", string.format("no file %s, and no shipped config of that name (graphmert configs lists them)", value))
+    args.fail(args.running(), string.format("--config: no file %s, and no shipped config of that name " ..
+      "(graphmert configs lists them)", value))
   end
   return value
 end

@@ -2,8 +2,9 @@
 -- from harm before any work starts. With --out kg.jsonl: kg.jsonl and kg.tsv beside it, put in
 -- place as one (both old or both new); an interrupted run's kg.partial.jsonl and .partial.tsv
 -- instead (never over a complete output); the merge's scratch file kg.jsonl.merge. With --out
--- kg.sqlite: the store (graphmert.kg.store). Either way the KG page kg.html unless --no-page
--- (graphmert.kg.page), made after the graph, so that no failure of the page's loses the graph.
+-- kg.sqlite: the store (graphmert.kg.store). Either way the KG page unless --no-page, kg.html or
+-- kg.sqlite.html (graphmert.kg.page.path), made after the graph, so that no failure of the page's
+-- loses the graph.
 --   extraction_outputs.prepare(opts, storing, rank) → outputs, once every output is checked
 --     writable and apart from every input (opts: the command's options out, input, checkpoint,
 --     data, no-page); outputs.out, .tsv, .page (false with --no-page), .merge, .partial, .partial_tsv
@@ -32,7 +33,7 @@ Outputs.__index = Outputs
 function M.prepare(opts, storing, rank)
   local out, stem = opts.out, opts.out:gsub("%.[^./]*$", "")
   local o = setmetatable({ out = out, storing = storing, tsv = out:gsub("%.jsonl$", "") .. ".tsv",
-    page = not opts["no-page"] and stem .. ".html", merge = out .. ".merge" }, Outputs)
+    page = not opts["no-page"] and gm.kg.page.path(out), merge = out .. ".merge" }, Outputs)
   o.partial, o.partial_tsv = out:gsub("%.jsonl$", "") .. ".partial.jsonl", o.tsv:gsub("%.tsv$", "") .. ".partial.tsv"
   -- the outputs' folder must take files before any work is done
   args.writable(SCRIPT, out)
@@ -82,7 +83,8 @@ function Outputs:refuse_finished(opts, size)
   if opts.overwrite or (opts.resume and journal.stopped(self.out, 0, size)) then return end
   if opts.resume and gm.stat(self.out) then -- (a run stopped while it made the page, after the graph)
     fail(string.format("%s is complete (its run ended: --resume has nothing to continue); `graphmert page --kg %s --input %s " ..
-      "--checkpoint %s` makes its page, --overwrite extracts again", self.out, self.out, opts.input, opts.checkpoint))
+      "--checkpoint %s` makes its page, --overwrite extracts again", self.out, self.out,
+      opts.input == "-" and "FILE (the text piped in)" or opts.input, opts.checkpoint))
   end
   for _, path in ipairs { self.out, self.tsv } do
     if gm.stat(path) then
@@ -124,7 +126,7 @@ function Outputs:write_page(graph, input, triples, passages, entities, _, lines)
   local written, err = pcall(function()
     if not passages then passages, lines = gm.kg.page.cited(triples, input:passages()) end
     local ok, werr = gm.kg.page.write(self.page, gm.kg.page.data { triples = triples, graph = graph, passages = passages,
-      lines = lines, stored = self.storing, entities = entities, title = self.out, kg = self.out, corpus = input.path })
+      lines = lines, stored = self.storing, entities = entities, title = self.out, kg = self.out, corpus = input.name })
     if not ok then error(werr, 0) end
   end)
   if written then

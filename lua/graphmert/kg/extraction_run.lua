@@ -63,9 +63,10 @@ local function settings(x, size)
   local rules = x.rules and (x.rules.patterns and stamp(x.rules.patterns) or "generic") -- (the rule extractor's)
   local of = { journal = journal.VERSION, extractor = rules and "rules" or 4, processes = size,
     reranker = x.pipeline and x.pipeline.digest,
-    checkpoint = cli.checkpoint and gm.realpath(cli.checkpoint), rules = rules, input_file = stamp(cli.input),
+    checkpoint = cli.checkpoint and gm.realpath(cli.checkpoint), rules = rules, input_file = stamp(x.input.path),
     weights = cli.checkpoint and stamp(cli.checkpoint .. "/checkpoint.safetensors"),
-    input = gm.realpath(cli.input), format = x.input.jsonl and "jsonl" or "text", relations = cli.relations, top = cli.top,
+    input = x.input.stdin and x.input.name or gm.realpath(cli.input), format = x.input.jsonl and "jsonl" or "text",
+    relations = cli.relations, top = cli.top,
     batch = cli.batch, decoding = cli.decoding, unpacked = cli.unpacked, data = cli.data and gm.realpath(cli.data),
     config = cli.config and gm.realpath(ex.commands.config_path(cli.config)), min_score = cli["min-score"],
     precision = x.precision }
@@ -125,7 +126,7 @@ end
 local function store_chunk(x, store, chunk, by_passage)
   for _, p in ipairs(chunk) do
     for _, t in ipairs(by_passage[p.id]) do t.seed = x.graph:holds(t) end
-    store:add_passage({ id = p.id, source = x.cli.input, line = p.line, text = p.text }, by_passage[p.id])
+    store:add_passage({ id = p.id, source = x.input.name, line = p.line, text = p.text }, by_passage[p.id])
   end
 end
 
@@ -227,7 +228,7 @@ local function write_graph(x, whole, counts, size, t0)
   end
   local chunks = (x.total + M.CHUNK - 1) // M.CHUNK
   if whole and merged ~= chunks then
-    fail(string.format("the journals hold %d of the %d chunks of %s: --resume continues", merged, chunks, cli.input))
+    fail(string.format("the journals hold %d of the %d chunks of %s: --resume continues", merged, chunks, x.input.name))
   end
   local n, multi, out_path, out_tsv = outputs:write(merger, x.graph, whole)
   if whole then -- the run is whole: its journals and an interrupted attempt's partial outputs go
@@ -261,8 +262,10 @@ function M.run(x)
     local store = sink.store
     gm.without_interrupts(function()
       store:commit()
-      print(string.format("%s%d passages added to %s: %d triples from %d passages in all, %.1f s", ok and "" or "interrupted: ",
-        counts.done - counts.skipped, cli.out, store:count("triples"), store:count("passages"), gm.clock() - t0))
+      -- (the triples counted as kg.jsonl lists them, the top per head and relation: the store keeps every passage's)
+      print(string.format("%s%d passages added to %s: %d triples from %d passages in all (the top %d per head and relation; " ..
+        "%d stored), %.1f s", ok and "" or "interrupted: ", counts.done - counts.skipped, cli.out, store:listed(cli.top),
+        store:count("passages"), cli.top, store:count("triples"), gm.clock() - t0))
       store:close()
     end)
     tell_not_asked(x, counts.not_asked, "in the passages added now")

@@ -1,5 +1,7 @@
 -- merge.lua — extracted triples into a knowledge graph: one entry per (head, relation, tail),
--- with the passages that support it, and the best few tails per (head, relation).
+-- with the passages that support it, and the best few tails per (head, relation). Heads and
+-- tails are told apart by id, as a store tells them (gm.kg.key): two entities of one name stay
+-- two; a tail without an id (a new one open decoding wrote) by its name.
 --
 --   merger({top = 5, min_score, disk = path}) → m: m:add(t) takes one extracted triple {head,
 --     relation, tail, score, source, tokens, decoding, head_id, tail_id}; m:each() then gives the
@@ -12,14 +14,17 @@
 --     function words only ("the", "of the": gm.data.linker's stop words), and a triple scoring
 --     below min_score are dropped;
 --   - an entry's score is its best, count the number of distinct sources, sources their ids in
---     the order first seen; tokens, decoding and the ids are its first triple's;
---   - groups (head, relation) come in the order first seen, and within one the `top` entries by
---     score, then count, then first seen (so equal entries keep the order they came in).
+--     the order first seen; tail, tokens, decoding and the ids are its first triple's, the head's
+--     name its group's first triple's;
+--   - of each (head, relation) the `top` entries are kept by score, then count, then first seen
+--     (so equal entries keep the order they came in), and they come best first by the same
+--     order over the whole graph (kg.jsonl's and kg.tsv's line order).
 -- In memory by default. With disk = path the entries live in a scratch SQLite file there (removed
 -- by close, and replaced if a killed run left one), so a corpus's graph is merged in a memory that
 -- does not grow with it; both ways give the same entries.
 local linker = require "graphmert.data.linker"
 local normalize = linker.normalize
+local ids = require("graphmert.kg.page").ids
 
 local M = {}
 
@@ -48,12 +53,15 @@ Memory.__index = Memory
 
 function Memory:add(t)
   if not kept(t, self.opts.min_score) then return end
-  local key = t.head .. "\0" .. t.relation .. "\0" .. t.tail
+  local head, tail = ids(t)
+  local group = head .. "\0" .. t.relation
+  local key = group .. "\0" .. tail
   local e = self.by_key[key]
   if not e then
-    e = { head = t.head, relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score,
+    self.head_of[group] = self.head_of[group] or t.head
+    e = { head = self.head_of[group], relation = t.relation, tail = t.tail, tokens = t.tokens, score = t.score,
       model_score = t.model_score, count = 0, sources = {}, decoding = t.decoding, head_id = t.head_id, tail_id = t.tail_id,
-      seen = {}, first = #self.order + 1 }
+      seen = {}, first = #self.order + 1, group = group }
     self.by_key[key] = e
     self.order[#self.order + 1] = e
   end
@@ -72,19 +80,21 @@ local function better(x, y)
 end
 
 function Memory:each()
-  local groups, group_order = {}, {}
+  local groups, kept = {}, {}
   for _, e in ipairs(self.order) do
-    local key = e.head .. "\0" .. e.relation
-    if not groups[key] then groups[key] = {}; group_order[#group_order + 1] = key end
-    table.insert(groups[key], e)
+    groups[e.group] = groups[e.group] or {}
+    table.insert(groups[e.group], e)
   end
-  return coroutine.wrap(function()
-    for _, key in ipairs(group_order) do
-      local g = groups[key]
-      table.sort(g, better)
-      for k = 1, math.min(#g, self.opts.top or 5) do coroutine.yield(entry(g[k], g[k].sources)) end
-    end
-  end)
+  for _, g in pairs(groups) do
+    table.sort(g, better)
+    for k = 1, math.min(#g, self.opts.top or 5) do kept[#kept + 1] = g[k] end
+  end
+  table.sort(kept, better) -- (a total order: first seen tells every two entries apart)
+  local i = 0
+  return function()
+    i = i + 1
+    return kept[i] and entry(kept[i], kept[i].sources)
+  end
 end
 
 function Memory:close() end
@@ -93,22 +103,25 @@ Memory.__close = Memory.close
 -- On disk: groups, entries and their sources in SQLite tables; rowids give the order first seen.
 local SCHEMA = {
   "PRAGMA journal_mode = OFF", "PRAGMA synchronous = OFF", "PRAGMA cache_size = -8192", "PRAGMA temp_store = FILE",
-  "CREATE TABLE groups (id INTEGER PRIMARY KEY, head TEXT NOT NULL, relation TEXT NOT NULL, UNIQUE (head, relation))",
-  "CREATE TABLE entries (id INTEGER PRIMARY KEY, grp INTEGER NOT NULL, tail TEXT NOT NULL, tokens INTEGER, score REAL NOT NULL, " ..
-    "model_score REAL, decoding TEXT, head_id TEXT, tail_id TEXT, count INTEGER NOT NULL DEFAULT 0, UNIQUE (grp, tail))",
+  "CREATE TABLE groups (id INTEGER PRIMARY KEY, head_key TEXT NOT NULL, head TEXT NOT NULL, relation TEXT NOT NULL, " ..
+    "UNIQUE (head_key, relation))",
+  "CREATE TABLE entries (id INTEGER PRIMARY KEY, grp INTEGER NOT NULL, tail_key TEXT NOT NULL, tail TEXT NOT NULL, tokens INTEGER, " ..
+    "score REAL NOT NULL, model_score REAL, decoding TEXT, head_id TEXT, tail_id TEXT, count INTEGER NOT NULL DEFAULT 0, " ..
+    "UNIQUE (grp, tail_key))",
   "CREATE TABLE sources (entry INTEGER NOT NULL, source NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (entry, source)) WITHOUT ROWID",
 }
 local SQL = {
-  group = "INSERT INTO groups (head, relation) VALUES (?, ?) ON CONFLICT DO UPDATE SET head = head RETURNING id",
+  group = "INSERT INTO groups (head_key, head, relation) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET head = head RETURNING id",
   -- (the model's score goes with the best score: the expressions read the row as it was)
-  entry = "INSERT INTO entries (grp, tail, tokens, score, model_score, decoding, head_id, tail_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) " ..
+  entry = "INSERT INTO entries (grp, tail_key, tail, tokens, score, model_score, decoding, head_id, tail_id) " ..
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) " ..
     "ON CONFLICT DO UPDATE SET model_score = CASE WHEN excluded.score > score THEN excluded.model_score ELSE model_score END, " ..
     "score = max(score, excluded.score) RETURNING id",
   source = "INSERT OR IGNORE INTO sources (entry, source, seq) VALUES (?, ?, ?)",
   count = "UPDATE entries SET count = count + 1 WHERE id = ?",
   ranked = "SELECT e.id, g.head, g.relation, e.tail, e.tokens, e.score, e.model_score, e.count, e.decoding, e.head_id, e.tail_id FROM " ..
     "(SELECT *, row_number() OVER (PARTITION BY grp ORDER BY score DESC, count DESC, id) AS rank FROM entries) e " ..
-    "JOIN groups g ON g.id = e.grp WHERE e.rank <= ? ORDER BY e.grp, e.rank",
+    "JOIN groups g ON g.id = e.grp WHERE e.rank <= ? ORDER BY e.score DESC, e.count DESC, e.id",
   sources_of = "SELECT source FROM sources WHERE entry = ? ORDER BY seq",
 }
 
@@ -157,8 +170,9 @@ end
 
 function Disk:add(t)
   if not kept(t, self.opts.min_score) then return end
-  local grp = self:value(SQL.group, t.head, t.relation)
-  local id = self:value(SQL.entry, grp, t.tail, t.tokens, t.score, t.model_score, t.decoding, t.head_id, t.tail_id)
+  local head, tail = ids(t)
+  local grp = self:value(SQL.group, head, t.head, t.relation)
+  local id = self:value(SQL.entry, grp, tail, t.tail, t.tokens, t.score, t.model_score, t.decoding, t.head_id, t.tail_id)
   self.seq = self.seq + 1
   local st = self:exec(SQL.source, id, t.source, self.seq)
   if st:affected() > 0 then self:exec(SQL.count, id) end
@@ -193,7 +207,7 @@ Disk.__close, Disk.__gc = Disk.close, Disk.close
 function M.merger(opts)
   opts = opts or {}
   if opts.disk then return open_disk(opts) end
-  return setmetatable({ opts = opts, by_key = {}, order = {} }, Memory)
+  return setmetatable({ opts = opts, by_key = {}, order = {}, head_of = {} }, Memory)
 end
 
 local function result(m)

@@ -28,6 +28,9 @@
 --     records have ids (a graph extracted before ids were kept) are read by line
 --   page.html(data) → the page's text
 --   page.write(path, data) → writes it atomically (true, or nil and the error)
+--   page.path(kg) → the page's path beside a kg file: kg.jsonl's is kg.html (.jsonl replaced), any
+--     other file's (a kg.sqlite store's) its name and .html (kg.sqlite.html), so that a kg.jsonl
+--     and a kg.sqlite in one folder have a page each
 --   page.page_of_other(path, kg) → the kg file beside `kg` whose page `path` is, when it is not kg
 --     itself and exists (nil otherwise): a page not to be replaced unasked
 -- The data is JSON in a <script type="application/json"> element, every "<" escaped, so no text
@@ -377,8 +380,11 @@ function M.write(path, data)
   return gm.write_atomic(path, { M.html(data) })
 end
 
--- The page by `path`, when it is the page of another kg file that is still there (kg.jsonl and
--- kg.sqlite side by side share one page name): that file's path, as the page names it, else nil.
+function M.path(kg) return (kg:match("^(.*)%.jsonl$") or kg) .. ".html" end
+
+-- The page by `path`, when it is the page of another kg file that is still there (a store's page
+-- of an earlier graphmert, which named it kg.html too; a kg file named x.sqlite.jsonl): that
+-- file's path, as the page names it, else nil.
 function M.page_of_other(path, kg)
   local ok, html = pcall(gm.read_file, path)
   local made_of = ok and html:match('"kg":"(.-)"')

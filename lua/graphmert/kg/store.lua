@@ -32,7 +32,8 @@
 --   s:triples_of(entity)    triples with the entity (an id or a name) as head or tail, best first
 --   s:top(relation, k)      the relation's k best triples
 --   s:evidence(head, relation, tail)   the passages of a triple (ids), best first
---   s:kg(top)               the top triples per (head, relation), as kg.jsonl records
+--   s:kg(top)               the top triples per (head, relation), as kg.jsonl records, best first
+--   s:listed(top)           → how many triples s:kg(top) gives (a kg.jsonl's lines), without reading them
 --   s:sources(numbered)     triple id → the ids of its passages
 --   s:count(table)          rows of a table
 local DBI = require "DBI"
@@ -316,18 +317,27 @@ function Store:sources(numbered)
   return out
 end
 
--- kg.jsonl's view: per (head, relation), the `top` best triples (score, then count), as kg.jsonl
--- records (a new tail has no tail_id; sources in passage-line order)
+-- a triple's rank within its (head, relation): score, then count, then first stored (the merge's
+-- first seen: passages are stored in input order)
+local RANK = "row_number() OVER (PARTITION BY t.head, t.relation ORDER BY t.score DESC, t.count DESC, t.id) AS rank"
+
+-- kg.jsonl's view: per (head, relation), the `top` best triples, as kg.jsonl records in its order
+-- (best first, as graphmert.kg.merge: score, count, first stored; a new tail has no tail_id;
+-- sources in passage-line order)
 function Store:kg(top)
   local sources, out = self:sources(true), {}
-  local rows = self:rows("SELECT * FROM (" .. TRIPLE:gsub("^SELECT ", "SELECT row_number() OVER (PARTITION BY t.head, " ..
-    "t.relation ORDER BY t.score DESC, t.count DESC) AS rank, ") .. ") WHERE rank <= ? ORDER BY head_id, relation, rank", top or 5)
+  local rows = self:rows("SELECT * FROM (" .. TRIPLE:gsub("^SELECT ", "SELECT " .. RANK .. ", ") .. ") WHERE rank <= ? " ..
+    "ORDER BY score DESC, count DESC, id", top or 5)
   for i, t in ipairs(rows) do
     out[i] = { head = t.head, relation = t.relation, tail = t.tail, score = t.score, count = math.tointeger(t.count),
       sources = sources[t.id] or {}, decoding = t.decoding, head_id = t.head_id,
       tail_id = not t.tail_id:match("^new:") and t.tail_id or nil, seed = t.seed == 1 }
   end
   return out
+end
+
+function Store:listed(top)
+  return self:value("SELECT count(*) FROM (SELECT " .. RANK .. " FROM triples t) WHERE rank <= ?", top or 5)
 end
 
 function Store:count(tbl)
