@@ -150,9 +150,8 @@ end
 -- ("<relation>\0<head type>" → the tail types, for a relation whose schema has several rows),
 -- `cased` (the linker's acronyms, matched only as written in capitals), and its phrases fold en
 -- and figure dashes and the micro sign (gm.data.linker). Version 6 makes `cased` a map: how each
--- word of a phrase is written, names with capitals too (before, a set of acronyms). An earlier version still loads
--- (g.version says which); a run's index of an earlier version is built again from its seed
--- graph (gm.experiment.run_graph).
+-- word of a phrase is written, names with capitals too (before, a set of acronyms). An earlier
+-- version still loads (g.version says which); a run's index of one is built again from its seed graph.
 local FORMAT, VERSION = "graphmert seed graph index", "6"
 M.VERSION = VERSION
 local READS = { ["1"] = true, ["2"] = true, ["3"] = true, ["4"] = true, ["5"] = true, ["6"] = true }
