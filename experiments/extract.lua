@@ -13,7 +13,7 @@
 -- is read twice, a line at a time: once to check it all (a bad line is named before any work),
 -- once to extract; a corpus of any size takes the same memory. Heads are the seed graph's entity
 -- names and aliases found in each passage (the run's dataset, gm.data.linker: longest match,
--- multi-word, case and accents folded); relations are those the schema allows for heads of their
+-- multi-word, case and accents folded but for a name's capitals); relations are those the schema allows for heads of their
 -- type (or --relations); tails are decoded over all leaf slots of the head's root
 -- (gm.eval.decode), constrained to the names of the entities of the types the relation reaches
 -- (the default), or open: new tails too, and a known entity of a type the schema forbids kept with
