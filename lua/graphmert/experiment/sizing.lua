@@ -88,8 +88,8 @@ local function leaves_for(tok, tails, reasons)
   local leaves = math.min(MAX_LEAVES, math.max(MIN_LEAVES, covering(lengths, TAILS_HELD)))
   local held = 0
   for _, n in ipairs(lengths) do if n <= leaves then held = held + 1 end end
-  reasons.leaves = string.format("%d of the %d triples' tails fit (%.0f%%); the longest, %q, has %d pieces", held,
-    #lengths, 100 * held / #lengths, longest_name, longest)
+  reasons.leaves = string.format("%s of the %s triples' tails fit (%.0f%%); the longest, %q, has %d pieces", grouped(held),
+    grouped(#lengths), 100 * held / #lengths, longest_name, longest)
   return leaves
 end
 
