@@ -90,9 +90,8 @@ local results = report.table(rows)
 local hints = { string.format("more steps (--steps %d)", cfg.steps * 2), "more passages about each entity" }
 if d.report.skipped["tail longer than the leaf slots"] then hints[#hints + 1] = "a larger model.leaves (see the note above)" end
 if not cfg.mentions or (cfg.absent or 0) == 0 then hints[#hints + 1] = "mentions = true and absent = 0.5 (docs/training.md)" end
-results = results .. "\n\n" .. (cfg.heldout == 0 and cfg.heldout_triples == 0 and "verdict: none: nothing was held " ..
-  "out to measure this model on (heldout = 0); a run of the same config that holds entities out measures it" or
-  report.verdict(rows[1].tails, rows[#rows].tails, hints))
+results = results .. "\n\n" .. report.verdict(rows[1].tails, rows[#rows].tails, hints,
+  cfg.heldout > 0 or cfg.heldout_triples > 0)
 print("\n" .. results)
 local f = assert(io.open(args.out .. "/results.md", "w"))
 f:write(string.format("# %s, %d steps of batch %d, seed %d\n\n%s\n\n%s\n", config_path, cfg.steps, cfg.batch, cfg.seed,

@@ -108,23 +108,24 @@ describe("the verdict after training", function()
   local function ranks(n, r) local t = {} for i = 1, n do t[i] = r end return t end
 
   it("says the model beats the most frequent tail only beyond the noise", function()
-    local line = report.verdict(metrics(ranks(20, 1), ranks(20, 2)), metrics(ranks(20, 11), ranks(20, 11)), { "x" })
+    local line = report.verdict(metrics(ranks(20, 1), ranks(20, 2)), metrics(ranks(20, 11), ranks(20, 11)), { "x" }, true)
     assert.matches("^verdict: GraphMERT beats the most frequent tail on held%-out tails beyond the noise", line)
     assert.matches("MRR@10 0.750 against 0.000", line)
     local same = {}
     for i = 1, 40 do same[i] = i % 2 == 0 and 1 or 11 end
     local other = {}
     for i = 1, 40 do other[i] = i % 2 == 1 and 1 or 11 end
-    line = report.verdict(metrics(same, {}), metrics(other, {}), { "more steps (--steps 600)" })
+    line = report.verdict(metrics(same, {}), metrics(other, {}), { "more steps (--steps 600)" }, true)
     assert.matches("does not beat, beyond the noise, the most frequent tail", line)
     assert.matches("Try more steps %(%-%-steps 600%)", line)
-    line = report.verdict(metrics(ranks(40, 11), {}), metrics(ranks(40, 1), {}), { "x" })
+    line = report.verdict(metrics(ranks(40, 11), {}), metrics(ranks(40, 1), {}), { "x" }, true)
     assert.matches("does worse than the most frequent tail", line)
   end)
 
   it("says when there is nothing to measure, and when the triples are few", function()
-    assert.matches("no held%-out tail to measure", report.verdict(metrics({}, {}), metrics({}, {}), {}))
-    assert.matches("5 triples are few", report.verdict(metrics(ranks(5, 1), {}), metrics(ranks(5, 11), {}), {}))
+    assert.matches("no held%-out tail to measure", report.verdict(metrics({}, {}), metrics({}, {}), {}, true))
+    assert.matches("^verdict: none: nothing was held out", report.verdict(metrics({}, {}), metrics({}, {}), {}, false))
+    assert.matches("5 triples are few", report.verdict(metrics(ranks(5, 1), {}), metrics(ranks(5, 11), {}), {}, true))
   end)
 end)
 

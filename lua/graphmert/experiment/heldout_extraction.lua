@@ -68,19 +68,17 @@ function M.prepare(script, cli, checked)
   -- a run sized from its data (train --data, no config) holds its config: the folder's own file, read
   -- as its run.json is (a path run.json names elsewhere is never followed)
   local own = cli.checkpoint .. "/config.lua"
-  if not cli.config and not cli.data and gm.stat(own) then
-    cli.config = own
-    local now = require("graphmert.experiment.variants").settings(args.try(script, data_options.config, cli))
-    if run.settings and run.settings ~= now then
-      fail(string.format("%s has changed since the run was trained: give the config it was trained with (--config)", own))
-    end
-  end
+  local owned = not cli.config and not cli.data and gm.stat(own) ~= nil
+  if owned then cli.config = own end
   if not cli.config then
     fail(string.format("--config is required: the config the run was trained with (run.json records %s%s)", tostring(run.config),
       run.data.dir and (", with data " .. tostring(run.data.dir)) or ""))
   end
   if checked then checked() end
   local cfg = args.try(script, data_options.config, cli)
+  if owned and run.settings and run.settings ~= require("graphmert.experiment.variants").settings(cfg) then
+    fail(string.format("%s has changed since the run was trained: give the config it was trained with (--config)", own))
+  end
   if not run_folder.same_data(cfg.data, run.data) then
     fail(string.format("%s names data %s, but the run was trained on %s (pass --data when training had it)", cli.config,
       run_folder.data_string(cfg.data), run_folder.data_string(run.data)))

@@ -1,7 +1,7 @@
 -- report.lua — what the training and evaluation commands show: the evaluation table of
 -- masked-token accuracy and tail prediction, and pictures drawn by gnuplot.
 --   table(rows) → markdown text      plot(path, terminal, commands) → whether a picture was written
---   verdict(model, frequency, hints) → one plain line: does the model beat the most frequent tail?
+--   verdict(model, frequency, hints, held_out) → one plain line: does the model beat the most frequent tail?
 local gm = require "graphmert"
 
 local M = {}
@@ -60,9 +60,14 @@ end
 -- the held-out tails better than the most frequent tail per relation, beyond the noise. Both are
 -- scored on the same triples (held-out facts and held-out entities' triples, paired), by MRR@10
 -- of the whole tail among the known tails; the interval is a paired bootstrap over the triples.
--- model, frequency: tail_metrics results; hints: what to try, in order ({"--steps N", ...}).
+-- model, frequency: tail_metrics results; hints: what to try, in order ({"--steps N", ...});
+-- held_out: whether the config held anything out (heldout or heldout_triples above 0).
 local FEW = 30 -- held-out triples below which the comparison is too weak to say much
-function M.verdict(model, frequency, hints)
+function M.verdict(model, frequency, hints, held_out)
+  if not held_out then
+    return "verdict: none: nothing was held out to measure this model on (heldout = 0); a run of the same config " ..
+      "that holds entities out measures it"
+  end
   local units = {}
   for _, part in ipairs { "facts", "entities" } do
     local a, b = model[part].tail and model[part].tail.ranks or {}, frequency[part].tail and frequency[part].tail.ranks or {}

@@ -6,7 +6,7 @@
 --   sizing.size(dir, {minutes = 10, all_data, say = function(line)}) → cfg, reasons (key → why)
 --   sizing.text(cfg, reasons, header) → the config as an editable Lua file, reasons as comments
 --   sizing.summary(cfg, reasons) → the lines a command prints
---   sizing.write(script, dir, path, {minutes, all_data, steps, make_folder}) → sizes, prints and writes the
+--   sizing.write(script, dir, path, {minutes, all_data, steps}) → sizes, prints and writes the
 --     config `path` (its data.dir relative to the file's folder), then returns path
 --   sizing.run_config(script, opts) → OUT/config.lua for `train --data DIR`: written, or read
 --     again with --resume
@@ -298,7 +298,7 @@ function M.write(script, dir, path, opts)
   end
   for _, line in ipairs(M.summary(cfg, reasons)) do print(line) end
   local folder = path:match("^(.*)/[^/]*$") or "."
-  if opts.make_folder then args.folder(script, folder, true) end -- (once the data has been read)
+  args.writable(script, path) -- (its folder made once the data has been read)
   cfg.data.dir = relative(folder, dir) -- a relative data.dir is read from the config file's folder
   local header = string.format("%s — GraphMERT sized for the dataset %s by `graphmert %s` on %s,\n" ..
     "on %s: each size's reason is beside it. Edit it freely; train it with\n" ..
@@ -326,8 +326,7 @@ function M.run_config(script, opts)
   end
   require("graphmert.experiment.training_run").check_output(script, opts, nil, path) -- a run there is never lost
   args.folder(script, opts.out)
-  return M.write(script, opts.data, path, { minutes = opts.minutes, all_data = opts["all-data"], steps = opts.steps,
-    make_folder = true })
+  return M.write(script, opts.data, path, { minutes = opts.minutes, all_data = opts["all-data"], steps = opts.steps })
 end
 
 return M
