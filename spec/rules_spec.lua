@@ -150,6 +150,61 @@ describe("the generic rules", function()
   end)
 end)
 
+describe("the parallel rule", function()
+  -- GO's compositional names: a regulation term's parent is the regulation of its part's parent
+  local function regulation()
+    local ds = gm.data.dataset.new("parallel")
+    ds.subsumption = "is_a" -- (what relations.tsv's subsumption property sets)
+    for _, e in ipairs { { "A1", "thymocyte apoptotic process" }, { "A2", "T cell apoptotic process" },
+        { "A3", "negative regulation of T cell apoptotic process" }, { "A4", "negative regulation of thymocyte apoptotic process" },
+        { "A5", "apoptotic process" }, { "A6", "negative regulation of apoptotic process" } } do
+      ds:add_entity(e[1], e[2], "process", {})
+    end
+    ds:add_triple("A1", "is_a", "A2")
+    ds:add_triple("A2", "is_a", "A5")
+    ds:add_triple("A3", "is_a", "A6")
+    ds:finish()
+    return gm.data.seed_graph.new(ds)
+  end
+
+  it("puts a known part's tails in the part's place, where that names an entity", function()
+    local g = regulation()
+    assert.are.same({ "A3" }, rules.parallels(g, "is_a", "A4"))
+    -- (A3's part "T cell apoptotic process" is_a "apoptotic process": its parallel is A6)
+    assert.are.same({ "A6" }, rules.parallels(g, "is_a", "A3"))
+    -- nothing for a name with no known part, and never the head itself or its whole name
+    assert.are.same({}, rules.parallels(g, "is_a", "A5"))
+    local proposed = rules.propose({ rules.parallel("is_a") }, g, { id = "1", entity = "A4",
+      text = "negative regulation of thymocyte apoptotic process: stops the death of a thymocyte." })
+    assert.are.same({ "negative regulation of thymocyte apoptotic process -> negative regulation of T cell apoptotic process" },
+      tails(proposed, "is_a", "parallel:is_a"))
+  end)
+
+  it("reads only the facts it is given: none of an excluded entity's", function()
+    local g = regulation()
+    local facts = rules.facts(g, { A1 = true })
+    assert.are.same({}, rules.parallels(g, "is_a", "A4", facts))
+    assert.are.same({}, rules.propose({ rules.parallel("is_a") }, g, { id = "1", text = "negative regulation of thymocyte apoptotic process" },
+      { facts = facts }))
+    -- (an excluded tail goes too, and an empty exclusion keeps the graph's own facts)
+    assert.is_nil(rules.facts(g, { A2 = true }).is_a.A1)
+    assert.are.equal(g.tails, rules.facts(g, {}))
+  end)
+
+  it("is built in for every relation, beside the generic rules of the subsumption relation", function()
+    local labels = {}
+    for _, rule in ipairs(rules.builtin(regulation())) do labels[#labels + 1] = rule.label end
+    assert.are.same({ "subsumption", "genus", "parallel:is_a" }, labels)
+    labels = {}
+    for _, rule in ipairs(rules.builtin(ontology())) do labels[#labels + 1] = rule.label end
+    table.sort(labels)
+    assert.are.same({ "parallel:is_a", "parallel:part_of", "parallel:regulates" }, labels)
+    -- (kept as a table and read back, as reranker.json keeps the rules)
+    local back = rules.from_table(rules.to_table({ rules.parallel("is_a") }), regulation(), "test")
+    assert.are.same({ "A3" }, back[1].generic == "parallel" and rules.parallels(regulation(), back[1].relation, "A4") or {})
+  end)
+end)
+
 describe("a rule's measured precision", function()
   local graph = ontology()
 

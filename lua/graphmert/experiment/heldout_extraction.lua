@@ -10,7 +10,9 @@
 --   halves(script, config, d) → validation, test, exclude (preparation.heldout_halves), or a
 --     usage error when a half is empty
 --   rule_list(script, d, data_dir) → those rules, each scored by its precision on the training
---     passages; the generic ones; what measuring found (graphmert.kg.rules)
+--     passages; the built-in ones; what measuring found (graphmert.kg.rules)
+--   rule_facts(d) → the seed graph's facts the rules may read in a held-out measure (rules.facts
+--     without the held-out entities')
 --   run(systems, e)             each system's per-passage scores (system.units) and time; the
 --     pipelines' (graphmert.experiment.heldout_pipeline: with the model and without) also
 --     ranked_units, every candidate's, for precision at recall
@@ -32,28 +34,45 @@ local heldout_pipeline = require "graphmert.experiment.heldout_pipeline"
 local M = {}
 
 -- The dataset's string rules as systems (graphmert.kg.rules): all of them together, and each
--- generic rule alone (none without a subsumption relation). Every rule is measured on the
--- training passages only, so that a score — its precision there — says nothing of the
--- held-out ones; a rules file that does not read is the command's usage error.
+-- kind of built-in rule alone (subsumption and genus only with a subsumption relation). Every
+-- rule is measured on the training passages only, so that a score — its precision there — says
+-- nothing of the held-out ones, and reads no fact of a held-out entity; a rules file that does
+-- not read is the command's usage error.
 function M.rule_list(script, d, data_dir)
   local path = data_dir and data_dir .. "/patterns.tsv"
   local list = path and gm.stat(path) and args.try(script, rules.read, path, d.graph) or {}
-  local generic = d.graph.subsumption and rules.generic(d.graph.subsumption) or {}
+  local generic = rules.builtin(d.graph)
   for _, rule in ipairs(generic) do list[#list + 1] = rule end
   if #list == 0 then return list, generic end
   local train = {}
   for i, r in ipairs(d.train) do train[i] = { id = r.id, text = r.text, entity = r.about } end
-  local measured, warnings = rules.measure(list, d.graph, train)
+  local measured, warnings = rules.measure(list, d.graph, train, { facts = M.rule_facts(d) })
   for _, w in ipairs(warnings) do io.stderr:write("warning: ", w, "\n") end
   rules.score(list, measured)
   return list, generic, measured
 end
 
+-- the seed graph's facts the rules may read here: none of a held-out entity's
+function M.rule_facts(d)
+  local exclude = {}
+  for _, r in ipairs(d.heldout) do if r.entity then exclude[r.entity] = true end end
+  return rules.facts(d.graph, exclude)
+end
+
+-- all the rules, and each kind of generic rule alone (the parallel rules of every relation one system)
 local function rule_systems(script, d, data_dir)
   local list, generic, measured = M.rule_list(script, d, data_dir)
   if #list == 0 then return {} end
-  local systems = { { name = "rules", rules = list, measured = measured } }
-  for _, rule in ipairs(generic) do systems[#systems + 1] = { name = rule.label .. " rule alone", rules = { rule } } end
+  local systems, kinds = { { name = "rules", rules = list, measured = measured } }, {}
+  for _, rule in ipairs(generic) do
+    local kind = kinds[rule.generic]
+    if not kind then
+      kind = { name = rule.generic .. " rule alone", rules = {} }
+      kinds[rule.generic] = kind
+      systems[#systems + 1] = kind
+    end
+    kind.rules[#kind.rules + 1] = rule
+  end
   return systems
 end
 
@@ -166,7 +185,8 @@ local function run_one(system, e, frequent)
     if model then
       for _, t in ipairs(extract.triples(model, e.tok, chunk, opts)) do table.insert(per[t.source], t) end
     elseif system.rules then
-      for _, p in ipairs(chunk) do per[p.id] = rules.propose(system.rules, e.graph, p) end
+      e.rule_facts = e.rule_facts or M.rule_facts(e.d)
+      for _, p in ipairs(chunk) do per[p.id] = rules.propose(system.rules, e.graph, p, { facts = e.rule_facts }) end
     else
       for _, p in ipairs(chunk) do frequent_triples(e, frequent, p, per[p.id]) end
     end

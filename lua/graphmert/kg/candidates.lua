@@ -42,27 +42,6 @@ local normalize = linker.normalize
 
 local M = {}
 
--- The seed graph's facts the candidates may know: relation → head id → its tails' ids joined by
--- "\0", without any fact of an excluded entity, as head or as tail (the split holds out both
--- sides of a held-out entity's facts: a count, an ancestor or a subsumer's parent read from them
--- would tell the test's answers)
-local function known_facts(graph, exclude)
-  if not next(exclude) then return graph.tails end
-  local out = {}
-  for relation, by_head in pairs(graph.tails) do
-    local kept = {}
-    for head, joined in pairs(by_head) do
-      if not exclude[head] then
-        local ids = {}
-        for id in joined:gmatch("[^%z]+") do if not exclude[id] then ids[#ids + 1] = id end end
-        if #ids > 0 then kept[head] = table.concat(ids, "\0") end
-      end
-    end
-    out[relation] = kept
-  end
-  return out
-end
-
 -- relation → tail id → how many of the known facts have it
 local function tail_counts(facts)
   local out = {}
@@ -84,7 +63,7 @@ function M.context(c)
     error("candidates.context: a model's candidates need opts of constrained decoding", 2)
   end
   c.rules, c.top, c.threshold, c.unseen = c.rules or {}, c.top or 10, c.threshold or 0, c.unseen or {}
-  c.facts = known_facts(c.graph, c.exclude or {})
+  c.facts = rules_mod.facts(c.graph, c.exclude or {}) -- (what the candidates may know)
   c.counts = tail_counts(c.facts)
   c.implied = c.graph.subsumption and implied.new({ tails = c.facts }, c.graph.subsumption)
   return c
@@ -156,7 +135,7 @@ local function passage_queries(ctx, passage)
   local mentioned = graph:heads(passage.text)
   local proposed = {} -- head id \0 relation → the rules' proposals
   if #ctx.rules > 0 then
-    for _, t in ipairs(rules_mod.propose(ctx.rules, graph, passage)) do
+    for _, t in ipairs(rules_mod.propose(ctx.rules, graph, passage, { facts = ctx.facts })) do
       local k = t.head_id .. "\0" .. t.relation
       proposed[k] = proposed[k] or {}
       table.insert(proposed[k], t)

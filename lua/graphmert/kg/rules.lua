@@ -15,8 +15,8 @@
 -- no entity is kept as a new one. A tail matched in a passage may run on past the name: its
 -- longest first words that name such an entity are taken.
 --
--- Two rules need no file (generic(relation), for the dataset's subsumption relation: is_a,
--- hypernym):
+-- Rules that need no file (builtin(graph)): for the dataset's subsumption relation (is_a,
+-- hypernym; generic(relation)):
 --   subsumption  lexical subsumption: the entity named by the head's name without its first
 --                words (its longest such proper word-suffix: "mitochondrial inner membrane" →
 --                "inner membrane" → "membrane"), else without one modifier word ("mitochondrial
@@ -26,22 +26,35 @@
 --                mention, if any): the last entity named before the first preposition or
 --                conjunction, of a type the relation reaches, else the clause's first such one:
 --                "A protein that binds ..." → protein
+-- and for every relation (parallel(relation)):
+--   parallel     the head's name holds a known entity's name among other words; each tail the
+--                seed graph gives that entity for the relation, put in its place, that names an
+--                entity: "negative regulation of thymocyte apoptotic process" holds "thymocyte
+--                apoptotic process", which is_a "T cell apoptotic process" → "negative regulation
+--                of T cell apoptotic process" (a compositional name inherits its part's parents)
 --
 --   rules.read(path, graph) → the file's rules, or an error listing every bad line as
 --     `file:line: reason` (unknown relation, a pattern re cannot compile, a template naming a
 --     capture the pattern lacks, ...) before any work
---   rules.generic(relation) → the two generic rules for that relation
+--   rules.generic(relation) → the subsumption and genus rules for that relation
+--   rules.parallel(relation) → the parallel rule for that relation
+--   rules.builtin(graph) → every rule the graph has without a file: generic for its subsumption
+--     relation (if any), parallel for each relation
 --   rules.propose(list, graph, passage, opts) → the triples the rules propose for one passage
 --     {id, text, entity}: {head, head_id, relation, tail, tail_id, rule (its label), source (the
 --     passage id)}, for the passage's entity and every entity mentioned in it; opts.open keeps
---     tails naming no entity
---   rules.measure(list, graph, passages) → label → {proposed, held, precision, matched, tried}:
+--     tails naming no entity; opts.facts: the seed graph's facts the rules may read (rules.facts;
+--     default all of them)
+--   rules.measure(list, graph, passages[, opts]) → label → {proposed, held, precision, matched, tried}:
 --     each rule's distinct proposals over the passages, the share the seed graph holds, and its
 --     precision smoothed ((held + 1) / (proposed + 2): a rule seen once is not "certain"); and
 --     warnings for rules that match nearly everything they are tried on
 --   rules.score(list, measured) → sets each rule's score to its measured precision
 --   rules.to_table(list) / rules.from_table(t, graph, where) → the rules (with their scores) as
 --     plain tables (JSON) and back, checked as a patterns file is (errors name `where`)
+--   rules.facts(graph, exclude) → the seed graph's facts (relation → head id → its tails' ids joined
+--     by "\0") without any fact of an excluded entity (ids → true), as head or as tail
+--   rules.parallels(graph, relation, head_id[, facts]) → the parallel rule's tails for the head
 --   rules.subsumers(graph, relation, head_id) → every lexical subsumer of the head (the entities
 --     the subsumption rule tries, in its order; the rule takes the first)
 --   rules.fits(graph, relation, head_id, id) → whether the relation may reach entity id from the
@@ -148,7 +161,7 @@ function M.from_table(t, graph, where)
       error(at .. ": must hold a relation and a label", 0)
     end
     local rule, why
-    if r.generic == "subsumption" or r.generic == "genus" then
+    if r.generic == "subsumption" or r.generic == "genus" or r.generic == "parallel" then
       rule = { relation = r.relation, on = "generic", label = r.label, generic = r.generic }
       if not graph.tail_types[r.relation] then why = "unknown relation '" .. r.relation .. "'" end
     else
@@ -164,6 +177,35 @@ end
 function M.generic(relation)
   return { { relation = relation, on = "generic", label = "subsumption", generic = "subsumption" },
     { relation = relation, on = "generic", label = "genus", generic = "genus" } }
+end
+
+function M.parallel(relation)
+  return { relation = relation, on = "generic", label = "parallel:" .. relation, generic = "parallel" }
+end
+
+function M.builtin(graph)
+  local list = graph.subsumption and M.generic(graph.subsumption) or {}
+  for _, relation in ipairs(graph.relation_names) do list[#list + 1] = M.parallel(relation) end
+  return list
+end
+
+-- (held out: the split keeps both sides of a held-out entity's facts from the model, and a rule
+-- or a candidate that read them would tell the test's answers)
+function M.facts(graph, exclude)
+  if not next(exclude) then return graph.tails end
+  local out = {}
+  for relation, by_head in pairs(graph.tails) do
+    local kept = {}
+    for head, joined in pairs(by_head) do
+      if not exclude[head] then
+        local ids = {}
+        for id in joined:gmatch("[^%z]+") do if not exclude[id] then ids[#ids + 1] = id end end
+        if #ids > 0 then kept[head] = table.concat(ids, "\0") end
+      end
+    end
+    out[relation] = kept
+  end
+  return out
 end
 
 function M.fits(graph, relation, head_id, id)
@@ -265,6 +307,25 @@ function M.subsumers(graph, relation, head_id)
   return out
 end
 
+function M.parallels(graph, relation, head_id, facts)
+  local words, out, seen = {}, {}, { [head_id] = true }
+  for w in normalize(graph.name[head_id] or ""):gmatch("%S+") do words[#words + 1] = w end
+  local by_head = (facts or graph.tails)[relation] or {}
+  for i = 1, #words do
+    for j = i, i == 1 and #words - 1 or #words do -- (a part among other words, not the whole name)
+      local before, after = table.concat(words, " ", 1, i - 1), table.concat(words, " ", j + 1)
+      for _, part in ipairs(graph:candidates(table.concat(words, " ", i, j)) or {}) do
+        for tail in (by_head[part] or ""):gmatch("[^%z]+") do
+          local name = before .. " " .. normalize(graph.name[tail]) .. " " .. after
+          local id = tail_entity(graph, relation, head_id, name:match("^%s*(.-)%s*$"))
+          if id and not seen[id] then seen[id] = true; out[#out + 1] = id end
+        end
+      end
+    end
+  end
+  return out
+end
+
 -- whether the relation takes this head (its type among the relation's head types)
 local function takes(graph, relation, head_id)
   local types = graph.head_types[relation]
@@ -279,6 +340,8 @@ local function apply(rule, graph, head, text, words, opts, hits)
     return { M.subsumers(graph, rule.relation, head.id)[1] }
   elseif rule.generic == "genus" then
     return head.about and { genus(graph, rule.relation, head, words) } or {}
+  elseif rule.generic == "parallel" then
+    return M.parallels(graph, rule.relation, head.id, opts.facts)
   end
   local out = {}
   local function take(captures, run_on)
@@ -328,11 +391,11 @@ function M.propose(list, graph, passage, opts)
   return proposals(list, graph, passage, opts or {}, {})
 end
 
-function M.measure(list, graph, passages)
+function M.measure(list, graph, passages, opts)
   local stats, seen, hits = {}, {}, {}
   for _, rule in ipairs(list) do stats[rule.label] = stats[rule.label] or { proposed = 0, held = 0 } end
   for _, p in ipairs(passages) do
-    for _, t in ipairs(proposals(list, graph, p, {}, hits)) do
+    for _, t in ipairs(proposals(list, graph, p, opts or {}, hits)) do
       local key = t.rule .. "\0" .. t.head_id .. "\0" .. t.relation .. "\0" .. t.tail_id
       if not seen[key] then
         seen[key] = true
