@@ -307,19 +307,34 @@ function M.subsumers(graph, relation, head_id)
   return out
 end
 
-function M.parallels(graph, relation, head_id, facts)
-  local words, out, seen = {}, {}, { [head_id] = true }
+-- a name's parts that name entities, with the words around each: {before, after, ids}, found once
+-- per graph and head (every passage and relation asks again)
+local parts_memo = setmetatable({}, { __mode = "k" })
+local function parts_of(graph, head_id)
+  local memo = parts_memo[graph] or {}
+  parts_memo[graph] = memo
+  if memo[head_id] then return memo[head_id] end
+  local words, parts = {}, {}
   for w in normalize(graph.name[head_id] or ""):gmatch("%S+") do words[#words + 1] = w end
-  local by_head = (facts or graph.tails)[relation] or {}
   for i = 1, #words do
     for j = i, i == 1 and #words - 1 or #words do -- (a part among other words, not the whole name)
-      local before, after = table.concat(words, " ", 1, i - 1), table.concat(words, " ", j + 1)
-      for _, part in ipairs(graph:candidates(table.concat(words, " ", i, j)) or {}) do
-        for tail in (by_head[part] or ""):gmatch("[^%z]+") do
-          local name = before .. " " .. normalize(graph.name[tail]) .. " " .. after
-          local id = tail_entity(graph, relation, head_id, name:match("^%s*(.-)%s*$"))
-          if id and not seen[id] then seen[id] = true; out[#out + 1] = id end
-        end
+      local ids = graph:candidates(table.concat(words, " ", i, j))
+      if ids then parts[#parts + 1] = { before = table.concat(words, " ", 1, i - 1), after = table.concat(words, " ", j + 1), ids = ids } end
+    end
+  end
+  memo[head_id] = parts
+  return parts
+end
+
+function M.parallels(graph, relation, head_id, facts)
+  local out, seen = {}, { [head_id] = true }
+  local by_head = (facts or graph.tails)[relation] or {}
+  for _, part in ipairs(parts_of(graph, head_id)) do
+    for _, id in ipairs(part.ids) do
+      for tail in (by_head[id] or ""):gmatch("[^%z]+") do
+        local name = part.before .. " " .. normalize(graph.name[tail]) .. " " .. part.after
+        local found = tail_entity(graph, relation, head_id, name:match("^%s*(.-)%s*$"))
+        if found and not seen[found] then seen[found] = true; out[#out + 1] = found end
       end
     end
   end
