@@ -61,10 +61,14 @@ describe("graphmert calibrate, then extract", function()
     assert.equal(0, code, out)
     out, code = run(BIN .. "export --store " .. dir .. "/store/kg.sqlite --out " .. dir .. "/store/kg.jsonl")
     assert.equal(0, code, out)
+    local stored_model_score = false -- (the store keeps the model's own score too)
     for _, line in ipairs(lines(dir .. "/store/kg.jsonl")) do
       local t = cjson.decode(line)
       assert.is_true(t.score >= 0.5 and t.score <= 1 and t.decoding == "calibrated", line)
+      assert.is_true(t.model_score == nil or t.model_score <= 0, line)
+      stored_model_score = stored_model_score or t.model_score ~= nil
     end
+    assert.is_true(stored_model_score)
     local page = io.open(dir .. "/kg.html"):read("a")
     assert.matches("calibrated", page, 1, true)
     -- score puts the mean probability beside the share the seed graph holds

@@ -197,12 +197,12 @@ describe("kg.sqlite", function()
 
   it("refuses a store of another schema, a file that is no store, and a full disk, keeping the old store", function()
     local path = dir .. "/tiny.sqlite"
-    local copy = dir .. "/v2.sqlite"
+    local copy = dir .. "/v3.sqlite"
     os.execute("cp " .. path .. " " .. copy)
-    sqlite(copy, "UPDATE meta SET value = '2' WHERE key = 'schema_version';")
+    sqlite(copy, "UPDATE meta SET value = '3' WHERE key = 'schema_version';")
     out, code = run(extract .. "experiments/data/tiny/corpus.txt --out " .. copy)
     assert.equal(2, code, out)
-    assert.matches("store .*v2.sqlite: a store of schema version 2; this graphmert reads version 1", out)
+    assert.matches("store .*v3.sqlite: a store of schema version 3; this graphmert reads version 2", out)
     write(dir .. "/text.sqlite", "not a database\n")
     out, code = run(extract .. "experiments/data/tiny/corpus.txt --out " .. dir .. "/text.sqlite")
     assert.equal(2, code, out)
@@ -228,6 +228,26 @@ describe("kg.sqlite", function()
     local after = tonumber(sqlite(path, "SELECT count(*) FROM passages;"))
     assert.is_true(after >= 32, after)
     assert.is_truthy(dump(path):find(before:match("^[^\n]*\n"), 1, true), "the old triples are gone")
+  end)
+
+  it("reads a version-1 store (no model_score) as it is, and upgrades it in place when it writes to it", function()
+    local path, old = dir .. "/tiny.sqlite", dir .. "/v1.sqlite"
+    os.execute("cp " .. path .. " " .. old)
+    sqlite(old, "ALTER TABLE triples DROP COLUMN model_score; ALTER TABLE evidence DROP COLUMN model_score; " ..
+      "UPDATE meta SET value = '1' WHERE key = 'schema_version';")
+    local bytes = files.read(old)
+    out, code = run(BIN .. "export --store " .. old .. " --out " .. dir .. "/v1.jsonl --top 3")
+    assert.equal(0, code, out)
+    out, code = run(BIN .. "export --store " .. path .. " --out " .. dir .. "/v2.jsonl --top 3")
+    assert.equal(0, code, out)
+    assert.equal(files.read(dir .. "/v2.jsonl"), files.read(dir .. "/v1.jsonl"))
+    assert.equal(bytes, files.read(old)) -- (read: the file as it was)
+    local store = gm.kg.store.open(old)
+    assert.is_true(store:count("passages") > 0)
+    store:close()
+    assert.equal("2\n", sqlite(old, "SELECT value FROM meta WHERE key = 'schema_version';"))
+    assert.equal("0\n", sqlite(old, "SELECT count(model_score) FROM triples;"))
+    assert.equal("ok\n", sqlite(old, "PRAGMA integrity_check;"))
   end)
 
   it("names a passage another run added meanwhile, not a UNIQUE constraint", function()

@@ -3,19 +3,23 @@
 -- Through Lua DBI (Debian's lua-dbi-sqlite3: prepared statements with bound values over the
 -- system's libsqlite3, so a name with quotes is data, never SQL; nothing to build or link).
 --
--- Tables, schema version 1 (meta.schema_version):
+-- Tables, schema version 2 (meta.schema_version; a version-1 store, which had no model_score, is
+-- upgraded in place when opened for writing, and read as one whose model scores are unknown):
 --   meta(key, value)        the run: checkpoint, config, model (JSON), dataset, created, extraction
 --                           (JSON: the input and the options that decide a passage's triples)
 --   entities(id, name, type, aliases, seed)   aliases a JSON array; seed 1 for the seed graph's
 --                           entities, 0 for a tail open decoding named (id "new:<name>")
 --   relations(name, head_types, tail_types)   JSON arrays of types, or "*"
---   triples(id, head, relation, tail, score, count, decoding, seed)   one row per distinct triple:
---                           score the best over its passages (mean log-probability per decoded
---                           slot), count its passages, seed whether the seed graph holds it
+--   triples(id, head, relation, tail, score, model_score, count, decoding, seed)   one row per
+--                           distinct triple: score the best over its passages (mean log-probability
+--                           per decoded slot, or with a reranker the probability that it holds),
+--                           model_score the model's own at that best passage (NULL without a
+--                           reranker, or for a tail the model could not score), count its passages,
+--                           seed whether the seed graph holds it
 --   passages(id, source, line, text)          each passage extraction finished: id a JSONL
 --                           record's "id", else its line number (as text)
---   evidence(triple, passage, score, head_start, head_end)   where a triple was read: the
---                           passage, its score there, the character span of the passage's first
+--   evidence(triple, passage, score, model_score, head_start, head_end)   where a triple was
+--                           read: the passage, its scores there, the character span of the passage's first
 --                           mention of the head (0-based, end exclusive; NULL: none given)
 -- Indexes serve the lookups: triples by head, tail, relation and score, evidence by passage.
 -- Writes go in transactions, one per batch of passages, with the WAL journal: a killed run
@@ -43,7 +47,7 @@ local gm = require "graphmert"
 local type_list = require("graphmert.data.seed_graph").type_list
 
 local M = {}
-M.SCHEMA_VERSION = 1
+M.SCHEMA_VERSION = 2
 
 local Store = {}
 Store.__index = Store
@@ -54,10 +58,11 @@ local SCHEMA = {
   "CREATE TABLE relations (name TEXT PRIMARY KEY, head_types TEXT, tail_types TEXT)",
   "CREATE TABLE triples (id INTEGER PRIMARY KEY, head TEXT NOT NULL REFERENCES entities(id), " ..
     "relation TEXT NOT NULL REFERENCES relations(name), tail TEXT NOT NULL REFERENCES entities(id), " ..
-    "score REAL NOT NULL, count INTEGER NOT NULL, decoding TEXT, seed INTEGER NOT NULL, UNIQUE (head, relation, tail))",
+    "score REAL NOT NULL, model_score REAL, count INTEGER NOT NULL, decoding TEXT, seed INTEGER NOT NULL, " ..
+    "UNIQUE (head, relation, tail))",
   "CREATE TABLE passages (id TEXT PRIMARY KEY, source TEXT, line INTEGER, text TEXT)",
   "CREATE TABLE evidence (triple INTEGER NOT NULL REFERENCES triples(id), passage TEXT NOT NULL REFERENCES passages(id), " ..
-    "score REAL NOT NULL, head_start INTEGER, head_end INTEGER, PRIMARY KEY (triple, passage))",
+    "score REAL NOT NULL, model_score REAL, head_start INTEGER, head_end INTEGER, PRIMARY KEY (triple, passage))",
   "CREATE INDEX triples_by_head ON triples (head)",
   "CREATE INDEX triples_by_tail ON triples (tail)",
   "CREATE INDEX triples_by_relation ON triples (relation, score DESC)",
@@ -130,6 +135,7 @@ function M.open(path, opts)
   else
     local has_meta = self:value("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'") == 1
     local version = has_meta and self:value("SELECT value FROM meta WHERE key = 'schema_version'")
+    if tonumber(version) == 1 then self:upgrade(opts.read_only) version = M.SCHEMA_VERSION end
     if tonumber(version) ~= M.SCHEMA_VERSION then
       db:close()
       fail(path, string.format("a store of schema version %s; this graphmert reads version %d", tostring(version or "none"),
@@ -138,6 +144,23 @@ function M.open(path, opts)
     self:run("PRAGMA journal_mode = WAL")
   end
   return self
+end
+
+-- Version 1 → 2: the model_score columns, added in place (one transaction) for a store that will
+-- be written; read only, the file is left as it is and temporary views (SQLite's temp schema,
+-- never written to the file) give the two tables the column, NULL, under their own names.
+function Store:upgrade(read_only)
+  if read_only then
+    for _, tbl in ipairs { "triples", "evidence" } do
+      self:run("CREATE TEMP VIEW " .. tbl .. " AS SELECT *, NULL AS model_score FROM main." .. tbl)
+    end
+    return
+  end
+  self:begin()
+  self:run("ALTER TABLE triples ADD COLUMN model_score REAL")
+  self:run("ALTER TABLE evidence ADD COLUMN model_score REAL")
+  self:run("UPDATE meta SET value = ? WHERE key = 'schema_version'", tostring(M.SCHEMA_VERSION))
+  self:commit()
 end
 
 -- a batch's transaction, opened by its first write
@@ -273,17 +296,19 @@ function Store:add_passage(p, triples)
     if not t.tail_id then
       self:run("INSERT OR IGNORE INTO entities (id, name, type, aliases, seed) VALUES (?, ?, NULL, '[]', 0)", tail_id, t.tail)
     end
-    self:run("INSERT INTO triples (head, relation, tail, score, count, decoding, seed) VALUES (?, ?, ?, ?, 1, ?, ?) " ..
-      "ON CONFLICT (head, relation, tail) DO UPDATE SET score = max(score, excluded.score), count = count + 1",
-      t.head_id, t.relation, tail_id, t.score, t.decoding, t.seed and 1 or 0)
+    -- (the model's score goes with the best score: SET reads the row as it was)
+    self:run("INSERT INTO triples (head, relation, tail, score, model_score, count, decoding, seed) VALUES (?, ?, ?, ?, ?, 1, ?, ?) " ..
+      "ON CONFLICT (head, relation, tail) DO UPDATE SET score = max(score, excluded.score), " ..
+      "model_score = CASE WHEN excluded.score > score THEN excluded.model_score ELSE model_score END, count = count + 1",
+      t.head_id, t.relation, tail_id, t.score, t.model_score, t.decoding, t.seed and 1 or 0)
     local id = self:value("SELECT id FROM triples WHERE head = ? AND relation = ? AND tail = ?", t.head_id, t.relation, tail_id)
     local span = t.span or {}
-    self:run("INSERT INTO evidence (triple, passage, score, head_start, head_end) VALUES (?, ?, ?, ?, ?)", id, tostring(p.id),
-      t.score, span[1], span[2])
+    self:run("INSERT INTO evidence (triple, passage, score, model_score, head_start, head_end) VALUES (?, ?, ?, ?, ?, ?)", id,
+      tostring(p.id), t.score, t.model_score, span[1], span[2])
   end
 end
 
-local TRIPLE = "SELECT t.id, t.head AS head_id, h.name AS head, t.relation, t.tail AS tail_id, e.name AS tail, t.score, " ..
+local TRIPLE = "SELECT t.id, t.head AS head_id, h.name AS head, t.relation, t.tail AS tail_id, e.name AS tail, t.score, t.model_score, " ..
   "t.count, t.decoding, t.seed FROM triples t JOIN entities h ON h.id = t.head JOIN entities e ON e.id = t.tail "
 
 function Store:triples_of(entity, limit)
@@ -298,7 +323,7 @@ function Store:top(relation, k)
 end
 
 function Store:evidence(head, relation, tail)
-  return self:rows("SELECT v.passage, p.source, p.line, p.text, v.score, v.head_start, v.head_end FROM evidence v " ..
+  return self:rows("SELECT v.passage, p.source, p.line, p.text, v.score, v.model_score, v.head_start, v.head_end FROM evidence v " ..
     "JOIN triples t ON t.id = v.triple JOIN passages p ON p.id = v.passage " ..
     "WHERE t.head = ? AND t.relation = ? AND t.tail = ? ORDER BY v.score DESC", head, relation, tail)
 end
@@ -329,7 +354,8 @@ function Store:kg(top)
   local rows = self:rows("SELECT * FROM (" .. TRIPLE:gsub("^SELECT ", "SELECT " .. RANK .. ", ") .. ") WHERE rank <= ? " ..
     "ORDER BY score DESC, count DESC, id", top or 5)
   for i, t in ipairs(rows) do
-    out[i] = { head = t.head, relation = t.relation, tail = t.tail, score = t.score, count = math.tointeger(t.count),
+    out[i] = { head = t.head, relation = t.relation, tail = t.tail, score = t.score, model_score = t.model_score,
+      count = math.tointeger(t.count),
       sources = sources[t.id] or {}, decoding = t.decoding, head_id = t.head_id,
       tail_id = not t.tail_id:match("^new:") and t.tail_id or nil, seed = t.seed == 1 }
   end
