@@ -42,6 +42,17 @@ describe("ranking by score", function()
     assert.is_nil(ranking.precision_at({}, 0.1))
   end)
 
+  it("gives the largest recall among the thresholds of at least a precision, 0 where none is", function()
+    assert.are.equal(0.75, ranking.recall_at(units, 0.6)) -- (0.5 at 0.50 falls short; 0.6 at 0.75 does not)
+    assert.are.equal(0.25, ranking.recall_at(units, 0.7))
+    assert.are.equal(0.25, ranking.recall_at(units, 1.0))
+    assert.are.equal(0, ranking.recall_at({ units[2] }, 0.9)) -- (its best precision is 0.5)
+    local low, high, value = ranking.recall_at_interval(units, 0.7, { samples = 200 })
+    assert.are.equal(0.25, value)
+    -- resamples of the first passage alone keep recall 0.5 at precision 1; of the second, none
+    assert.are.same({ 0, 0.5 }, { low, high })
+  end)
+
   it("bounds it by a bootstrap over passages that counts a resample missing the recall as 0", function()
     local low, high, value = ranking.precision_at_interval(units, 0.25, { samples = 200 })
     assert.are.equal(1.0, value)

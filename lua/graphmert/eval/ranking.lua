@@ -16,6 +16,10 @@
 --     percentile bootstrap over passages (gm.eval.stats; opts as its bootstrap's); a resample
 --     whose triples never reach the recall counts as precision 0 (no threshold gives it), and
 --     all three are nil when the passages themselves do not reach it
+--   ranking.recall_at(units, precision) → the largest recall of a threshold whose precision is at
+--     least `precision` (0 when none is): how much of the facts a user keeps at that precision
+--   ranking.recall_at_interval(units, precision, opts) → low, high, value: the same with a 95%
+--     percentile bootstrap over passages
 --   ranking.difference_at_interval(a, b, recall, opts) → low, high, value: system a's precision at
 --     the recall minus system b's, on the same passages (units k of both), with a paired 95%
 --     percentile bootstrap; nil when either does not reach the recall
@@ -74,22 +78,44 @@ local function best_at(all, units, weight, recall)
   return best
 end
 
+local function recall_where(all, units, weight, precision)
+  local best = 0
+  walk(all, units, weight, function(_, p, r)
+    if p >= precision - 1e-12 and r > best then best = r end
+  end)
+  return best
+end
+
 function M.precision_at(units, recall)
   return best_at(entries(units), units, ones(units), recall)
 end
 
-function M.precision_at_interval(units, recall, opts)
+function M.recall_at(units, precision)
+  return recall_where(entries(units), units, ones(units), precision)
+end
+
+-- a figure of the ranking, stat(all, units, weight), with a 95% percentile bootstrap over passages
+-- (a resample where stat gives nil counts as 0)
+local function with_interval(units, stat, opts)
   local all = entries(units)
-  local value = best_at(all, units, ones(units), recall)
+  local value = stat(all, units, ones(units))
   if not value then return nil, nil, nil end
   local index = {}
   for k = 1, #units do index[k] = k end
   local low, high = stats.bootstrap(index, function(sample)
     local weight = {}
     for _, k in ipairs(sample) do weight[k] = (weight[k] or 0) + 1 end
-    return best_at(all, units, weight, recall) or 0
+    return stat(all, units, weight) or 0
   end, opts)
   return low, high, value
+end
+
+function M.precision_at_interval(units, recall, opts)
+  return with_interval(units, function(all, u, w) return best_at(all, u, w, recall) end, opts)
+end
+
+function M.recall_at_interval(units, precision, opts)
+  return with_interval(units, function(all, u, w) return recall_where(all, u, w, precision) end, opts)
 end
 
 function M.difference_at_interval(a, b, recall, opts)

@@ -4,8 +4,9 @@
 --   ranking(systems, implied) → lines: precision and implied precision (a triple the seed graph
 --     implies along the subsumption relation counts: gm.eval.implied), and the precision each
 --     system reaches at recall 0.10, 0.20 and 0.30 ranked by its own score (gm.eval.ranking: the
---     best over the thresholds that reach it; "-" where none does), and that precision again
---     counting only the triples and facts of the passage's own entity
+--     best over the thresholds that reach it; "-" where none does) and the recall it keeps at
+--     precision 0.70, and those again counting only the triples and facts of the passage's own
+--     entity
 --   by_relation(systems, implied) → lines: the same figures per relation and by head: the
 --     passage's own entity (its subject) or another entity it mentions (a rule system's rows: its
 --     rules' relations only)
@@ -15,6 +16,7 @@ local ranking = require "graphmert.eval.ranking"
 local M = {}
 
 M.RECALLS = { 0.10, 0.20, 0.30 }
+M.PRECISION = 0.70 -- the precision at which the recall kept is given
 
 local function sum(units, field)
   local s = 0
@@ -32,6 +34,11 @@ end
 local function at_recall(units, recall)
   local l, h, v = ranking.precision_at_interval(units, recall)
   if not v then return "-" end
+  return string.format("%.3f [%.3f, %.3f]", v, l, h)
+end
+
+local function at_precision(units)
+  local l, h, v = ranking.recall_at_interval(units, M.PRECISION)
   return string.format("%.3f [%.3f, %.3f]", v, l, h)
 end
 
@@ -79,10 +86,12 @@ function M.ranking(systems, implied)
     head[#head + 1] = string.format(" precision at recall %.2f [95%% CI] |", r)
     rule[#rule + 1] = "---|"
   end
+  head[#head + 1], rule[#rule + 1] = string.format(" recall at precision %.2f [95%% CI] |", M.PRECISION), "---|"
   local lines = { "## Precision by each system's own ranking, and implied precision", "",
     "Each system's triples ranked by its own score (GraphMERT's mean log-probability, a rule's precision on the " ..
     "training passages, the frequency of the most frequent tail); precision at a recall is the best over the " ..
-    "score thresholds that reach that recall of the held-out facts (\"-\": none does). " ..
+    "score thresholds that reach that recall of the held-out facts (\"-\": none does); recall at a precision, the " ..
+    "largest of the thresholds whose precision is at least that (0: none). " ..
     (implied and string.format("Implied precision also counts a triple whose tail is an ancestor, along %s, of " ..
       "a tail the seed graph gives the head: true, but more general.", implied.relation)
       or "Implied precision needs a subsumption relation in the schema; this dataset marks none, so it is precision."),
@@ -91,6 +100,7 @@ function M.ranking(systems, implied)
     local row = { string.format("| %s | %d | %s | %s |", s.name, sum(s.units, "n"), share(s.units, "correct", "n"),
       share(s.units, "implied", "n")) }
     for _, r in ipairs(M.RECALLS) do row[#row + 1] = " " .. at_recall(s.ranked_units or s.units, r) .. " |" end
+    row[#row + 1] = " " .. at_precision(s.ranked_units or s.units) .. " |"
     lines[#lines + 1] = table.concat(row)
   end
   differences_at_recall(systems, lines)
@@ -103,10 +113,12 @@ function M.ranking(systems, implied)
     head[#head + 1] = string.format(" own heads: precision at recall %.2f [95%% CI] |", r)
     rule[#rule + 1] = "---|"
   end
+  head[#head + 1], rule[#rule + 1] = string.format(" own heads: recall at precision %.2f [95%% CI] |", M.PRECISION), "---|"
   lines[#lines + 1], lines[#lines + 2] = table.concat(head), table.concat(rule)
   for _, s in ipairs(systems) do
     local units, row = own_units(s.ranked_units or s.units), { "| " .. s.name .. " |" }
     for _, r in ipairs(M.RECALLS) do row[#row + 1] = " " .. at_recall(units, r) .. " |" end
+    row[#row + 1] = " " .. at_precision(units) .. " |"
     lines[#lines + 1] = table.concat(row)
   end
   return lines
