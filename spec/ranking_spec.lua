@@ -30,6 +30,10 @@ describe("ranking by score", function()
     assert.are.near(0.75 - 0.6, v, 1e-12)
     assert.is_true(l <= v and v <= h)
     assert.is_nil(ranking.difference_at_interval(better, units, 0.9))
+    -- and the recall each keeps at precision 0.7: 0.75 against 0.25
+    l, h, v = ranking.recall_difference_interval(better, units, 0.7, { samples = 100 })
+    assert.are.near(0.5, v, 1e-12)
+    assert.is_true(l <= v and v <= h)
     assert.has_error(function() ranking.difference_at_interval({ units[1] }, units, 0.5) end,
       "ranking.difference_at_interval: 1 units against 2")
   end)

@@ -23,6 +23,8 @@
 --   ranking.difference_at_interval(a, b, recall, opts) → low, high, value: system a's precision at
 --     the recall minus system b's, on the same passages (units k of both), with a paired 95%
 --     percentile bootstrap; nil when either does not reach the recall
+--   ranking.recall_difference_interval(a, b, precision, opts) → the same for the recall kept at
+--     the precision
 local stats = require "graphmert.eval.stats"
 
 local M = {}
@@ -118,19 +120,29 @@ function M.recall_at_interval(units, precision, opts)
   return with_interval(units, function(all, u, w) return recall_where(all, u, w, precision) end, opts)
 end
 
-function M.difference_at_interval(a, b, recall, opts)
-  if #a ~= #b then error(string.format("ranking.difference_at_interval: %d units against %d", #a, #b), 2) end
+-- system a's figure minus system b's on the same passages (units k of both), stat as with_interval's,
+-- with a paired 95% percentile bootstrap; nil when either has none
+local function paired(a, b, stat, opts, who)
+  if #a ~= #b then error(string.format("ranking.%s: %d units against %d", who, #a, #b), 3) end
   local all_a, all_b = entries(a), entries(b)
-  local pa, pb = best_at(all_a, a, ones(a), recall), best_at(all_b, b, ones(b), recall)
-  if not pa or not pb then return nil, nil, nil end
+  local va, vb = stat(all_a, a, ones(a)), stat(all_b, b, ones(b))
+  if not va or not vb then return nil, nil, nil end
   local index = {}
   for k = 1, #a do index[k] = k end
   local low, high = stats.bootstrap(index, function(sample) -- (the same passages drawn for both)
     local weight = {}
     for _, k in ipairs(sample) do weight[k] = (weight[k] or 0) + 1 end
-    return (best_at(all_a, a, weight, recall) or 0) - (best_at(all_b, b, weight, recall) or 0)
+    return (stat(all_a, a, weight) or 0) - (stat(all_b, b, weight) or 0)
   end, opts)
-  return low, high, pa - pb
+  return low, high, va - vb
+end
+
+function M.difference_at_interval(a, b, recall, opts)
+  return paired(a, b, function(all, u, w) return best_at(all, u, w, recall) end, opts, "difference_at_interval")
+end
+
+function M.recall_difference_interval(a, b, precision, opts)
+  return paired(a, b, function(all, u, w) return recall_where(all, u, w, precision) end, opts, "recall_difference_interval")
 end
 
 return M

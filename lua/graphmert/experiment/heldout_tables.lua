@@ -56,8 +56,13 @@ local function own_units(units)
   return out
 end
 
--- the pipeline's precision at each recall against the systems it must beat: the same pipeline
--- without the model (what the model adds) and the rules alone, paired over passages
+-- the pipeline's precision at each recall, and its recall at precision 0.70, against the systems
+-- it must beat: the same pipeline without the model (what the model adds) and the rules alone,
+-- paired over passages
+local function verdict(low, high)
+  return (low > 0 and " (better)") or (high < 0 and " (worse)") or " (the interval includes 0)"
+end
+
 local function differences_at_recall(systems, lines)
   local by_name = {}
   for _, s in ipairs(systems) do by_name[s.name] = s end
@@ -71,10 +76,13 @@ local function differences_at_recall(systems, lines)
         local l, h, v = ranking.difference_at_interval(pipeline.ranked_units, units, r)
         if not added then lines[#lines + 1] = ""; added = true end
         lines[#lines + 1] = v and string.format("pipeline − %s, precision at recall %.2f: %+.3f [%+.3f, %+.3f]%s", other.name,
-          r, v, l, h, (l > 0 and " (better)") or (h < 0 and " (worse)") or " (the interval includes 0)")
+          r, v, l, h, verdict(l, h))
           or string.format("pipeline − %s, precision at recall %.2f: - (%s does not reach it)", other.name, r,
             ranking.precision_at(pipeline.ranked_units, r) and other.name or "the pipeline")
       end
+      local l, h, v = ranking.recall_difference_interval(pipeline.ranked_units, units, M.PRECISION)
+      lines[#lines + 1] = string.format("pipeline − %s, recall at precision %.2f: %+.3f [%+.3f, %+.3f]%s", other.name, M.PRECISION,
+        v, l, h, verdict(l, h))
     end
   end
 end
