@@ -463,9 +463,11 @@ describe("experiments/extract_eval.lua", function()
     assert.matches("## Calibration of the pipelines' probabilities", report, 1, true)
     assert.matches("\n| pipeline | [%d,]+ %d+ | %d+ | %d%.%d+ |", report)
     assert.matches("own heads: precision at recall 0.20", report, 1, true)
-    -- the recall kept at precision 0.70, with its interval, for every system (0 where none reaches it)
+    -- the recall kept at precision 0.70, with its interval, for every system (0 where none reaches it):
+    -- the ranking table's last column
+    assert.matches("| precision at recall 0.30 [95% CI] | recall at precision 0.70 [95% CI] |", report, 1, true)
     assert.matches("own heads: recall at precision 0.70", report, 1, true)
-    assert.matches("\n| rules | %d+ | [^\n]* | %d%.%d+ %[%d%.%d+, %d%.%d+%] |\n", report)
+    assert.matches("\n| rules | %d+ | [^\n]* | [%d.-]+ [^|]*| %d%.%d+ %[%d%.%d+, %d%.%d+%] |\n", report)
     os.execute("rm -rf " .. dir .. " " .. config)
   end)
 end)

@@ -186,6 +186,14 @@ describe("the parallel rule", function()
     assert.are.same({}, rules.parallels(g, "is_a", "A4", facts))
     assert.are.same({}, rules.propose({ rules.parallel("is_a") }, g, { id = "1", text = "negative regulation of thymocyte apoptotic process" },
       { facts = facts }))
+    -- measured with an exclusion, a proposal naming an excluded entity is not counted: its facts
+    -- (which may be held out) would decide whether it holds
+    -- (A3 is_a A6, the rule's proposal for it, is a fact)
+    local passages = { { id = "1", text = "negative regulation of T cell apoptotic process" } }
+    local list = { rules.parallel("is_a") }
+    assert.are.equal(1, rules.measure(list, g, passages)["parallel:is_a"].held)
+    local m = rules.measure(list, g, passages, { exclude = { A3 = true } })["parallel:is_a"]
+    assert.are.same({ 0, 0 }, { m.proposed, m.held })
     -- (an excluded tail goes too, and an empty exclusion keeps the graph's own facts)
     assert.is_nil(rules.facts(g, { A2 = true }).is_a.A1)
     assert.are.equal(g.tails, rules.facts(g, {}))
@@ -200,8 +208,11 @@ describe("the parallel rule", function()
     table.sort(labels)
     assert.are.same({ "parallel:is_a", "parallel:part_of", "parallel:regulates" }, labels)
     -- (kept as a table and read back, as reranker.json keeps the rules)
-    local back = rules.from_table(rules.to_table({ rules.parallel("is_a") }), regulation(), "test")
-    assert.are.same({ "A3" }, back[1].generic == "parallel" and rules.parallels(regulation(), back[1].relation, "A4") or {})
+    local g = regulation()
+    local back = rules.from_table(rules.to_table({ rules.parallel("is_a") }), g, "test")
+    assert.are.same({ "negative regulation of thymocyte apoptotic process -> negative regulation of T cell apoptotic process" },
+      tails(rules.propose(back, g, { id = "1", text = "negative regulation of thymocyte apoptotic process" }), "is_a",
+        "parallel:is_a"))
   end)
 end)
 

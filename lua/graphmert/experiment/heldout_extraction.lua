@@ -11,8 +11,6 @@
 --     usage error when a half is empty
 --   rule_list(script, d, data_dir) → those rules, each scored by its precision on the training
 --     passages; the built-in ones; what measuring found (graphmert.kg.rules)
---   rule_facts(d) → the seed graph's facts the rules may read in a held-out measure (rules.facts
---     without the held-out entities')
 --   run(systems, e)             each system's per-passage scores (system.units) and time; the
 --     pipelines' (graphmert.experiment.heldout_pipeline: with the model and without) also
 --     ranked_units, every candidate's, for precision at recall
@@ -46,17 +44,11 @@ function M.rule_list(script, d, data_dir)
   if #list == 0 then return list, generic end
   local train = {}
   for i, r in ipairs(d.train) do train[i] = { id = r.id, text = r.text, entity = r.about } end
-  local measured, warnings = rules.measure(list, d.graph, train, { facts = M.rule_facts(d) })
+  local exclude = preparation.heldout_entities(d)
+  local measured, warnings = rules.measure(list, d.graph, train, { facts = rules.facts(d.graph, exclude), exclude = exclude })
   for _, w in ipairs(warnings) do io.stderr:write("warning: ", w, "\n") end
   rules.score(list, measured)
   return list, generic, measured
-end
-
--- the seed graph's facts the rules may read here: none of a held-out entity's
-function M.rule_facts(d)
-  local exclude = {}
-  for _, r in ipairs(d.heldout) do if r.entity then exclude[r.entity] = true end end
-  return rules.facts(d.graph, exclude)
 end
 
 -- all the rules, and each kind of generic rule alone (the parallel rules of every relation one system)
@@ -185,7 +177,7 @@ local function run_one(system, e, frequent)
     if model then
       for _, t in ipairs(extract.triples(model, e.tok, chunk, opts)) do table.insert(per[t.source], t) end
     elseif system.rules then
-      e.rule_facts = e.rule_facts or M.rule_facts(e.d)
+      e.rule_facts = e.rule_facts or rules.facts(e.graph, e.exclude) -- (none of a held-out entity's)
       for _, p in ipairs(chunk) do per[p.id] = rules.propose(system.rules, e.graph, p, { facts = e.rule_facts }) end
     else
       for _, p in ipairs(chunk) do frequent_triples(e, frequent, p, per[p.id]) end

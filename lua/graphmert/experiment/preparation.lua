@@ -4,7 +4,7 @@
 --   prepare(cfg, tok) → d      dataset(cfg.data) → Dataset      summary(d) → one line
 --   heldout_passages(d, n)     reorder(d, seed): d with a training seed's batch order
 --   validation_split(passages) → validation, test: the held-out passages halved by entity
---   heldout_halves(d) → validation, test, exclude (the held-out entities)
+--   heldout_halves(d) → validation, test, exclude (the held-out entities: heldout_entities(d))
 local gm = require "graphmert"
 local injection = require "graphmert.experiment.injection"
 
@@ -250,13 +250,18 @@ function M.validation_split(passages)
   return validation, test
 end
 
--- The held-out passages' two halves (validation_split) and the held-out entities (id → true),
--- of which nothing fit for extraction (the relation prior, tail counts) may know.
-function M.heldout_halves(d)
-  local validation, test = M.validation_split(M.heldout_passages(d, #d.heldout))
+-- The held-out entities (id → true): those of the held-out passages, of which nothing fit for
+-- extraction (the relation prior, tail counts, the rules' precision) may know.
+function M.heldout_entities(d)
   local exclude = {}
   for _, r in ipairs(d.heldout) do if r.entity then exclude[r.entity] = true end end
-  return validation, test, exclude
+  return exclude
+end
+
+-- The held-out passages' two halves (validation_split) and the held-out entities.
+function M.heldout_halves(d)
+  local validation, test = M.validation_split(M.heldout_passages(d, #d.heldout))
+  return validation, test, M.heldout_entities(d)
 end
 
 -- d for a training seed: the same split, sequences and masking options, the training batches in

@@ -38,13 +38,13 @@ end
 
 function M.prepare(cli, dataset, graph, only)
   local patterns = patterns_path(cli, dataset)
+  local list = patterns and rules.read(patterns, graph) or {}
   -- (the parallel rules alone only pass a known part's tails on to longer names: too little to
   -- call an extractor)
-  if not patterns and not graph.subsumption then
-    error("no rules: the dataset has no patterns.tsv (--patterns names one) and its schema marks no subsumption relation "
-      .. "(relations.tsv's fourth column: docs/datasets.md)", 0)
+  if #list == 0 and not graph.subsumption then
+    error("no rules: " .. (patterns and (patterns .. " holds none") or "the dataset has no patterns.tsv (--patterns names one)")
+      .. " and its schema marks no subsumption relation (relations.tsv's fourth column: docs/datasets.md)", 0)
   end
-  local list = patterns and rules.read(patterns, graph) or {}
   for _, rule in ipairs(rules.builtin(graph)) do list[#list + 1] = rule end
   local kept = {}
   for _, rule in ipairs(list) do if not only or only[rule.relation] then kept[#kept + 1] = rule end end

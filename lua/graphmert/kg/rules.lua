@@ -48,7 +48,9 @@
 --   rules.measure(list, graph, passages[, opts]) → label → {proposed, held, precision, matched, tried}:
 --     each rule's distinct proposals over the passages, the share the seed graph holds, and its
 --     precision smoothed ((held + 1) / (proposed + 2): a rule seen once is not "certain"); and
---     warnings for rules that match nearly everything they are tried on
+--     warnings for rules that match nearly everything they are tried on; opts.facts as propose's,
+--     opts.exclude (ids → true): proposals naming such an entity, as head or tail, are not
+--     counted (their facts would decide whether they hold)
 --   rules.score(list, measured) → sets each rule's score to its measured precision
 --   rules.to_table(list) / rules.from_table(t, graph, where) → the rules (with their scores) as
 --     plain tables (JSON) and back, checked as a patterns file is (errors name `where`)
@@ -318,8 +320,11 @@ local function parts_of(graph, head_id)
   for w in normalize(graph.name[head_id] or ""):gmatch("%S+") do words[#words + 1] = w end
   for i = 1, #words do
     for j = i, i == 1 and #words - 1 or #words do -- (a part among other words, not the whole name)
-      local ids = graph:candidates(table.concat(words, " ", i, j))
-      if ids then parts[#parts + 1] = { before = table.concat(words, " ", 1, i - 1), after = table.concat(words, " ", j + 1), ids = ids } end
+      local ids = {}
+      for _, id in ipairs(graph:candidates(table.concat(words, " ", i, j)) or {}) do
+        if id ~= head_id then ids[#ids + 1] = id end -- (an alias inside its own name is no part)
+      end
+      if #ids > 0 then parts[#parts + 1] = { before = table.concat(words, " ", 1, i - 1), after = table.concat(words, " ", j + 1), ids = ids } end
     end
   end
   memo[head_id] = parts
@@ -407,12 +412,12 @@ function M.propose(list, graph, passage, opts)
 end
 
 function M.measure(list, graph, passages, opts)
-  local stats, seen, hits = {}, {}, {}
+  local stats, seen, hits, exclude = {}, {}, {}, opts and opts.exclude or {}
   for _, rule in ipairs(list) do stats[rule.label] = stats[rule.label] or { proposed = 0, held = 0 } end
   for _, p in ipairs(passages) do
     for _, t in ipairs(proposals(list, graph, p, opts or {}, hits)) do
       local key = t.rule .. "\0" .. t.head_id .. "\0" .. t.relation .. "\0" .. t.tail_id
-      if not seen[key] then
+      if not seen[key] and not (exclude[t.head_id] or exclude[t.tail_id]) then
         seen[key] = true
         local s = stats[t.rule]
         s.proposed = s.proposed + 1

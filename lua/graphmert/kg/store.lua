@@ -157,6 +157,11 @@ function Store:upgrade(read_only)
     return
   end
   self:begin()
+  -- (another run may have upgraded it since the version was read: read it again in the transaction)
+  if tonumber(self:value("SELECT value FROM meta WHERE key = 'schema_version'")) == M.SCHEMA_VERSION then
+    self:commit()
+    return
+  end
   self:run("ALTER TABLE triples ADD COLUMN model_score REAL")
   self:run("ALTER TABLE evidence ADD COLUMN model_score REAL")
   self:run("UPDATE meta SET value = ? WHERE key = 'schema_version'", tostring(M.SCHEMA_VERSION))
