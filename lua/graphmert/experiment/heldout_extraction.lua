@@ -51,7 +51,7 @@ function M.rule_list(script, d, data_dir)
   return list, generic, measured
 end
 
--- all the rules, and each kind of generic rule alone (the parallel rules of every relation one system)
+-- all the rules, and each kind of built-in rule alone (the parallel rules of every relation one system)
 local function rule_systems(script, d, data_dir)
   local list, generic, measured = M.rule_list(script, d, data_dir)
   if #list == 0 then return {} end

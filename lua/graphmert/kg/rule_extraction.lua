@@ -1,10 +1,10 @@
 -- rule_extraction.lua — `graphmert extract --extractor rules`: a knowledge graph from string
 -- rules alone (graphmert.kg.rules), no model. The rules are the dataset's patterns file
 -- (patterns.tsv in its folder, or --patterns FILE) and the built-in ones (rules.builtin: the
--- subsumption and genus rules of its subsumption relation, the parallel rule of each relation). Each rule is first measured on the dataset's own
--- passages against its seed graph, and a triple's score is the measured precision of the rule
--- that proposed it: the share of such triples that hold, which a user can threshold
--- (--min-score 0.8). The triples then go through extract's journal, merge and outputs as a
+-- subsumption and genus rules of its subsumption relation, the parallel rule of each relation).
+-- Each rule is first measured on the dataset's own passages against its seed graph, and a
+-- triple's score is the measured precision of the rule that proposed it: the share of such
+-- triples that hold, which a user can threshold (--min-score 0.8). The triples then go through extract's journal, merge and outputs as a
 -- model's do; a triple's `decoding` names its rule ("rule:regulation of X"). The precision is
 -- measured on constrained tails: under --decoding open a tail naming no entity keeps its rule's
 -- score, which then says less.

@@ -324,7 +324,9 @@ local function parts_of(graph, head_id)
       for _, id in ipairs(graph:candidates(table.concat(words, " ", i, j)) or {}) do
         if id ~= head_id then ids[#ids + 1] = id end -- (an alias inside its own name is no part)
       end
-      if #ids > 0 then parts[#parts + 1] = { before = table.concat(words, " ", 1, i - 1), after = table.concat(words, " ", j + 1), ids = ids } end
+      if #ids > 0 then
+        parts[#parts + 1] = { before = table.concat(words, " ", 1, i - 1), after = table.concat(words, " ", j + 1), ids = ids }
+      end
     end
   end
   memo[head_id] = parts
