@@ -4,10 +4,10 @@
 -- subsumption and genus rules of its subsumption relation, the parallel rule of each relation).
 -- Each rule is first measured on the dataset's own passages against its seed graph, and a
 -- triple's score is the measured precision of the rule that proposed it: the share of such
--- triples that hold, which a user can threshold (--min-score 0.8). The triples then go through extract's journal, merge and outputs as a
--- model's do; a triple's `decoding` names its rule ("rule:regulation of X"). The precision is
--- measured on constrained tails: under --decoding open a tail naming no entity keeps its rule's
--- score, which then says less.
+-- triples that hold, which a user can threshold (--min-score 0.8). The triples then go through
+-- extract's journal, merge and outputs as a model's do; a triple's `decoding` names its rule
+-- ("rule:regulation of X"). The precision is measured on constrained tails: under --decoding open
+-- a tail naming no entity keeps its rule's score, which then says less.
 --
 --   rule_extraction.prepare(cli, dataset, graph, only) → {list (the rules of the relations `only`
 --     names, a set, or all when nil; scored), measured, patterns
