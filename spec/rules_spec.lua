@@ -169,11 +169,11 @@ describe("the parallel rule", function()
 
   it("puts a known part's tails in the part's place, where that names an entity", function()
     local g = regulation()
-    assert.are.same({ "A3" }, rules.parallels(g, "is_a", "A4"))
+    assert.are.same({ "A3" }, require("graphmert.kg.name_rules").parallels(g, "is_a", "A4"))
     -- (A3's part "T cell apoptotic process" is_a "apoptotic process": its parallel is A6)
-    assert.are.same({ "A6" }, rules.parallels(g, "is_a", "A3"))
+    assert.are.same({ "A6" }, require("graphmert.kg.name_rules").parallels(g, "is_a", "A3"))
     -- nothing for a name with no known part, and never the head itself or its whole name
-    assert.are.same({}, rules.parallels(g, "is_a", "A5"))
+    assert.are.same({}, require("graphmert.kg.name_rules").parallels(g, "is_a", "A5"))
     local proposed = rules.propose({ rules.parallel("is_a") }, g, { id = "1", entity = "A4",
       text = "negative regulation of thymocyte apoptotic process: stops the death of a thymocyte." })
     assert.are.same({ "negative regulation of thymocyte apoptotic process -> negative regulation of T cell apoptotic process" },
@@ -183,7 +183,7 @@ describe("the parallel rule", function()
   it("reads only the facts it is given: none of an excluded entity's", function()
     local g = regulation()
     local facts = rules.facts(g, { A1 = true })
-    assert.are.same({}, rules.parallels(g, "is_a", "A4", facts))
+    assert.are.same({}, require("graphmert.kg.name_rules").parallels(g, "is_a", "A4", facts))
     assert.are.same({}, rules.propose({ rules.parallel("is_a") }, g, { id = "1", text = "negative regulation of thymocyte apoptotic process" },
       { facts = facts }))
     -- measured with an exclusion, a proposal naming an excluded entity is not counted: its facts
@@ -248,5 +248,57 @@ describe("a rule's measured precision", function()
     assert.are.same({ path .. ":1: the pattern matches 25 of the 25 heads it was tried on (a head once a passage)" }, warnings)
     _, warnings = rules.measure(list, graph, { passages[1] })
     assert.are.same({}, warnings)
+  end)
+end)
+
+describe("the affix rule", function()
+  -- adverbs and the adjectives they pertain to, and antonyms made with "un": WordNet's pointers
+  local function lexicon()
+    local ds = gm.data.dataset.new("affix")
+    for _, w in ipairs { "happily", "quickly", "slowly", "sadly", "gladly", "oddly" } do ds:add_entity(w, w, "adv", {}) end
+    for _, w in ipairs { "happy", "quick", "slow", "sad", "glad", "odd", "kind", "unkind", "fair", "unfair", "wise", "unwise",
+        "true", "untrue" } do
+      ds:add_entity(w, w, "adj", {})
+    end
+    for _, t in ipairs { { "happily", "happy" }, { "quickly", "quick" }, { "slowly", "slow" }, { "sadly", "sad" }, { "oddly", "odd" } } do
+      ds:add_triple(t[1], "pertainym", t[2])
+    end
+    for _, t in ipairs { { "unkind", "kind" }, { "unfair", "fair" }, { "unwise", "wise" } } do ds:add_triple(t[1], "antonym", t[2]) end
+    ds:finish()
+    return gm.data.seed_graph.new(ds)
+  end
+  local name_rules = require "graphmert.kg.name_rules"
+
+  it("learns a relation's rewrites of a name from its facts, each scored by the share of the heads it is right for", function()
+    local g = lexicon()
+    local learned = name_rules.affixes(g, g.tails, {})
+    -- -ly → (4 facts; "happily" → "happi" names nothing): right for quickly, slowly, sadly, oddly,
+    -- not gladly (no fact): (4 + 1) / (5 + 2). "ily" → "y" joins one fact only: not learned.
+    assert.are.same({ { side = "suffix", from = "ly", to = "", support = 4, precision = 5 / 7 } }, learned.pertainym)
+    -- un- → : right for unkind, unfair, unwise, not untrue (no fact)
+    assert.are.same({ { side = "prefix", from = "un", to = "", support = 3, precision = 4 / 6 } }, learned.antonym)
+    -- learned without an excluded entity's facts, and not scored on it
+    local exclude = { oddly = true }
+    learned = name_rules.affixes(g, rules.facts(g, exclude), exclude)
+    assert.are.same({ side = "suffix", from = "ly", to = "", support = 3, precision = 4 / 6 }, learned.pertainym[1])
+  end)
+
+  it("proposes the rewritten name with its rewrite's precision, kept as a table and read back", function()
+    local g = lexicon()
+    local exclude = { oddly = true }
+    local list = {}
+    for _, rule in ipairs(rules.builtin(g, exclude)) do if rule.generic == "affix" then list[#list + 1] = rule end end
+    local proposed = rules.propose(list, g, { id = "1", text = "oddly, untrue", entity = "oddly" }, { facts = rules.facts(g, exclude) })
+    assert.are.same({ "oddly -> odd" }, tails(proposed, "pertainym", "affix:pertainym"))
+    assert.are.same({ "untrue -> true" }, tails(proposed, "antonym", "affix:antonym"))
+    for _, t in ipairs(proposed) do assert.are.near(4 / 6, t.score, 1e-12) end
+    -- (never the name itself, nor a head whose rewrite keeps fewer than 3 characters: "happily")
+    assert.are.same({}, rules.propose(list, g, { id = "2", text = "happily" }))
+    local back = rules.from_table(rules.to_table(list), g, "reranker.json")
+    assert.are.same(proposed, rules.propose(back, g, { id = "1", text = "oddly, untrue", entity = "oddly" }))
+    local bad = rules.to_table(list)
+    bad[1].rewrites[1].side = "middle"
+    assert.has_error(function() rules.from_table(bad, g, "reranker.json") end,
+      "reranker.json, rule 1, rewrite 1: needs side (suffix or prefix), from, to and precision")
   end)
 end)

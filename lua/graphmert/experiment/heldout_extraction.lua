@@ -39,12 +39,12 @@ local M = {}
 function M.rule_list(script, d, data_dir)
   local path = data_dir and data_dir .. "/patterns.tsv"
   local list = path and gm.stat(path) and args.try(script, rules.read, path, d.graph) or {}
-  local generic = rules.builtin(d.graph)
+  local exclude = preparation.heldout_entities(d)
+  local generic = rules.builtin(d.graph, exclude) -- (the affix rules learned without the held-out facts)
   for _, rule in ipairs(generic) do list[#list + 1] = rule end
   if #list == 0 then return list, generic end
   local train = {}
   for i, r in ipairs(d.train) do train[i] = { id = r.id, text = r.text, entity = r.about } end
-  local exclude = preparation.heldout_entities(d)
   local measured, warnings = rules.measure(list, d.graph, train, { facts = rules.facts(d.graph, exclude), exclude = exclude })
   for _, w in ipairs(warnings) do io.stderr:write("warning: ", w, "\n") end
   rules.score(list, measured)

@@ -15,31 +15,28 @@
 -- no entity is kept as a new one. A tail matched in a passage may run on past the name: its
 -- longest first words that name such an entity are taken.
 --
--- Rules that need no file (builtin(graph)): for the dataset's subsumption relation (is_a,
--- hypernym; generic(relation)):
---   subsumption  lexical subsumption: the entity named by the head's name without its first
---                words (its longest such proper word-suffix: "mitochondrial inner membrane" →
---                "inner membrane" → "membrane"), else without one modifier word ("mitochondrial
---                inner membrane" → "mitochondrial membrane")
+-- Rules that need no file (builtin(graph)), most read off the entities' names
+-- (graphmert.kg.name_rules says how each works): for the dataset's subsumption relation (is_a,
+-- hypernym; generic(relation)) the subsumption rule ("mitochondrial inner membrane" → "inner
+-- membrane") and
 --   genus        definition genus: in a passage about an entity (corpus.jsonl's `entity`), the
 --                head noun of the first noun phrase of its first clause (after the entity's own
 --                mention, if any): the last entity named before the first preposition or
 --                conjunction, of a type the relation reaches, else the clause's first such one:
 --                "A protein that binds ..." → protein
--- and for every relation (parallel(relation)):
---   parallel     the head's name holds a known entity's name among other words; each tail the
---                seed graph gives that entity for the relation, put in its place, that names an
---                entity: "negative regulation of thymocyte apoptotic process" holds "thymocyte
---                apoptotic process", which is_a "T cell apoptotic process" → "negative regulation
---                of T cell apoptotic process" (a compositional name inherits its part's parents)
+-- for every relation the parallel rule (parallel(relation): a compositional name inherits its
+-- part's tails), and for each relation whose facts teach some, the affix rule (rewrites of the
+-- head's name learned from the seed graph: "happily" → "happy"; a tail's score is its rewrite's
+-- precision on the seed graph, not the rule's).
 --
 --   rules.read(path, graph) → the file's rules, or an error listing every bad line as
 --     `file:line: reason` (unknown relation, a pattern re cannot compile, a template naming a
 --     capture the pattern lacks, ...) before any work
 --   rules.generic(relation) → the subsumption and genus rules for that relation
 --   rules.parallel(relation) → the parallel rule for that relation
---   rules.builtin(graph) → every rule the graph has without a file: generic for its subsumption
---     relation (if any), parallel for each relation
+--   rules.builtin(graph[, exclude]) → every rule the graph has without a file: generic for its
+--     subsumption relation (if any), parallel for each relation, affix for each that has
+--     rewrites, learned without the facts of the entities `exclude` holds (ids → true)
 --   rules.propose(list, graph, passage, opts) → the triples the rules propose for one passage
 --     {id, text, entity}: {head, head_id, relation, tail, tail_id, rule (its label), source (the
 --     passage id)}, for the passage's entity and every entity mentioned in it; opts.open keeps
@@ -56,19 +53,14 @@
 --     plain tables (JSON) and back, checked as a patterns file is (errors name `where`)
 --   rules.facts(graph, exclude) → the seed graph's facts (relation → head id → its tails' ids joined
 --     by "\0") without any fact of an excluded entity (ids → true), as head or as tail
---   rules.parallels(graph, relation, head_id[, facts]) → the parallel rule's tails for the head
---   rules.subsumers(graph, relation, head_id) → every lexical subsumer of the head (the entities
---     the subsumption rule tries, in its order; the rule takes the first)
---   rules.fits(graph, relation, head_id, id) → whether the relation may reach entity id from the
---     head (the schema's types for the pair; never the head itself)
---   rules.tail_entity(graph, relation, head_id, name) → the first entity a name denotes that the
---     relation may reach from the head (nil: none)
+--   rules.subsumers, rules.fits, rules.tail_entity: graphmert.kg.name_rules's
 local re = require "re"
 local linker = require "graphmert.data.linker"
 local normalize = linker.normalize
 local suggest = require("graphmert.experiment.args").suggest
 local corpus = require "graphmert.data.corpus"
 local records = require "graphmert.data.dataset_records"
+local name_rules = require "graphmert.kg.name_rules"
 
 local M = {}
 
@@ -149,7 +141,7 @@ function M.to_table(list)
   local out = {}
   for i, r in ipairs(list) do
     out[i] = { relation = r.relation, on = r.on, source = r.source, tail = r.tail, label = r.label, generic = r.generic,
-      score = r.score }
+      rewrites = r.rewrites, score = r.score }
   end
   return out
 end
@@ -163,8 +155,9 @@ function M.from_table(t, graph, where)
       error(at .. ": must hold a relation and a label", 0)
     end
     local rule, why
-    if r.generic == "subsumption" or r.generic == "genus" or r.generic == "parallel" then
-      rule = { relation = r.relation, on = "generic", label = r.label, generic = r.generic }
+    if r.generic == "subsumption" or r.generic == "genus" or r.generic == "parallel" or r.generic == "affix" then
+      rule = { relation = r.relation, on = "generic", label = r.label, generic = r.generic,
+        rewrites = r.generic == "affix" and name_rules.check_rewrites(r.rewrites, at) or nil }
       if not graph.tail_types[r.relation] then why = "unknown relation '" .. r.relation .. "'" end
     else
       rule, why = parse({ r.relation, tostring(r.on), tostring(r.source), tostring(r.tail), r.label }, graph, at)
@@ -185,9 +178,16 @@ function M.parallel(relation)
   return { relation = relation, on = "generic", label = "parallel:" .. relation, generic = "parallel" }
 end
 
-function M.builtin(graph)
+function M.builtin(graph, exclude)
   local list = graph.subsumption and M.generic(graph.subsumption) or {}
   for _, relation in ipairs(graph.relation_names) do list[#list + 1] = M.parallel(relation) end
+  local affixes = name_rules.affixes(graph, M.facts(graph, exclude or {}), exclude or {})
+  for _, relation in ipairs(graph.relation_names) do
+    if affixes[relation] then
+      list[#list + 1] = { relation = relation, on = "generic", label = "affix:" .. relation, generic = "affix",
+        rewrites = affixes[relation] }
+    end
+  end
   return list
 end
 
@@ -210,18 +210,7 @@ function M.facts(graph, exclude)
   return out
 end
 
-function M.fits(graph, relation, head_id, id)
-  if id == head_id then return false end
-  local types = graph:tail_types_of(relation, graph.type[head_id])
-  return types == "*" or (types ~= nil and types[graph.type[id]] ~= nil)
-end
-
--- the first entity a name denotes that the relation may reach from the head (nil: none)
-function M.tail_entity(graph, relation, head_id, name)
-  for _, id in ipairs(graph:candidates(normalize(name)) or {}) do
-    if M.fits(graph, relation, head_id, id) then return id end
-  end
-end
+M.fits, M.tail_entity, M.subsumers = name_rules.fits, name_rules.tail_entity, name_rules.subsumers
 local tail_entity = M.tail_entity
 
 -- a captured tail that may run on: its longest first words that name an entity
@@ -296,66 +285,15 @@ local function genus(graph, relation, head, words)
   end
 end
 
-function M.subsumers(graph, relation, head_id)
-  local words, out, seen = {}, {}, {}
-  for w in normalize(graph.name[head_id] or ""):gmatch("%S+") do words[#words + 1] = w end
-  local function add(id) if id and not seen[id] then seen[id] = true; out[#out + 1] = id end end
-  for k = 2, #words do add(tail_entity(graph, relation, head_id, table.concat(words, " ", k))) end
-  for k = 1, #words - 1 do
-    local rest = {}
-    for j, w in ipairs(words) do if j ~= k then rest[#rest + 1] = w end end
-    add(tail_entity(graph, relation, head_id, table.concat(rest, " ")))
-  end
-  return out
-end
-
--- a name's parts that name entities, with the words around each: {before, after, ids}, found once
--- per graph and head (every passage and relation asks again)
-local parts_memo = setmetatable({}, { __mode = "k" })
-local function parts_of(graph, head_id)
-  local memo = parts_memo[graph] or {}
-  parts_memo[graph] = memo
-  if memo[head_id] then return memo[head_id] end
-  local words, parts = {}, {}
-  for w in normalize(graph.name[head_id] or ""):gmatch("%S+") do words[#words + 1] = w end
-  for i = 1, #words do
-    for j = i, i == 1 and #words - 1 or #words do -- (a part among other words, not the whole name)
-      local ids = {}
-      for _, id in ipairs(graph:candidates(table.concat(words, " ", i, j)) or {}) do
-        if id ~= head_id then ids[#ids + 1] = id end -- (an alias inside its own name is no part)
-      end
-      if #ids > 0 then
-        parts[#parts + 1] = { before = table.concat(words, " ", 1, i - 1), after = table.concat(words, " ", j + 1), ids = ids }
-      end
-    end
-  end
-  memo[head_id] = parts
-  return parts
-end
-
-function M.parallels(graph, relation, head_id, facts)
-  local out, seen = {}, { [head_id] = true }
-  local by_head = (facts or graph.tails)[relation] or {}
-  for _, part in ipairs(parts_of(graph, head_id)) do
-    for _, id in ipairs(part.ids) do
-      for tail in (by_head[id] or ""):gmatch("[^%z]+") do
-        local name = part.before .. " " .. normalize(graph.name[tail]) .. " " .. part.after
-        local found = tail_entity(graph, relation, head_id, name:match("^%s*(.-)%s*$"))
-        if found and not seen[found] then seen[found] = true; out[#out + 1] = found end
-      end
-    end
-  end
-  return out
-end
-
 -- whether the relation takes this head (its type among the relation's head types)
 local function takes(graph, relation, head_id)
   local types = graph.head_types[relation]
   return types == "*" or (types and types[graph.type[head_id]])
 end
 
--- rule × head → the tails it proposes (ids, or names for new entities under open); `hits`
--- counts the pattern's matches, for measure's warning
+-- rule × head → the tails it proposes (ids, or names for new entities under open), and their
+-- scores when each has its own (the affix rule's); `hits` counts the pattern's matches, for
+-- measure's warning
 local function apply(rule, graph, head, text, words, opts, hits)
   local name = graph.name[head.id]
   if rule.generic == "subsumption" then
@@ -363,7 +301,9 @@ local function apply(rule, graph, head, text, words, opts, hits)
   elseif rule.generic == "genus" then
     return head.about and { genus(graph, rule.relation, head, words) } or {}
   elseif rule.generic == "parallel" then
-    return M.parallels(graph, rule.relation, head.id, opts.facts)
+    return name_rules.parallels(graph, rule.relation, head.id, opts.facts)
+  elseif rule.generic == "affix" then
+    return name_rules.affix_tails(graph, rule.relation, rule.rewrites, head.id)
   end
   local out = {}
   local function take(captures, run_on)
@@ -397,11 +337,12 @@ local function proposals(list, graph, passage, opts, hits)
       if takes(graph, rule.relation, head.id) then
         local h = hits[rule] or { matched = 0, tried = 0 }
         hits[rule] = h
-        for _, t in ipairs(apply(rule, graph, head, passage.text, words, opts, h)) do
+        local tails, scores = apply(rule, graph, head, passage.text, words, opts, h)
+        for i, t in ipairs(tails) do
           local tail_id = type(t) == "string" and t or nil
           out[#out + 1] = { head = graph.name[head.id], head_id = head.id, relation = rule.relation,
             tail = tail_id and graph.name[tail_id] or t.new, tail_id = tail_id, rule = rule.label,
-            score = rule.score, source = passage.id }
+            score = scores and scores[i] or rule.score, source = passage.id }
         end
       end
     end
