@@ -76,7 +76,7 @@ describe("graphmert extract --extractor rules", function()
     out, code = run(BIN .. "extract --extractor rules --input " .. DATA .. "/corpus.txt --out " .. dir .. "/y.jsonl")
     assert.equal(2, code)
     assert.matches("needs the dataset: give %-%-data or %-%-config", out)
-    -- a dataset with neither a patterns file nor a subsumption relation has no rule
+    -- a dataset with no patterns file, no subsumption relation and no affix rule in its facts has no rule
     local bare = dir .. "/bare"
     os.execute("mkdir -p " .. bare)
     write(bare .. "/triples.tsv", "liver\tproduces\tbile\n")
@@ -88,7 +88,7 @@ describe("graphmert extract --extractor rules", function()
     write(bare .. "/patterns.tsv", "# rules to come\n")
     out, code = run(BIN .. "extract --extractor rules --data " .. bare .. " --input " .. bare .. "/corpus.txt --out " .. dir .. "/z.jsonl")
     assert.equal(2, code)
-    assert.matches("no rules: .*bare/patterns%.tsv holds none and its schema marks no subsumption relation", out)
+    assert.matches("no rules: .*bare/patterns%.tsv holds none, its schema marks no subsumption relation .* and its facts teach no affix rule", out)
   end)
 
   teardown(function() os.execute("rm -rf " .. dir) end)

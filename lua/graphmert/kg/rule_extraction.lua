@@ -1,7 +1,8 @@
 -- rule_extraction.lua — `graphmert extract --extractor rules`: a knowledge graph from string
 -- rules alone (graphmert.kg.rules), no model. The rules are the dataset's patterns file
 -- (patterns.tsv in its folder, or --patterns FILE) and the built-in ones (rules.builtin: the
--- subsumption and genus rules of its subsumption relation, the parallel rule of each relation).
+-- subsumption and genus rules of its subsumption relation, the parallel rule of each relation,
+-- the affix rules its facts teach).
 -- Each rule is first measured on the dataset's own passages against its seed graph, and a
 -- triple's score is the measured precision of the rule that proposed it: the share of such
 -- triples that hold, which a user can threshold (--min-score 0.8). The triples then go through
@@ -41,11 +42,16 @@ function M.prepare(cli, dataset, graph, only)
   local list = patterns and rules.read(patterns, graph) or {}
   -- (the parallel rules alone only pass a known part's tails on to longer names: too little to
   -- call an extractor)
-  if #list == 0 and not graph.subsumption then
-    error("no rules: " .. (patterns and (patterns .. " holds none") or "the dataset has no patterns.tsv (--patterns names one)")
-      .. " and its schema marks no subsumption relation (relations.tsv's fourth column: docs/datasets.md)", 0)
+  local enough = #list > 0
+  for _, rule in ipairs(rules.builtin(graph)) do
+    list[#list + 1] = rule
+    enough = enough or rule.generic ~= "parallel"
   end
-  for _, rule in ipairs(rules.builtin(graph)) do list[#list + 1] = rule end
+  if not enough then
+    error("no rules: " .. (patterns and (patterns .. " holds none") or "the dataset has no patterns.tsv (--patterns names one)")
+      .. ", its schema marks no subsumption relation (relations.tsv's fourth column: docs/datasets.md) and its facts teach"
+      .. " no affix rule", 0)
+  end
   local kept = {}
   for _, rule in ipairs(list) do if not only or only[rule.relation] then kept[#kept + 1] = rule end end
   local measured, warnings = rules.measure(kept, graph, dataset.passages)
