@@ -137,7 +137,7 @@ function M.tsv_line(t)
 end
 
 function M.key(t)
-  local head, tail = M.page.ids(t)
+  local head, tail = require("graphmert.kg.entity_ids").of(t)
   return head .. "\t" .. t.relation .. "\t" .. tail
 end
 

@@ -24,7 +24,7 @@
 -- does not grow with it; both ways give the same entries.
 local linker = require "graphmert.data.linker"
 local normalize = linker.normalize
-local ids = require("graphmert.kg.page").ids
+local ids = require("graphmert.kg.entity_ids").of
 
 local M = {}
 

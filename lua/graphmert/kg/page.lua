@@ -9,7 +9,7 @@
 --
 --   page.data{triples =, graph =, passages =, lines =, stored =, title =, kg =, corpus =} → the page's data
 --     triples: kg.jsonl records {head, relation, tail, score, count, sources, decoding, head_id,
---       tail_id, seed}; a head or tail without an id is a new entity, "new:" .. its name (page.ids)
+--       tail_id, seed}; a head or tail without an id is a new entity, "new:" .. its name (kg.entity_ids)
 --     graph: the seed graph (gm.data.seed_graph; optional): entity names, types and aliases, and
 --       the facts that touch the triples' entities, drawn beside them
 --     passages: passage id (a source, as a string) → text (optional: without it the page lists
@@ -21,7 +21,6 @@
 --       JSONL record's own "id"; optional), shown with the passage
 --     With the graph and the passages, each triple's row holds where each source mentions its
 --     head and tail, as the linker reads the passage (mention_marker)
---   page.ids(t) → a triple's head and tail ids as the page (and kg.key) names them
 --   page.cited(triples, next_passage) → id → text of the passages the triples cite, read from an
 --     iterator over a corpus's passages ({id, line, text}, gm.data.corpus.each_passage), and
 --     their lines (page.data's lines); sources that are all line numbers of a corpus whose
@@ -38,6 +37,7 @@
 local cjson = require "cjson"
 local gm = require "graphmert"
 local linker = require "graphmert.data.linker"
+local ids_of = require("graphmert.kg.entity_ids").of
 
 local M = {}
 
@@ -61,10 +61,6 @@ end
 
 local function fail(msg) error("kg page: " .. msg, 0) end
 
-function M.ids(t)
-  return type(t.head_id) == "string" and t.head_id or ("new:" .. t.head),
-    type(t.tail_id) == "string" and t.tail_id or ("new:" .. t.tail)
-end
 
 -- the ids of a linker index entry: joined by "\0" once frozen, a list while it is built
 local function each_id(candidates)
@@ -147,14 +143,14 @@ local function phrase_sets(graph, triples, entities, entity_at)
       local head = linker.normalize(t.head)
       of_name[head] = of_name[head] or graph:candidates(head) or {}
       for _, id in ipairs(of_name[head]) do wanted[id] = true end
-      local h, tl = M.ids(t)
+      local h, tl = ids_of(t)
       wanted[h], wanted[tl] = true, true
     end
   end
   local phrases = graph and linker_phrases(graph, wanted) or {}
   local heads, tails = {}, {}
   for n, t in ipairs(triples) do
-    local h, tl = M.ids(t)
+    local h, tl = ids_of(t)
     local head = linker.normalize(t.head)
     heads[n] = { [head] = true, [linker.normalize(entities[entity_at[h] + 1][2])] = true }
     tails[n] = { [linker.normalize(t.tail)] = true }
@@ -240,7 +236,7 @@ function M.data(opts)
     if type(t.head) ~= "string" or type(t.relation) ~= "string" or type(t.tail) ~= "string" or type(t.score) ~= "number" then
       fail(string.format("triple %d has no head, relation, tail and score", n))
     end
-    local head_id, tail_id = M.ids(t)
+    local head_id, tail_id = ids_of(t)
     names[head_id], names[tail_id] = names[head_id] or t.head, names[tail_id] or t.tail
     local sources = {}
     for i, s in ipairs(type(t.sources) == "table" and t.sources or {}) do
@@ -314,7 +310,7 @@ function M.data(opts)
   if passages and not opts.stored then
     local words, missing, checked, first = {}, 0, 0, nil
     for n, t in ipairs(triples) do
-      local known = graph and graph.name[(M.ids(t))] ~= nil
+      local known = graph and graph.name[(ids_of(t))] ~= nil
       local found_any = false
       for _, s in ipairs(rows[n][8]) do
         words[s] = words[s] or " " .. linker.normalize(passages[s]) .. " "
@@ -339,7 +335,7 @@ function M.data(opts)
   if passages and graph then -- where the sources mention each triple's ends, as extraction read them
     local marker = mention_marker(graph, passages)
     for n, t in ipairs(triples) do
-      local marks, new_tail = {}, graph.name[select(2, M.ids(t))] == nil and linker.normalize(t.tail)
+      local marks, new_tail = {}, graph.name[select(2, ids_of(t))] == nil and linker.normalize(t.tail)
       for i, s in ipairs(rows[n][8]) do marks[i] = marker(s, head_phrases[n], tail_phrases[n], new_tail) end
       rows[n][9] = marks
     end

@@ -45,6 +45,7 @@ local cjson = require "cjson"
 local json = require "graphmert.json"
 local gm = require "graphmert"
 local type_list = require("graphmert.data.seed_graph").type_list
+local entity_ids = require "graphmert.kg.entity_ids"
 
 local M = {}
 M.SCHEMA_VERSION = 2
@@ -297,7 +298,7 @@ function Store:add_passage(p, triples)
   if not added then error(err, 0) end
   for _, t in ipairs(triples) do
     if not t.head_id then error("add_passage: a triple without head_id (heads are seed-graph entities)", 2) end
-    local tail_id = t.tail_id or ("new:" .. t.tail)
+    local _, tail_id = entity_ids.of(t)
     if not t.tail_id then
       self:run("INSERT OR IGNORE INTO entities (id, name, type, aliases, seed) VALUES (?, ?, NULL, '[]', 0)", tail_id, t.tail)
     end
