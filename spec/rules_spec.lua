@@ -302,3 +302,38 @@ describe("the affix rule", function()
       "reranker.json, rule 1, rewrite 1: needs side (suffix or prefix), from, to and precision")
   end)
 end)
+
+describe("the specialization rule", function()
+  -- hypernym and its mirror hyponym, as in WordNet: "red oak" → "oak" and back, for ten trees
+  -- but the last, whose hyponym fact is missing
+  local function trees()
+    local ds = gm.data.dataset.new("trees")
+    ds.subsumption = "hypernym"
+    local bases = { "oak", "maple", "birch", "pine", "elm", "ash", "fir", "yew", "lime", "palm" }
+    for _, b in ipairs(bases) do
+      ds:add_entity(b, b, "noun", {})
+      ds:add_entity("red " .. b, "red " .. b, "noun", {})
+    end
+    for i, b in ipairs(bases) do
+      ds:add_triple("red " .. b, "hypernym", b)
+      if i < #bases then ds:add_triple(b, "hyponym", "red " .. b) end
+    end
+    ds:finish()
+    return gm.data.seed_graph.new(ds)
+  end
+
+  it("gives the subsumption relation's inverse the entities whose subsumer the head is", function()
+    local g = trees()
+    local name_rules = require "graphmert.kg.name_rules"
+    assert.are.equal("hyponym", name_rules.inverse(g, g.tails, "hypernym"))
+    assert.is_nil(name_rules.inverse(g, g.tails, "hyponym")) -- (9 mirrored of 9 facts: too few to tell)
+    local list = {}
+    for _, rule in ipairs(rules.builtin(g)) do if rule.generic == "specialization" then list[#list + 1] = rule end end
+    assert.are.same({ "specialization:hyponym" }, { list[1].label })
+    assert.are.same({ "palm -> red palm" }, tails(rules.propose(list, g, { id = "1", text = "palm" }), "hyponym"))
+    local back = rules.from_table(rules.to_table(list), g, "reranker.json")
+    assert.are.same({ "palm -> red palm" }, tails(rules.propose(back, g, { id = "1", text = "palm" }), "hyponym"))
+    -- (with oak held out, 9 facts are left: too few to tell)
+    assert.is_nil(name_rules.inverse(g, rules.facts(g, { oak = true }), "hypernym"))
+  end)
+end)

@@ -8,6 +8,9 @@
 --                "negative regulation of thymocyte apoptotic process" holds "thymocyte apoptotic
 --                process", which is_a "T cell apoptotic process" → "negative regulation of T
 --                cell apoptotic process" (a compositional name inherits its part's parents)
+--   specialization  for the relation the seed graph shows to be the subsumption relation's
+--                inverse (hyponym for hypernym): the entities whose subsumption rule gives the
+--                head ("red oak", "white oak" for "oak")
 --   affix        learned from the seed graph: where a relation's facts often join names that
 --                differ only in their ending or their beginning ("abandonment" → "abandon",
 --                "happily" → "happy", "unhappy" → "happy"), that rewrite of the head's name,
@@ -21,6 +24,9 @@
 --   subsumers(graph, relation, head_id) → every lexical subsumer of the head, in the subsumption
 --     rule's order (the rule takes the first)
 --   parallels(graph, relation, head_id, facts) → the parallel rule's tails for the head
+--   inverse(graph, facts, relation) → the relation whose facts mirror this one's (for at least
+--     90% of at least 10 facts h → t, the fact t → h), or nil
+--   specializations(graph, subsumption, relation, head_id) → the specialization rule's tails
 --   affixes(graph, facts, exclude) → relation → its rewrites {side ("suffix"/"prefix"), from, to,
 --     support (facts it joins), precision}, best first, learned from `facts` (rules.facts'
 --     form) and scored on every entity the relation takes but those in `exclude`
@@ -36,6 +42,8 @@ local SUPPORT = 3       -- facts a rewrite must join in the seed graph to be lea
 local MIN_PRECISION = 0.1 -- a rewrite right less often proposes candidates that only cost time
 local PER_HEAD = 5      -- the best-scored tails an affix rule gives one head and relation
 local REWRITES = 200    -- the most supported rewrites a relation keeps (each costs every head a lookup)
+local MIRRORED = 0.9    -- the share of a relation's facts another must mirror to be its inverse
+local SPECIALIZATIONS = 10 -- the most a head gets ("oak" has dozens)
 
 function M.fits(graph, relation, head_id, id)
   if id == head_id then return false end
@@ -105,6 +113,52 @@ function M.parallels(graph, relation, head_id, facts)
         if found and not seen[found] then seen[found] = true; out[#out + 1] = found end
       end
     end
+  end
+  return out
+end
+
+function M.inverse(graph, facts, relation)
+  local by_head, total, mirrored = facts[relation] or {}, 0, {}
+  for head, joined in pairs(by_head) do
+    for tail in joined:gmatch("[^%z]+") do
+      total = total + 1
+      for _, other in ipairs(graph.relation_names) do
+        local back = other ~= relation and facts[other] and facts[other][tail]
+        if back and ("\0" .. back .. "\0"):find("\0" .. head .. "\0", 1, true) then mirrored[other] = (mirrored[other] or 0) + 1 end
+      end
+    end
+  end
+  if total < 10 then return nil end
+  for _, other in ipairs(graph.relation_names) do
+    if (mirrored[other] or 0) >= MIRRORED * total then return other end
+  end
+end
+
+-- subsumption relation → entity → the entities whose subsumption rule gives it, found once per
+-- graph (names only: no fact is read)
+local specialized_memo = setmetatable({}, { __mode = "k" })
+function M.specializations(graph, subsumption, relation, head_id)
+  local memo = specialized_memo[graph] or {}
+  specialized_memo[graph] = memo
+  local by_general = memo[subsumption]
+  if not by_general then
+    by_general = {}
+    local ids = {}
+    for id in pairs(graph.name) do ids[#ids + 1] = id end
+    table.sort(ids)
+    for _, id in ipairs(ids) do
+      local general = M.subsumers(graph, subsumption, id)[1]
+      if general then
+        local list = by_general[general] or {}
+        by_general[general] = list
+        list[#list + 1] = id
+      end
+    end
+    memo[subsumption] = by_general
+  end
+  local out = {}
+  for _, id in ipairs(by_general[head_id] or {}) do
+    if #out < SPECIALIZATIONS and M.fits(graph, relation, head_id, id) then out[#out + 1] = id end
   end
   return out
 end

@@ -25,7 +25,8 @@
 --                conjunction, of a type the relation reaches, else the clause's first such one:
 --                "A protein that binds ..." → protein
 -- for every relation the parallel rule (parallel(relation): a compositional name inherits its
--- part's tails), and for each relation whose facts teach some, the affix rule (rewrites of the
+-- part's tails), for the subsumption relation's inverse, if the seed graph shows one, the
+-- specialization rule ("oak" → "red oak"), and for each relation whose facts teach some, the affix rule (rewrites of the
 -- head's name learned from the seed graph: "happily" → "happy"; a tail's score is its rewrite's
 -- precision on the seed graph, not the rule's).
 --
@@ -35,8 +36,8 @@
 --   rules.generic(relation) → the subsumption and genus rules for that relation
 --   rules.parallel(relation) → the parallel rule for that relation
 --   rules.builtin(graph[, exclude]) → every rule the graph has without a file: generic for its
---     subsumption relation (if any), parallel for each relation, affix for each that has
---     rewrites, learned without the facts of the entities `exclude` holds (ids → true)
+--     subsumption relation (if any), parallel for each relation, specialization for the
+--     subsumption relation's inverse, affix for each that has rewrites, learned without the facts of the entities `exclude` holds (ids → true)
 --   rules.propose(list, graph, passage, opts) → the triples the rules propose for one passage
 --     {id, text, entity}: {head, head_id, relation, tail, tail_id, rule (its label), source (the
 --     passage id)}, for the passage's entity and every entity mentioned in it; opts.open keeps
@@ -155,7 +156,8 @@ function M.from_table(t, graph, where)
       error(at .. ": must hold a relation and a label", 0)
     end
     local rule, why
-    if r.generic == "subsumption" or r.generic == "genus" or r.generic == "parallel" or r.generic == "affix" then
+    if r.generic == "subsumption" or r.generic == "genus" or r.generic == "parallel" or r.generic == "affix"
+        or r.generic == "specialization" and graph.subsumption then
       rule = { relation = r.relation, on = "generic", label = r.label, generic = r.generic,
         rewrites = r.generic == "affix" and name_rules.check_rewrites(r.rewrites, at) or nil }
       if not graph.tail_types[r.relation] then why = "unknown relation '" .. r.relation .. "'" end
@@ -181,7 +183,12 @@ end
 function M.builtin(graph, exclude)
   local list = graph.subsumption and M.generic(graph.subsumption) or {}
   for _, relation in ipairs(graph.relation_names) do list[#list + 1] = M.parallel(relation) end
-  local affixes = name_rules.affixes(graph, M.facts(graph, exclude or {}), exclude or {})
+  local facts = M.facts(graph, exclude or {})
+  local inverse = graph.subsumption and name_rules.inverse(graph, facts, graph.subsumption)
+  if inverse then
+    list[#list + 1] = { relation = inverse, on = "generic", label = "specialization:" .. inverse, generic = "specialization" }
+  end
+  local affixes = name_rules.affixes(graph, facts, exclude or {})
   for _, relation in ipairs(graph.relation_names) do
     if affixes[relation] then
       list[#list + 1] = { relation = relation, on = "generic", label = "affix:" .. relation, generic = "affix",
@@ -302,6 +309,8 @@ local function apply(rule, graph, head, text, words, opts, hits)
     return head.about and { genus(graph, rule.relation, head, words) } or {}
   elseif rule.generic == "parallel" then
     return name_rules.parallels(graph, rule.relation, head.id, opts.facts)
+  elseif rule.generic == "specialization" then
+    return name_rules.specializations(graph, graph.subsumption, rule.relation, head.id)
   elseif rule.generic == "affix" then
     return name_rules.affix_tails(graph, rule.relation, rule.rewrites, head.id)
   end
