@@ -124,7 +124,9 @@ function M.inverse(graph, facts, relation)
       total = total + 1
       for _, other in ipairs(graph.relation_names) do
         local back = other ~= relation and facts[other] and facts[other][tail]
-        if back and ("\0" .. back .. "\0"):find("\0" .. head .. "\0", 1, true) then mirrored[other] = (mirrored[other] or 0) + 1 end
+        if back and ("\0" .. back .. "\0"):find("\0" .. head .. "\0", 1, true) then
+          mirrored[other] = (mirrored[other] or 0) + 1
+        end
       end
     end
   end

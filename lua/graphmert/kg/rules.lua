@@ -37,7 +37,8 @@
 --   rules.parallel(relation) → the parallel rule for that relation
 --   rules.builtin(graph[, exclude]) → every rule the graph has without a file: generic for its
 --     subsumption relation (if any), parallel for each relation, specialization for the
---     subsumption relation's inverse, affix for each that has rewrites, learned without the facts of the entities `exclude` holds (ids → true)
+--     subsumption relation's inverse, affix for each that has rewrites, learned without the
+--     facts of the entities `exclude` holds (ids → true)
 --   rules.propose(list, graph, passage, opts) → the triples the rules propose for one passage
 --     {id, text, entity}: {head, head_id, relation, tail, tail_id, rule (its label), source (the
 --     passage id)}, for the passage's entity and every entity mentioned in it; opts.open keeps
