@@ -6,8 +6,9 @@
 -- facts teach).
 -- Each rule is first measured on the dataset's own passages against its seed graph, and a
 -- triple's score is the measured precision of the rule that proposed it (of an affix rule's
--- rewrite, on the seed graph): the share of such triples that hold, which a user can threshold (--min-score 0.8). The triples then go through
--- extract's journal, merge and outputs as a model's do; a triple's `decoding` names its rule
+-- rewrite, on the seed graph): the share of such triples that hold, which a user can threshold
+-- (--min-score 0.8). The triples then go through extract's journal, merge and outputs as a
+-- model's do; a triple's `decoding` names its rule
 -- ("rule:regulation of X"). The precision is measured on constrained tails: under --decoding open
 -- a tail naming no entity keeps its rule's score, which then says less.
 --
