@@ -4,9 +4,9 @@
 -- test half), extract with every relation allowed for each head and score the top tail per
 -- (head, relation) against the seed graph, for GraphMERT, the same budget's model without decay
 -- and H-GAT (the run's baseline/ folder, when it exists), the most frequent training tail per
--- relation asked the same queries, the dataset's string rules (its patterns.tsv and the generic
--- rules of its subsumption relation, measured on the training passages: docs/datasets.md), all
--- together and the generic ones alone, and the pipeline whose scores are probabilities
+-- relation asked the same queries, the dataset's string rules (its patterns.tsv and the built-in
+-- rules, measured on the training passages: docs/datasets.md), all together and each kind of
+-- built-in rule alone, and the pipeline whose scores are probabilities
 -- (graphmert.experiment.heldout_pipeline: candidates from every source, the relation prior, a
 -- reranker), with the model and without it (its triples of probability ≥ 0.5 in the main table,
 -- all of them ranked in the next):

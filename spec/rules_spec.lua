@@ -292,14 +292,14 @@ describe("the affix rule", function()
     assert.are.same({ "oddly -> odd" }, tails(proposed, "pertainym", "affix:pertainym"))
     assert.are.same({ "untrue -> true" }, tails(proposed, "antonym", "affix:antonym"))
     for _, t in ipairs(proposed) do assert.are.near(4 / 6, t.score, 1e-12) end
-    -- (never the name itself, nor a head whose rewrite keeps fewer than 3 characters: "happily")
+    -- (never a rewritten name that names no entity: "happily" → "happi")
     assert.are.same({}, rules.propose(list, g, { id = "2", text = "happily" }))
     local back = rules.from_table(rules.to_table(list), g, "reranker.json")
     assert.are.same(proposed, rules.propose(back, g, { id = "1", text = "oddly, untrue", entity = "oddly" }))
     local bad = rules.to_table(list)
     bad[1].rewrites[1].side = "middle"
     assert.has_error(function() rules.from_table(bad, g, "reranker.json") end,
-      "reranker.json, rule 1, rewrite 1: needs side (suffix or prefix), from, to and precision")
+      "reranker.json, rule 1, rewrite 1: needs side (suffix or prefix), from, to and a precision in [0, 1]")
   end)
 end)
 

@@ -32,7 +32,8 @@ local heldout_pipeline = require "graphmert.experiment.heldout_pipeline"
 local M = {}
 
 -- The dataset's string rules as systems (graphmert.kg.rules): all of them together, and each
--- kind of built-in rule alone (subsumption and genus only with a subsumption relation). Every
+-- kind of built-in rule alone (subsumption, genus and specialization only with a subsumption
+-- relation; the parallel or the affix rules of every relation, one system each). Every
 -- rule is measured on the training passages only, so that a score — its precision there — says
 -- nothing of the held-out ones, and reads no fact of a held-out entity; a rules file that does
 -- not read is the command's usage error.
@@ -51,7 +52,7 @@ function M.rule_list(script, d, data_dir)
   return list, generic, measured
 end
 
--- all the rules, and each kind of built-in rule alone (the parallel rules of every relation one system)
+-- all the rules, and each kind of built-in rule alone
 local function rule_systems(script, d, data_dir)
   local list, generic, measured = M.rule_list(script, d, data_dir)
   if #list == 0 then return {} end

@@ -97,7 +97,7 @@ function M.ranking(systems, implied)
   head[#head + 1], rule[#rule + 1] = string.format(" recall at precision %.2f [95%% CI] |", M.PRECISION), "---|"
   local lines = { "## Precision by each system's own ranking, and implied precision", "",
     "Each system's triples ranked by its own score (GraphMERT's mean log-probability, a rule's precision on the " ..
-    "training passages, the frequency of the most frequent tail); precision at a recall is the best over the " ..
+    "training passages or an affix rewrite's on the seed graph, the frequency of the most frequent tail); precision at a recall is the best over the " ..
     "score thresholds that reach that recall of the held-out facts (\"-\": none does); recall at a precision, the " ..
     "largest of the thresholds whose precision is at least that (0: none). " ..
     (implied and string.format("Implied precision also counts a triple whose tail is an ancestor, along %s, of " ..

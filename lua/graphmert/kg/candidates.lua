@@ -8,8 +8,8 @@
 -- twice are merged):
 --   top_k       the model's constrained top K over the relation's known tails
 --   mention     an entity the passage mentions that the relation may reach from the head
---   rules       the tails the dataset's rules propose (graphmert.kg.rules: the best rule precision
---               among them, and how many rules agree)
+--   rules       the tails the dataset's rules propose (graphmert.kg.rules: the best score among
+--               them, a rule's measured precision or an affix rewrite's, and how many rules agree)
 --   subsumer    for the subsumption relation, the head's lexical subsumers ("inner membrane" for
 --               "mitochondrial inner membrane"); subsumer_tail: a subsumer's own tails of the
 --               relation in the seed graph (its parents, for is_a)

@@ -17,6 +17,8 @@
 --                when it names an entity; each rewrite scored by the share of the seed graph's
 --                own entities it is right for
 --
+--   takes(graph, relation, id) → whether the relation takes the entity as a head (its type among
+--     the relation's head types)
 --   fits(graph, relation, head_id, id) → whether the relation may reach entity id from the head
 --     (the schema's types for the pair; never the head itself)
 --   tail_entity(graph, relation, head_id, name) → the first entity a name denotes that the
@@ -136,8 +138,28 @@ function M.inverse(graph, facts, relation)
   end
 end
 
--- subsumption relation → entity → the entities whose subsumption rule gives it, found once per
--- graph (names only: no fact is read)
+function M.takes(graph, relation, id)
+  local types = graph.head_types[relation]
+  return types == "*" or (types and types[graph.type[id]]) and true or false
+end
+local takes = M.takes
+
+-- the graph's entities in a fixed order (so that learning never depends on a table's), each
+-- with its name normalised; found once per graph
+local entities_memo = setmetatable({}, { __mode = "k" })
+local function entities(graph)
+  local memo = entities_memo[graph]
+  if not memo then
+    memo = { ids = {}, names = {} }
+    for id, name in pairs(graph.name) do memo.ids[#memo.ids + 1] = id; memo.names[id] = normalize(name) end
+    table.sort(memo.ids)
+    entities_memo[graph] = memo
+  end
+  return memo.ids, memo.names
+end
+
+-- subsumption relation → entity → the entities whose subsumption rule gives it, shortest name
+-- first (the nearest specializations), found once per graph (names only: no fact is read)
 local specialized_memo = setmetatable({}, { __mode = "k" })
 function M.specializations(graph, subsumption, relation, head_id)
   local memo = specialized_memo[graph] or {}
@@ -145,9 +167,7 @@ function M.specializations(graph, subsumption, relation, head_id)
   local by_general = memo[subsumption]
   if not by_general then
     by_general = {}
-    local ids = {}
-    for id in pairs(graph.name) do ids[#ids + 1] = id end
-    table.sort(ids)
+    local ids, names = entities(graph)
     for _, id in ipairs(ids) do
       local general = M.subsumers(graph, subsumption, id)[1]
       if general then
@@ -155,6 +175,9 @@ function M.specializations(graph, subsumption, relation, head_id)
         by_general[general] = list
         list[#list + 1] = id
       end
+    end
+    for _, list in pairs(by_general) do
+      table.sort(list, function(a, b) if #names[a] ~= #names[b] then return #names[a] < #names[b] end return a < b end)
     end
     memo[subsumption] = by_general
   end
@@ -202,20 +225,11 @@ local function index_of(rewrites)
   return index
 end
 
-local function takes(graph, relation, id)
-  local types = graph.head_types[relation]
-  return types == "*" or (types and types[graph.type[id]]) and true or false
-end
 
--- the graph's entities in a fixed order (so that learning never depends on a table's), each
--- with its name normalised
-local function entities(graph)
-  local ids, names = {}, {}
-  for id, name in pairs(graph.name) do ids[#ids + 1] = id; names[id] = normalize(name) end
-  table.sort(ids)
-  return ids, names
-end
+local function key_of(r) return r.side .. "\0" .. r.from .. "\0" .. r.to end
 
+-- (a rewrite is scored as rules.measure scores a rule: a proposal naming an excluded entity is
+-- not counted, and it holds when the name denotes one of the head's tails, by any of its names)
 function M.affixes(graph, facts, exclude)
   local out, ids, names = {}, entities(graph)
   for _, relation in ipairs(graph.relation_names) do
@@ -225,7 +239,7 @@ function M.affixes(graph, facts, exclude)
       for tail in joined:gmatch("[^%z]+") do
         local side, from, to = rewrite_of(name, names[tail] or "")
         if side then
-          local key = side .. "\0" .. from .. "\0" .. to
+          local key = key_of { side = side, from = from, to = to }
           counts[key] = (counts[key] or 0) + 1
         end
       end
@@ -239,7 +253,7 @@ function M.affixes(graph, facts, exclude)
     end
     table.sort(rewrites, function(a, b)
       if a.support ~= b.support then return a.support > b.support end
-      return a.side .. "\0" .. a.from .. "\0" .. a.to < b.side .. "\0" .. b.from .. "\0" .. b.to
+      return key_of(a) < key_of(b)
     end)
     for i = #rewrites, REWRITES + 1, -1 do rewrites[i] = nil end
     if #rewrites > 0 then
@@ -248,13 +262,16 @@ function M.affixes(graph, facts, exclude)
         if not exclude[head] and takes(graph, relation, head) then
           local known
           rewritten(index, names[head], function(r, name)
-            if fitting(graph, relation, head, name) then
+            local id = fitting(graph, relation, head, name)
+            if id and not exclude[id] then
               if not known then
                 known = {}
-                for tail in (by_head[head] or ""):gmatch("[^%z]+") do known[names[tail]] = true end
+                for tail in (by_head[head] or ""):gmatch("[^%z]+") do known[tail] = true end
               end
               r.proposed = r.proposed + 1
-              if known[name] then r.held = r.held + 1 end
+              for _, other in ipairs(graph:candidates(name)) do
+                if known[other] then r.held = r.held + 1 break end
+              end
             end
           end)
         end
@@ -267,7 +284,7 @@ function M.affixes(graph, facts, exclude)
       end
       table.sort(kept, function(a, b)
         if a.precision ~= b.precision then return a.precision > b.precision end
-        return a.side .. "\0" .. a.from .. "\0" .. a.to < b.side .. "\0" .. b.from .. "\0" .. b.to
+        return key_of(a) < key_of(b)
       end)
       if #kept > 0 then out[relation] = kept end
     end
@@ -295,11 +312,11 @@ function M.affix_tails(graph, relation, rewrites, head_id)
 end
 
 function M.check_rewrites(list, where)
-  if type(list) ~= "table" then error(where .. ": an affix rule needs its rewrites", 0) end
+  if type(list) ~= "table" or #list == 0 then error(where .. ": an affix rule needs a list of its rewrites", 0) end
   for i, r in ipairs(list) do
     if type(r) ~= "table" or (r.side ~= "suffix" and r.side ~= "prefix") or type(r.from) ~= "string"
-        or type(r.to) ~= "string" or type(r.precision) ~= "number" then
-      error(string.format("%s, rewrite %d: needs side (suffix or prefix), from, to and precision", where, i), 0)
+        or type(r.to) ~= "string" or type(r.precision) ~= "number" or not (r.precision >= 0 and r.precision <= 1) then
+      error(string.format("%s, rewrite %d: needs side (suffix or prefix), from, to and a precision in [0, 1]", where, i), 0)
     end
   end
   return list

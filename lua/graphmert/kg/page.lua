@@ -61,7 +61,6 @@ end
 
 local function fail(msg) error("kg page: " .. msg, 0) end
 
-
 -- the ids of a linker index entry: joined by "\0" once frozen, a list while it is built
 local function each_id(candidates)
   if type(candidates) == "string" then return candidates:gmatch("[^\0]+") end

@@ -9,7 +9,7 @@
 --     its mean log-probability per slot, its margin over the model's "none" and below the
 --     query's best tail, and log(rank) in the model's top K (0 when not in it)
 --   top_k, mention, subsumer, subsumer_tail: which source proposed it; rules: how many rules
---     did, rule_precision: the best of their measured precisions
+--     did, rule_precision: the best of their scores (measured precisions)
 --   tail_in_head, tail_words_in_passage, tail_in_passage, same_last_word, under_subsumer: the
 --     tail's words in the head's name and in the passage (shares), its name in the passage, the
 --     head's last word as its own, whether it is a lexical subsumer of the head or below one;

@@ -26,9 +26,9 @@
 --                "A protein that binds ..." → protein
 -- for every relation the parallel rule (parallel(relation): a compositional name inherits its
 -- part's tails), for the subsumption relation's inverse, if the seed graph shows one, the
--- specialization rule ("oak" → "red oak"), and for each relation whose facts teach some, the affix rule (rewrites of the
--- head's name learned from the seed graph: "happily" → "happy"; a tail's score is its rewrite's
--- precision on the seed graph, not the rule's).
+-- specialization rule ("oak" → "red oak"), and for each relation whose facts teach some, the
+-- affix rule (rewrites of the head's name learned from the seed graph: "quickly" → "quick"; a
+-- tail's score is its rewrite's precision on the seed graph, not the rule's).
 --
 --   rules.read(path, graph) → the file's rules, or an error listing every bad line as
 --     `file:line: reason` (unknown relation, a pattern re cannot compile, a template naming a
@@ -157,8 +157,10 @@ function M.from_table(t, graph, where)
       error(at .. ": must hold a relation and a label", 0)
     end
     local rule, why
-    if r.generic == "subsumption" or r.generic == "genus" or r.generic == "parallel" or r.generic == "affix"
-        or r.generic == "specialization" and graph.subsumption then
+    if r.generic == "specialization" and not graph.subsumption then
+      error(at .. ": a specialization rule, but the dataset's schema marks no subsumption relation", 0)
+    elseif r.generic == "subsumption" or r.generic == "genus" or r.generic == "parallel" or r.generic == "affix"
+        or r.generic == "specialization" then
       rule = { relation = r.relation, on = "generic", label = r.label, generic = r.generic,
         rewrites = r.generic == "affix" and name_rules.check_rewrites(r.rewrites, at) or nil }
       if not graph.tail_types[r.relation] then why = "unknown relation '" .. r.relation .. "'" end
@@ -293,11 +295,7 @@ local function genus(graph, relation, head, words)
   end
 end
 
--- whether the relation takes this head (its type among the relation's head types)
-local function takes(graph, relation, head_id)
-  local types = graph.head_types[relation]
-  return types == "*" or (types and types[graph.type[head_id]])
-end
+local takes = name_rules.takes
 
 -- rule × head → the tails it proposes (ids, or names for new entities under open), and their
 -- scores when each has its own (the affix rule's); `hits` counts the pattern's matches, for
