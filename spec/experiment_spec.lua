@@ -91,7 +91,7 @@ describe("experiment.config", function()
 
   it("loads every config under experiments/configs", function()
     for _, name in ipairs { "wordnet_small", "wordnet_10min", "wordnet_long", "official", "ablation", "ablation_official",
-      "wordnet_long_extract" } do
+      "wordnet_long_extract", "wordnet_hour" } do
       local c = config.load("experiments/configs/" .. name .. ".lua")
       assert.equal(c.model.roots * (1 + c.model.leaves), gm.layout(c.model).nodes)
     end
