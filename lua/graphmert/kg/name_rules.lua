@@ -292,11 +292,15 @@ function M.affixes(graph, facts, exclude)
   return out
 end
 
-local index_memo = setmetatable({}, { __mode = "k" })
+-- (a rule's rewrites → their index and each head's tails, found once: a head is asked once a
+-- passage that mentions it)
+local affix_memo = setmetatable({}, { __mode = "k" })
 function M.affix_tails(graph, relation, rewrites, head_id)
-  local index = index_memo[rewrites] or index_of(rewrites)
-  index_memo[rewrites] = index
-  local best = {}
+  local memo = affix_memo[rewrites] or { index = index_of(rewrites), heads = {} }
+  affix_memo[rewrites] = memo
+  local found = memo.heads[head_id]
+  if found then return found[1], found[2] end
+  local index, best = memo.index, {}
   rewritten(index, normalize(graph.name[head_id] or ""), function(r, name)
     local id = fitting(graph, relation, head_id, name)
     if id and (best[id] or 0) < r.precision then best[id] = r.precision end
@@ -308,6 +312,7 @@ function M.affix_tails(graph, relation, rewrites, head_id)
   for i = #ids, 1, -1 do
     if i > PER_HEAD then ids[i] = nil else scores[i] = best[ids[i]] end
   end
+  memo.heads[head_id] = { ids, scores }
   return ids, scores
 end
 
