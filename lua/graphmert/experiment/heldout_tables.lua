@@ -56,12 +56,13 @@ local function own_units(units)
   return out
 end
 
--- the pipeline's precision at each recall, and its recall at precision 0.70, against the systems
--- it must beat: the same pipeline without the model (what the model adds) and the rules alone,
--- paired over passages
 local function verdict(low, high)
   return (low > 0 and " (better)") or (high < 0 and " (worse)") or " (the interval includes 0)"
 end
+
+-- the pipeline's precision at each recall, and its recall at precision 0.70, against the systems
+-- it must beat: the same pipeline without the model (what the model adds) and the rules alone,
+-- paired over passages
 
 local function differences_at_recall(systems, lines)
   local by_name = {}

@@ -225,36 +225,39 @@ local function index_of(rewrites)
   return index
 end
 
-
 local function key_of(r) return r.side .. "\0" .. r.from .. "\0" .. r.to end
+
+-- a sort of rewrites by a field, largest first, ties in a fixed order
+local function most(field)
+  return function(a, b)
+    if a[field] ~= b[field] then return a[field] > b[field] end
+    return key_of(a) < key_of(b)
+  end
+end
 
 -- (a rewrite is scored as rules.measure scores a rule: a proposal naming an excluded entity is
 -- not counted, and it holds when the name denotes one of the head's tails, by any of its names)
 function M.affixes(graph, facts, exclude)
   local out, ids, names = {}, entities(graph)
   for _, relation in ipairs(graph.relation_names) do
-    local counts, by_head = {}, facts[relation] or {}
+    local seen, by_head = {}, facts[relation] or {}
     for head, joined in pairs(by_head) do
       local name = names[head] or ""
       for tail in joined:gmatch("[^%z]+") do
         local side, from, to = rewrite_of(name, names[tail] or "")
         if side then
-          local key = key_of { side = side, from = from, to = to }
-          counts[key] = (counts[key] or 0) + 1
+          local r = { side = side, from = from, to = to, support = 0, proposed = 0, held = 0 }
+          local key = key_of(r)
+          seen[key] = seen[key] or r
+          seen[key].support = seen[key].support + 1
         end
       end
     end
     local rewrites = {}
-    for key, n in pairs(counts) do
-      if n >= SUPPORT then
-        local side, from, to = key:match("^(%a+)%z(.-)%z(.*)$")
-        rewrites[#rewrites + 1] = { side = side, from = from, to = to, support = n, proposed = 0, held = 0 }
-      end
+    for _, r in pairs(seen) do
+      if r.support >= SUPPORT then rewrites[#rewrites + 1] = r end
     end
-    table.sort(rewrites, function(a, b)
-      if a.support ~= b.support then return a.support > b.support end
-      return key_of(a) < key_of(b)
-    end)
+    table.sort(rewrites, most "support")
     for i = #rewrites, REWRITES + 1, -1 do rewrites[i] = nil end
     if #rewrites > 0 then
       local index = index_of(rewrites)
@@ -282,10 +285,7 @@ function M.affixes(graph, facts, exclude)
         r.proposed, r.held = nil, nil
         if r.precision >= MIN_PRECISION then kept[#kept + 1] = r end
       end
-      table.sort(kept, function(a, b)
-        if a.precision ~= b.precision then return a.precision > b.precision end
-        return key_of(a) < key_of(b)
-      end)
+      table.sort(kept, most "precision")
       if #kept > 0 then out[relation] = kept end
     end
   end

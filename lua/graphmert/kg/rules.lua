@@ -67,6 +67,8 @@ local name_rules = require "graphmert.kg.name_rules"
 local M = {}
 
 local MESSAGES = 20 -- bad lines listed in one error
+-- the kinds of rule that need no file (a saved rule's `generic`)
+local BUILTIN = { subsumption = true, genus = true, parallel = true, specialization = true, affix = true }
 
 -- the number of simple captures {p} of an re pattern (not {: :}, {~ ~}, {| |}, {} or a {name}
 -- back reference), skipping quoted strings and character classes
@@ -159,8 +161,7 @@ function M.from_table(t, graph, where)
     local rule, why
     if r.generic == "specialization" and not graph.subsumption then
       error(at .. ": a specialization rule, but the dataset's schema marks no subsumption relation", 0)
-    elseif r.generic == "subsumption" or r.generic == "genus" or r.generic == "parallel" or r.generic == "affix"
-        or r.generic == "specialization" then
+    elseif BUILTIN[r.generic] then
       rule = { relation = r.relation, on = "generic", label = r.label, generic = r.generic,
         rewrites = r.generic == "affix" and name_rules.check_rewrites(r.rewrites, at) or nil }
       if not graph.tail_types[r.relation] then why = "unknown relation '" .. r.relation .. "'" end
